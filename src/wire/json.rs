@@ -1,0 +1,338 @@
+//! The JSON layer under the message decoder: limits, a nesting pre-scan, member picking and
+//! lenient scalar classification.
+//!
+//! Why this shape: the decoder must name the broken rule and field, which serde's derive
+//! cannot do (its errors are strings). So objects are read with [`pick`], which borrows the raw
+//! text of a fixed set of members without allocating, and values are read as [`Scalar`], which
+//! accepts every JSON type; the checks that follow are plain Rust returning typed errors.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::error::{DecodeError, Rule};
+
+/// Size and nesting limits applied before any parsing.
+///
+/// Exceeding a limit is a typed error ([`Rule::MessageTooLarge`], [`Rule::NestingTooDeep`]),
+/// never a crash or an unbounded allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted message, in bytes (default 4 MiB). The stdio line limit is this plus
+    /// the line terminator.
+    pub max_message_bytes: usize,
+    /// Deepest accepted nesting of objects and arrays, counting the message object itself as 1
+    /// (default 64). Values above 127 are clamped, since serde_json refuses deeper input.
+    pub max_depth: usize,
+}
+
+impl Limits {
+    /// The default limits: 4 MiB and depth 64.
+    pub const DEFAULT: Limits = Limits { max_message_bytes: 4 << 20, max_depth: 64 };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// serde_json's own recursion limit; our depth check must stay below it.
+const SERDE_JSON_MAX_DEPTH: usize = 127;
+
+/// Checks the size and nesting limits without parsing.
+///
+/// The scan only tracks strings and brackets, so it runs in one tight pass; malformed JSON is
+/// left for the parser to report.
+pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
+    if bytes.len() > limits.max_message_bytes {
+        return Err(DecodeError::new(
+            Rule::MessageTooLarge,
+            "",
+            format!("{} bytes exceed the limit of {}", bytes.len(), limits.max_message_bytes),
+        ));
+    }
+    let max_depth = limits.max_depth.min(SERDE_JSON_MAX_DEPTH);
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string, honouring escapes.
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' => i += 2,
+                        b'"' => break,
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max_depth {
+                    return Err(DecodeError::new(
+                        Rule::NestingTooDeep,
+                        "",
+                        format!("nesting exceeds the limit of {max_depth}"),
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Parses any JSON text into a [`Value`] under the given limits.
+///
+/// This is the generic JSON layer (it accepts scalars and arrays at the top level); it is what
+/// the JSONTestSuite checks.
+pub fn parse_value(bytes: &[u8], limits: &Limits) -> Result<Value, DecodeError> {
+    check_limits(bytes, limits)?;
+    serde_json::from_slice(bytes).map_err(syntax_error)
+}
+
+/// Maps a serde_json error on raw input to a typed error.
+pub(crate) fn syntax_error(e: serde_json::Error) -> DecodeError {
+    let text = e.to_string();
+    let rule = if text.contains("number out of range") {
+        Rule::NumberOutOfRange
+    } else if text.contains("recursion limit") {
+        Rule::NestingTooDeep
+    } else {
+        Rule::JsonSyntax
+    };
+    DecodeError::new(rule, "", text)
+}
+
+/// Any JSON value, classified but not validated. Containers are skipped, not kept.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    /// A negative integer, or any integer that fits `i64`.
+    Int(i64),
+    /// A non-negative integer above `i64::MAX`.
+    UInt(u64),
+    /// A number with a fraction or exponent, or an integer too large for `u64`.
+    Float(f64),
+    Str(Cow<'a, str>),
+    Array,
+    Object,
+}
+
+impl Scalar<'_> {
+    /// The JSON type name, for error details.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Scalar::Null => "null",
+            Scalar::Bool(_) => "boolean",
+            Scalar::Int(_) | Scalar::UInt(_) => "integer",
+            Scalar::Float(_) => "number",
+            Scalar::Str(_) => "string",
+            Scalar::Array => "array",
+            Scalar::Object => "object",
+        }
+    }
+
+    /// Classifies a parsed [`Value`].
+    pub fn from_value(v: &Value) -> Scalar<'_> {
+        match v {
+            Value::Null => Scalar::Null,
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Scalar::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Scalar::UInt(u)
+                } else {
+                    Scalar::Float(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Value::String(s) => Scalar::Str(Cow::Borrowed(s)),
+            Value::Array(_) => Scalar::Array,
+            Value::Object(_) => Scalar::Object,
+        }
+    }
+
+    /// Parses one raw JSON value.
+    pub fn from_raw(raw: &RawValue) -> Scalar<'_> {
+        // The raw text was already validated by serde_json, so this cannot fail; fall back to
+        // `Null` rather than panic if it ever did.
+        serde_json::from_str(raw.get()).unwrap_or(Scalar::Null)
+    }
+
+    /// The value as a finite `f64`, if it is a number.
+    pub fn as_number(&self) -> Option<f64> {
+        match *self {
+            Scalar::Int(i) => Some(i as f64),
+            Scalar::UInt(u) => Some(u as f64),
+            Scalar::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> de::Deserialize<'de> for Scalar<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Scalar::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(i64::try_from(v).map_or(Scalar::UInt(v), Scalar::Int))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Array)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Object)
+    }
+}
+
+/// Largest number of members [`pick`] can select.
+pub(crate) const MAX_PICK: usize = 6;
+
+/// The raw text of selected members of one JSON object.
+#[derive(Debug)]
+pub(crate) enum Picked<'a> {
+    /// The value was an object; `values[i]` is the member named `keys[i]`, if present.
+    Object {
+        values: [Option<&'a RawValue>; MAX_PICK],
+        /// The first selected key that appeared twice.
+        duplicate: Option<&'static str>,
+    },
+    /// The value was an array (elements skipped).
+    Array,
+    /// The value was neither object nor array; its classification.
+    Other(Scalar<'a>),
+}
+
+/// Reads `input` (one JSON value) and borrows the raw text of the members named in `keys`.
+/// Other members are skipped without allocating.
+pub(crate) fn pick<'a>(input: &'a [u8], keys: &'static [&'static str]) -> Result<Picked<'a>, serde_json::Error> {
+    debug_assert!(keys.len() <= MAX_PICK);
+    let mut de = serde_json::Deserializer::from_slice(input);
+    let picked = PickSeed { keys }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(picked)
+}
+
+struct PickSeed {
+    keys: &'static [&'static str],
+}
+
+impl<'de> DeserializeSeed<'de> for PickSeed {
+    type Value = Picked<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PickSeed {
+    type Value = Picked<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut values = [None; MAX_PICK];
+        let mut duplicate = None;
+        while let Some(slot) = map.next_key_seed(KeySeed { keys: self.keys })? {
+            match slot {
+                Some(i) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    if values[i].is_some() {
+                        duplicate.get_or_insert(self.keys[i]);
+                    }
+                    values[i] = Some(raw);
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Picked::Object { values, duplicate })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        ScalarVisitor.visit_seq(seq).map(|_| Picked::Array)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Picked::Other(Scalar::Null))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Picked::Other(Scalar::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Picked::Other(Scalar::Int(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Picked::Other(Scalar::UInt(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Picked::Other(Scalar::Float(v)))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Picked::Other(Scalar::Str(Cow::Borrowed(""))))
+    }
+}
+
+/// Maps an object key to its index in `keys` without allocating (escaped keys are compared
+/// after unescaping, as serde_json hands them over).
+struct KeySeed {
+    keys: &'static [&'static str],
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.keys.iter().position(|k| *k == v))
+    }
+}
