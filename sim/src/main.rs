@@ -1,1 +1,31 @@
-fn main() {}
+//! The `mcp-sim` command.
+//!
+//! Subcommands share the library's layers; this crate only parses arguments, reads files and
+//! prints. Exit codes: 0 success, 1 a MUST-level violation was found, 2 usage or input error.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod decode;
+
+/// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
+#[derive(Parser)]
+#[command(name = "mcp-sim", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode NDJSON messages from stdin; print one JSON verdict per input line.
+    Decode(decode::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Decode(args) => decode::run(&args),
+    }
+}

@@ -1,0 +1,146 @@
+//! `mcp-sim decode`: one verdict per stdin line.
+//!
+//! ```text
+//! {"line":1,"ok":true,"kind":"progress"}
+//! {"line":2,"ok":false,"error":{"rule":"null-id","path":"params.requestId","message":"..."}}
+//! ```
+
+use std::io::{self, BufWriter, Read, Write};
+use std::process::ExitCode;
+
+use mcp_sim::framing::ndjson::{LineDecoder, LineOptions};
+use mcp_sim::framing::FrameError;
+use mcp_sim::wire::{self, DecodeError, DecodeOptions, Limits};
+use serde::Serialize;
+
+/// Strictness knobs; the default is the 2026-07-28 schema as written.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Accept `"id": null` on error responses (base JSON-RPC 2.0).
+    #[arg(long)]
+    allow_null_error_id: bool,
+    /// Accept integer-valued floats such as `1.0` as ids and tokens.
+    #[arg(long)]
+    allow_integral_float_ids: bool,
+    /// Reject results without `resultType` (what a server MUST send).
+    #[arg(long)]
+    require_result_type: bool,
+    /// Strip CR before LF instead of rejecting the line.
+    #[arg(long)]
+    allow_crlf: bool,
+    /// Skip blank lines instead of rejecting them.
+    #[arg(long)]
+    allow_blank_lines: bool,
+    /// Largest accepted message in bytes.
+    #[arg(long, default_value_t = Limits::DEFAULT.max_message_bytes)]
+    max_message_bytes: usize,
+    /// Deepest accepted nesting of objects and arrays.
+    #[arg(long, default_value_t = Limits::DEFAULT.max_depth)]
+    max_depth: usize,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let limits = Limits {
+        max_message_bytes: args.max_message_bytes,
+        max_depth: args.max_depth,
+    };
+    let opts = DecodeOptions {
+        limits,
+        allow_null_error_id: args.allow_null_error_id,
+        allow_integral_float_ids: args.allow_integral_float_ids,
+        require_result_type: args.require_result_type,
+    };
+    let mut lines = LineDecoder::new(LineOptions {
+        max_line_bytes: limits.max_message_bytes,
+        allow_crlf: args.allow_crlf,
+        allow_blank_lines: args.allow_blank_lines,
+    });
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut stdin = io::stdin().lock();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let result = (|| -> io::Result<()> {
+        loop {
+            let n = stdin.read(&mut chunk)?;
+            if n == 0 {
+                break;
+            }
+            lines.push(&chunk[..n]);
+            while let Some(item) = lines.next_line() {
+                let text = match item {
+                    Ok(line) => match wire::decode_with(&line.bytes, &opts) {
+                        Ok(msg) => {
+                            let kind = Some(msg.kind().as_str());
+                            serde_json::to_string(&Verdict {
+                                line: line.number,
+                                ok: true,
+                                kind,
+                                error: None,
+                            })
+                        }
+                        Err(e) => serde_json::to_string(&decode_error(line.number, &e)),
+                    },
+                    Err(e) => serde_json::to_string(&frame_error(&e)),
+                }?;
+                writeln!(out, "{text}")?;
+            }
+        }
+        if let Some(e) = lines.finish() {
+            writeln!(out, "{}", serde_json::to_string(&frame_error(&e))?)?;
+        }
+        out.flush()
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-sim decode: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One output line; fields in the documented order.
+#[derive(Serialize)]
+struct Verdict<'a> {
+    line: u64,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<VerdictError<'a>>,
+}
+
+#[derive(Serialize)]
+struct VerdictError<'a> {
+    rule: &'static str,
+    path: &'a str,
+    message: &'a str,
+}
+
+fn decode_error(line: u64, e: &DecodeError) -> Verdict<'_> {
+    let error = VerdictError {
+        rule: e.rule.as_str(),
+        path: &e.path,
+        message: &e.detail,
+    };
+    Verdict {
+        line,
+        ok: false,
+        kind: None,
+        error: Some(error),
+    }
+}
+
+fn frame_error(e: &FrameError) -> Verdict<'_> {
+    let error = VerdictError {
+        rule: e.rule.as_str(),
+        path: "",
+        message: &e.detail,
+    };
+    Verdict {
+        line: e.line,
+        ok: false,
+        kind: None,
+        error: Some(error),
+    }
+}
