@@ -1,0 +1,100 @@
+//! Client timeout policies (digest §4) and presets of real hosts (design.md).
+//!
+//! A policy is `{timeout, reset_timeout_on_progress, max_total_timeout}`, the option names of
+//! the TypeScript SDK and rmcp. The request's idle deadline is `timeout` after it was sent, or
+//! after the last valid progress when resetting is on; the hard deadline is `max_total_timeout`
+//! after it was sent, whatever progress arrives. "Valid" progress is progress the client
+//! accepts: the request's own token, strictly increasing (digest §9 rule 36).
+
+use std::time::Duration;
+
+use super::Transport;
+use crate::time::Time;
+
+/// When a client gives up on a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimeoutPolicy {
+    /// Time without a response (and, with resetting, without valid progress) before the
+    /// client cancels. `None` means no timeout at all, which the spec advises against.
+    pub timeout: Option<Duration>,
+    /// Restart the idle clock on each valid progress notification (a MAY in §4).
+    pub reset_timeout_on_progress: bool,
+    /// The hard ceiling from the send, whatever progress arrives (a SHOULD in §4).
+    pub max_total_timeout: Option<Duration>,
+}
+
+/// Why a client timed a request out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutReason {
+    /// The idle timeout: no response (nor valid progress, when resetting) for `timeout`.
+    Idle,
+    /// The hard maximum `max_total_timeout` since the request was sent.
+    Maximum,
+}
+
+impl TimeoutReason {
+    /// `idle` or `maximum`, as in traces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeoutReason::Idle => "idle",
+            TimeoutReason::Maximum => "maximum",
+        }
+    }
+}
+
+impl TimeoutPolicy {
+    /// A fixed timeout that progress does not extend.
+    pub fn fixed(timeout: Duration) -> Self {
+        TimeoutPolicy { timeout: Some(timeout), reset_timeout_on_progress: false, max_total_timeout: None }
+    }
+
+    /// A timeout that progress resets, under a hard maximum.
+    pub fn resetting(timeout: Duration, max_total: Duration) -> Self {
+        TimeoutPolicy { timeout: Some(timeout), reset_timeout_on_progress: true, max_total_timeout: Some(max_total) }
+    }
+
+    /// MCP Inspector v1: 10 s, reset on progress, 60 s maximum.
+    pub fn inspector_v1() -> Self {
+        Self::resetting(Duration::from_secs(10), Duration::from_secs(60))
+    }
+
+    /// TypeScript SDK default: 60 s, not reset by progress.
+    pub fn typescript_sdk() -> Self {
+        Self::fixed(Duration::from_secs(60))
+    }
+
+    /// A host with an idle timeout that progress resets (5 minutes over HTTP, 30 over stdio)
+    /// under a per-server wall-clock tool timeout that progress does not extend.
+    pub fn host_idle(transport: Transport, wall_clock: Duration) -> Self {
+        let idle = match transport {
+            Transport::Http => Duration::from_secs(5 * 60),
+            Transport::Stdio => Duration::from_secs(30 * 60),
+        };
+        Self::resetting(idle, wall_clock)
+    }
+
+    /// The longest a request can stay open under this policy, if bounded.
+    pub fn hard_bound(&self) -> Option<Duration> {
+        match (self.timeout, self.reset_timeout_on_progress, self.max_total_timeout) {
+            (_, _, Some(max)) => Some(self.timeout.filter(|_| !self.reset_timeout_on_progress).map_or(max, |t| t.min(max))),
+            (Some(t), false, None) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The deadline of a request sent at `sent` whose last valid progress arrived at
+    /// `last_progress`, with the reason it would fire for.
+    pub fn deadline(&self, sent: Time, last_progress: Option<Time>) -> Option<(Time, TimeoutReason)> {
+        let idle_from = match (self.reset_timeout_on_progress, last_progress) {
+            (true, Some(p)) => p.max(sent),
+            _ => sent,
+        };
+        let idle = self.timeout.map(|t| (idle_from + t, TimeoutReason::Idle));
+        let max = self.max_total_timeout.map(|m| (sent + m, TimeoutReason::Maximum));
+        match (idle, max) {
+            (Some(i), Some(m)) => Some(if m.0 <= i.0 { m } else { i }),
+            (i, m) => i.or(m),
+        }
+    }
+}

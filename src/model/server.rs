@@ -1,0 +1,495 @@
+//! The reference MCP server.
+//!
+//! Its one tool, [`SLOW_TOOL`], runs as timed work: `steps` backend calls `step_ms` apart,
+//! then a result. While it runs it sends progress (only when the request carried a token,
+//! strictly increasing, at most one per `progress_min_interval`, never after the response)
+//! and, on an SSE stream, comment keep-alives when the stream has been quiet for
+//! `keepalive_interval`. A request ends at the server when it sends the response or observes
+//! the cancellation (stdio `notifications/cancelled`, HTTP stream closed); after that it sends
+//! nothing more for it and releases the backend resource (digest §3.3, §5.2).
+//!
+//! It also serves `subscriptions/listen`: the acknowledgement is the first message tagged with
+//! the subscription id, every notification on it is tagged, and [`Server::shutdown`] ends it
+//! with a graceful result. `notifications/cancelled` is never sent (§3.2 allows it only for
+//! listen teardown on stdio; the graceful result is the form the TypeScript SDK chose).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::backend::BackendCall;
+use super::{StreamId, Transport};
+use crate::time::Time;
+use crate::wire::{
+    codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request, RequestId,
+    ResultResponse, META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TOOLS_CALL,
+    PROTOCOL_VERSION,
+};
+
+/// The name of the reference server's tool. Arguments: `steps` (default 3, at most
+/// [`MAX_STEPS`]) and `step_ms` (default 1000).
+pub const SLOW_TOOL: &str = "slow_op";
+
+/// The largest `steps` the tool accepts.
+pub const MAX_STEPS: u64 = 100_000;
+
+/// How the server answers a request over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResponseMode {
+    /// `text/event-stream`: progress and keep-alives can flow before the response.
+    Sse,
+    /// `application/json`: one object at the end; no progress can be delivered (§2.4).
+    Json,
+}
+
+/// What the server does when a request is cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CancelHandling {
+    /// Stop the work, release the resource, send nothing more (the binding MUST).
+    Stop,
+}
+
+/// Behaviour knobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ServerBehaviour {
+    /// At most one progress notification per token per this interval (SHOULD rate-limit).
+    pub progress_min_interval: Duration,
+    /// Send an SSE comment when a stream has been quiet this long (`None`: never).
+    pub keepalive_interval: Option<Duration>,
+    /// SSE or JSON responses over HTTP.
+    pub response_mode: ResponseMode,
+    /// Reaction to a cancellation.
+    pub cancel_handling: CancelHandling,
+}
+
+impl Default for ServerBehaviour {
+    /// Progress at most every second, keep-alives after 15 s of quiet, SSE, stop on cancel.
+    fn default() -> Self {
+        ServerBehaviour {
+            progress_min_interval: Duration::from_secs(1),
+            keepalive_interval: Some(Duration::from_secs(15)),
+            response_mode: ResponseMode::Sse,
+            cancel_handling: CancelHandling::Stop,
+        }
+    }
+}
+
+/// Server configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ServerConfig {
+    /// The transport.
+    pub transport: Transport,
+    /// Behaviour knobs.
+    pub behaviour: ServerBehaviour,
+}
+
+impl ServerConfig {
+    /// The default behaviour on `transport`.
+    pub fn new(transport: Transport) -> Self {
+        ServerConfig { transport, behaviour: ServerBehaviour::default() }
+    }
+}
+
+/// Output towards the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerTransmit {
+    /// stdio: write this message as one line.
+    Line(Message),
+    /// HTTP: answer the POST on `stream` with `200`, `text/event-stream` and
+    /// `X-Accel-Buffering: no`.
+    SseStart {
+        /// The stream.
+        stream: StreamId,
+    },
+    /// HTTP: one SSE event carrying `msg`.
+    SseEvent {
+        /// The stream.
+        stream: StreamId,
+        /// The message.
+        msg: Message,
+    },
+    /// HTTP: an SSE comment (a keep-alive; not progress).
+    SseComment {
+        /// The stream.
+        stream: StreamId,
+    },
+    /// HTTP: end the SSE stream.
+    SseEnd {
+        /// The stream.
+        stream: StreamId,
+    },
+    /// HTTP: a complete `application/json` response with `status`, ending the exchange.
+    Json {
+        /// The stream.
+        stream: StreamId,
+        /// The HTTP status.
+        status: u16,
+        /// The message.
+        msg: Message,
+    },
+    /// HTTP: `202 Accepted` with no body, for a notification POST.
+    Accepted {
+        /// The stream.
+        stream: StreamId,
+    },
+}
+
+/// A tool call in progress.
+#[derive(Debug, Clone)]
+struct Job {
+    stream: Option<StreamId>,
+    token: Option<ProgressToken>,
+    steps: u32,
+    step: Duration,
+    done: u32,
+    next_step_at: Time,
+    last_progress_at: Option<Time>,
+    last_write: Time,
+}
+
+/// An open `subscriptions/listen` request.
+#[derive(Debug, Clone)]
+struct Listen {
+    stream: Option<StreamId>,
+    filter: Map<String, Value>,
+}
+
+/// The reference server. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Server {
+    config: ServerConfig,
+    jobs: BTreeMap<RequestId, Job>,
+    listens: BTreeMap<RequestId, Listen>,
+    /// HTTP streams answered with `text/event-stream` and not yet ended.
+    open_sse: BTreeSet<StreamId>,
+    transmits: VecDeque<ServerTransmit>,
+    backend: VecDeque<BackendCall>,
+}
+
+impl Server {
+    /// A server with nothing in progress.
+    pub fn new(config: ServerConfig) -> Self {
+        Server {
+            config,
+            jobs: BTreeMap::new(),
+            listens: BTreeMap::new(),
+            open_sse: BTreeSet::new(),
+            transmits: VecDeque::new(),
+            backend: VecDeque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Number of tool calls in progress.
+    pub fn active_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// A message arrived: on the pipe (stdio, `stream` is `None`) or as the body of the POST
+    /// that opened `stream`.
+    pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
+        match msg {
+            Message::Request(r) => self.handle_request(now, stream, r),
+            Message::Cancelled(c) => {
+                if let Some(s) = stream {
+                    // HTTP defines no client notifications; accept the POST, act on nothing.
+                    self.transmits.push_back(ServerTransmit::Accepted { stream: s });
+                } else {
+                    self.cancel(&c.request_id);
+                }
+            }
+            // Client progress is not a 2026-07-28 message and responses never come from a
+            // client; a notification is never answered, whatever it is (§8).
+            Message::Progress(_) | Message::Notification(_) => {
+                if let Some(s) = stream {
+                    self.transmits.push_back(ServerTransmit::Accepted { stream: s });
+                }
+            }
+            Message::Result(_) | Message::Error(_) => {
+                if let Some(s) = stream {
+                    let e = ErrorResponse::new(None, codes::INVALID_REQUEST, "clients do not send responses");
+                    self.transmits.push_back(ServerTransmit::Json { stream: s, status: 400, msg: e.into() });
+                }
+            }
+        }
+    }
+
+    /// Bytes arrived that do not decode. A request whose id could be read is answered with an
+    /// error carrying it; unreadable JSON gets -32700 without id; anything else may have been a
+    /// notification and is not answered on stdio (§8). An HTTP POST always gets a response.
+    pub fn handle_invalid(&mut self, _now: Time, stream: Option<StreamId>, err: &DecodeError) {
+        let code = err.jsonrpc_code();
+        let answer = err.id.is_some() || code == codes::PARSE_ERROR || stream.is_some();
+        if !answer {
+            return;
+        }
+        let msg = ErrorResponse::new(err.id.clone(), code, err.to_string());
+        self.respond(stream, msg.into(), 400);
+    }
+
+    /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
+    /// of its request (§3.2).
+    pub fn handle_stream_closed(&mut self, _now: Time, stream: StreamId) {
+        self.open_sse.remove(&stream);
+        let job = self.jobs.iter().find(|(_, j)| j.stream == Some(stream)).map(|(id, _)| id.clone());
+        if let Some(id) = job {
+            self.cancel(&id);
+        }
+        self.listens.retain(|_, l| l.stream != Some(stream));
+    }
+
+    /// stdio: the client closed the pipe. Everything in progress is abandoned.
+    pub fn handle_disconnect(&mut self, _now: Time) {
+        let ids: Vec<RequestId> = self.jobs.keys().cloned().collect();
+        for id in ids {
+            self.cancel(&id);
+        }
+        self.listens.clear();
+        self.open_sse.clear();
+    }
+
+    fn handle_request(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
+        if r.meta.protocol_version != PROTOCOL_VERSION {
+            let mut e = ErrorResponse::new(Some(r.id), codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version");
+            e.error.data = Some(json!({"supported": [PROTOCOL_VERSION], "requested": r.meta.protocol_version}));
+            return self.respond(stream, e.into(), 400);
+        }
+        if self.jobs.contains_key(&r.id) || self.listens.contains_key(&r.id) {
+            let e = ErrorResponse::new(Some(r.id), codes::INVALID_REQUEST, "request id is already in use");
+            return self.respond(stream, e.into(), 400);
+        }
+        match r.method.as_str() {
+            METHOD_TOOLS_CALL => self.start_tool(now, stream, r),
+            METHOD_LISTEN => self.start_listen(stream, r),
+            "server/discover" => {
+                let mut res = ResultResponse::complete(r.id);
+                res.result.insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
+                res.result.insert("capabilities".into(), json!({"tools": {}}));
+                res.result.insert("_meta".into(), server_info());
+                self.respond(stream, res.into(), 200);
+            }
+            "tools/list" => {
+                let mut res = ResultResponse::complete(r.id);
+                let tool = json!({"name": SLOW_TOOL, "description": "Timed work with progress",
+                    "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}, "step_ms": {"type": "integer"}}}});
+                res.result.insert("tools".into(), json!([tool]));
+                self.respond(stream, res.into(), 200);
+            }
+            _ => {
+                let e = ErrorResponse::new(Some(r.id), codes::METHOD_NOT_FOUND, format!("unknown method {}", r.method));
+                self.respond(stream, e.into(), 404);
+            }
+        }
+    }
+
+    fn start_tool(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
+        let name = r.params.get("name").and_then(Value::as_str);
+        let args = r.params.get("arguments").and_then(Value::as_object);
+        let arg = |key: &str, default: u64| args.and_then(|a| a.get(key)).map_or(Some(default), Value::as_u64);
+        let (steps, step_ms) = match (name, arg("steps", 3), arg("step_ms", 1000)) {
+            (Some(SLOW_TOOL), Some(steps), Some(step_ms)) if steps <= MAX_STEPS => (steps as u32, step_ms),
+            _ => {
+                let e = ErrorResponse::new(Some(r.id), codes::INVALID_PARAMS, format!("unknown tool or bad arguments; call {SLOW_TOOL} with integer steps and step_ms"));
+                return self.respond(stream, e.into(), 200);
+            }
+        };
+        if let (Some(s), ResponseMode::Sse) = (stream, self.config.behaviour.response_mode) {
+            self.sse_start(s);
+        }
+        let step = Duration::from_millis(step_ms);
+        let job = Job {
+            stream,
+            token: r.meta.progress_token,
+            steps,
+            step,
+            done: 0,
+            next_step_at: now + step,
+            last_progress_at: None,
+            last_write: now,
+        };
+        if steps > 0 {
+            self.backend.push_back(BackendCall::Work { request: r.id.clone(), step: 0 });
+        }
+        self.jobs.insert(r.id.clone(), job);
+        if steps == 0 {
+            self.complete(&r.id);
+        }
+    }
+
+    fn start_listen(&mut self, stream: Option<StreamId>, r: Request) {
+        let filter = r.params.get("notifications").and_then(Value::as_object).cloned().unwrap_or_default();
+        if let Some(s) = stream {
+            self.sse_start(s);
+        }
+        let mut params = Map::new();
+        params.insert("notifications".into(), Value::Object(filter.clone()));
+        params.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: r.id.to_json() }));
+        let ack = Notification { method: METHOD_SUBSCRIPTIONS_ACKNOWLEDGED.into(), params: Some(params) };
+        self.send(stream, ack.into());
+        self.listens.insert(r.id, Listen { stream, filter });
+    }
+
+    /// The tool list changed: notify every listen that opted into `toolsListChanged`.
+    pub fn notify_tools_changed(&mut self, _now: Time) {
+        let targets: Vec<(RequestId, Option<StreamId>)> = self
+            .listens
+            .iter()
+            .filter(|(_, l)| l.filter.get("toolsListChanged") == Some(&Value::Bool(true)))
+            .map(|(id, l)| (id.clone(), l.stream))
+            .collect();
+        for (id, stream) in targets {
+            let mut params = Map::new();
+            params.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: id.to_json() }));
+            let n = Notification { method: "notifications/tools/list_changed".into(), params: Some(params) };
+            self.send(stream, n.into());
+        }
+    }
+
+    /// Ends every subscription gracefully: a `complete` result tagged with its id, then the
+    /// stream ends (§7.1).
+    pub fn shutdown(&mut self, _now: Time) {
+        for (id, listen) in std::mem::take(&mut self.listens) {
+            let mut res = ResultResponse::complete(id.clone());
+            res.result.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: id.to_json() }));
+            self.respond(listen.stream, res.into(), 200);
+        }
+    }
+
+    /// Stops a request: nothing more is sent for it and its resource is released.
+    fn cancel(&mut self, id: &RequestId) {
+        match self.config.behaviour.cancel_handling {
+            CancelHandling::Stop => {
+                if self.jobs.remove(id).is_some() {
+                    self.backend.push_back(BackendCall::Release { request: id.clone() });
+                }
+                self.listens.remove(id);
+            }
+        }
+    }
+
+    fn complete(&mut self, id: &RequestId) {
+        let Some(job) = self.jobs.remove(id) else { return };
+        let mut res = ResultResponse::complete(id.clone());
+        res.result.insert("content".into(), json!([{"type": "text", "text": format!("done: {} steps", job.steps)}]));
+        res.result.insert("_meta".into(), server_info());
+        self.respond(job.stream, res.into(), 200);
+        if job.steps > 0 {
+            self.backend.push_back(BackendCall::Release { request: id.clone() });
+        }
+    }
+
+    /// Sends a final response: a line, the last SSE event then the end of the stream, or a
+    /// JSON body with `status`.
+    fn respond(&mut self, stream: Option<StreamId>, msg: Message, status: u16) {
+        match stream {
+            None => self.transmits.push_back(ServerTransmit::Line(msg)),
+            Some(s) if self.open_sse.remove(&s) => {
+                self.transmits.push_back(ServerTransmit::SseEvent { stream: s, msg });
+                self.transmits.push_back(ServerTransmit::SseEnd { stream: s });
+            }
+            Some(s) => self.transmits.push_back(ServerTransmit::Json { stream: s, status, msg }),
+        }
+    }
+
+    fn sse_start(&mut self, stream: StreamId) {
+        self.open_sse.insert(stream);
+        self.transmits.push_back(ServerTransmit::SseStart { stream });
+    }
+
+    /// Sends a non-final message for an open request.
+    fn send(&mut self, stream: Option<StreamId>, msg: Message) {
+        self.transmits.push_back(match stream {
+            None => ServerTransmit::Line(msg),
+            Some(s) => ServerTransmit::SseEvent { stream: s, msg },
+        });
+    }
+
+    /// The next step, progress or keep-alive deadline.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let keepalive = self.keepalive_interval();
+        self.jobs
+            .values()
+            .flat_map(|j| {
+                let ka = keepalive.filter(|_| j.stream.is_some()).map(|k| j.last_write + k);
+                std::iter::once(j.next_step_at).chain(ka)
+            })
+            .min()
+    }
+
+    fn keepalive_interval(&self) -> Option<Duration> {
+        match (self.config.transport, self.config.behaviour.response_mode) {
+            (Transport::Http, ResponseMode::Sse) => self.config.behaviour.keepalive_interval,
+            _ => None,
+        }
+    }
+
+    /// Runs every step and keep-alive due at or before `now`.
+    pub fn handle_timeout(&mut self, now: Time) {
+        let keepalive = self.keepalive_interval();
+        let ids: Vec<RequestId> = self.jobs.keys().cloned().collect();
+        for id in ids {
+            while let Some(job) = self.jobs.get(&id) {
+                if job.next_step_at > now {
+                    break;
+                }
+                self.step(now, &id);
+            }
+            let Some(job) = self.jobs.get_mut(&id) else { continue };
+            if let (Some(k), Some(stream)) = (keepalive, job.stream) {
+                if job.last_write + k <= now {
+                    job.last_write = now;
+                    self.transmits.push_back(ServerTransmit::SseComment { stream });
+                }
+            }
+        }
+    }
+
+    /// Finishes one step of a job: progress (if due), then the next step or the result.
+    fn step(&mut self, now: Time, id: &RequestId) {
+        let min_interval = self.config.behaviour.progress_min_interval;
+        let can_stream = self.config.transport == Transport::Stdio || self.config.behaviour.response_mode == ResponseMode::Sse;
+        let Some(job) = self.jobs.get_mut(id) else { return };
+        job.done += 1;
+        let due = job.last_progress_at.is_none_or(|t| now.since(t) >= min_interval);
+        let progress = match &job.token {
+            Some(token) if due && can_stream => {
+                job.last_progress_at = Some(now);
+                job.last_write = now;
+                let mut p = Progress::new(token.clone(), f64::from(job.done));
+                p.total = Some(f64::from(job.steps));
+                Some((job.stream, p))
+            }
+            _ => None,
+        };
+        let finished = job.done >= job.steps;
+        if !finished {
+            job.next_step_at = job.next_step_at + job.step;
+            self.backend.push_back(BackendCall::Work { request: id.clone(), step: job.done });
+        }
+        if let Some((stream, p)) = progress {
+            self.send(stream, p.into());
+        }
+        if finished {
+            self.complete(id);
+        }
+    }
+
+    /// The next message or HTTP action for the client.
+    pub fn poll_transmit(&mut self) -> Option<ServerTransmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next backend call.
+    pub fn poll_backend(&mut self) -> Option<BackendCall> {
+        self.backend.pop_front()
+    }
+}
+
+fn server_info() -> Value {
+    json!({"io.modelcontextprotocol/serverInfo": {"name": "mcp-sim-server", "version": env!("CARGO_PKG_VERSION")}})
+}

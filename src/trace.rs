@@ -1,0 +1,372 @@
+//! Trace format v1: the record of a run, one JSON object per line.
+//!
+//! One format serves simulated runs, recordings of real peers and hand-written cases. Every
+//! line has `t` (milliseconds since the start, a number), `side` (`client`, `server`, `proxy`
+//! or `backend`: where the event was observed) and `kind`:
+//!
+//! | kind | fields | meaning |
+//! | --- | --- | --- |
+//! | `send`, `recv` | `transport` (`stdio`/`http`), `stream` (HTTP), `msg` or `raw`, `policy` | a message written or read by `side`; `raw` holds text that did not decode |
+//! | `close` | `stream` (absent: the whole connection or pipe), `by` | a stream or connection ended, as seen by `side`, closed by `by` |
+//! | `timeout` | `request`, `reason` (`idle`/`maximum`) | the client's timer fired |
+//! | `outcome` | `request`, `outcome` (`result`/`error`/`cancelled`/`timed_out`/`lost`) | what the client application was told |
+//! | `work`, `release` | `request` | the backend did work for, or released the resource of, a request |
+//! | `comment` | `stream` | an SSE comment (keep-alive) sent or read |
+//! | `status` | `stream`, `status`, `content_type` | an HTTP response status sent or read |
+//! | `progress` | `request`, `progress` | the client application was given progress |
+//!
+//! `policy` (optional, on a client's `send` of a request) records the request's timeout policy
+//! as `{"timeout_ms", "reset_on_progress", "max_total_ms"}`; rules that need it skip requests
+//! without it. Any side may be missing (a recording of a real server has only the client's and
+//! the wire's view), and unknown members are ignored, so later versions can add fields.
+//!
+//! The serialized form is deterministic (members in a fixed order, message members as
+//! recorded), so a trace's [`Trace::digest`] identifies a run byte for byte.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::model::{Outcome, StreamId, TimeoutPolicy, TimeoutReason, Transport};
+use crate::time::Time;
+use crate::wire::{self, DecodeError, DecodeOptions, Message, RequestId};
+
+/// Where an event was observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The MCP client.
+    Client,
+    /// The MCP server.
+    Server,
+    /// An intermediary (proxy, load balancer).
+    Proxy,
+    /// The backend the server's tools call.
+    Backend,
+}
+
+impl Side {
+    /// `client`, `server`, `proxy` or `backend`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Server => "server",
+            Side::Proxy => "proxy",
+            Side::Backend => "backend",
+        }
+    }
+}
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    /// Milliseconds since the start of the run.
+    #[serde(deserialize_with = "millis")]
+    pub t: u64,
+    /// Where the event was observed.
+    pub side: Side,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A message written by `side`.
+    Send(WireEvent),
+    /// A message read by `side`.
+    Recv(WireEvent),
+    /// A stream or connection ended.
+    Close {
+        /// The HTTP stream; absent for the whole connection or pipe.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<u64>,
+        /// Who closed it.
+        by: Side,
+    },
+    /// The client's timer fired for a request.
+    Timeout {
+        /// The request.
+        #[serde(with = "request_id")]
+        request: RequestId,
+        /// Which deadline.
+        reason: TimeoutReason,
+    },
+    /// The client application was told how a request ended.
+    Outcome {
+        /// The request.
+        #[serde(with = "request_id")]
+        request: RequestId,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// The backend did work for a request.
+    Work {
+        /// The request.
+        #[serde(with = "request_id")]
+        request: RequestId,
+    },
+    /// The backend released a request's resource.
+    Release {
+        /// The request.
+        #[serde(with = "request_id")]
+        request: RequestId,
+    },
+    /// An SSE comment line (keep-alive).
+    Comment {
+        /// The HTTP stream.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<u64>,
+    },
+    /// An HTTP response status.
+    Status {
+        /// The HTTP stream.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<u64>,
+        /// The status code.
+        status: u16,
+        /// The `Content-Type`, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_type: Option<String>,
+    },
+    /// The client application was given progress for a request.
+    Progress {
+        /// The request.
+        #[serde(with = "request_id")]
+        request: RequestId,
+        /// The progress value.
+        progress: f64,
+    },
+}
+
+/// A message on the wire, as seen by one side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireEvent {
+    /// The transport.
+    pub transport: TransportName,
+    /// The HTTP stream (one per request POST).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u64>,
+    /// The message as JSON, when the text was JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<Value>,
+    /// The text, when it was not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// The client's timeout policy for a request it sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRecord>,
+}
+
+/// The transport as written in traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportName {
+    /// stdio.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+}
+
+impl From<Transport> for TransportName {
+    fn from(t: Transport) -> Self {
+        match t {
+            Transport::Stdio => TransportName::Stdio,
+            Transport::Http => TransportName::Http,
+        }
+    }
+}
+
+impl From<TransportName> for Transport {
+    fn from(t: TransportName) -> Self {
+        match t {
+            TransportName::Stdio => Transport::Stdio,
+            TransportName::Http => Transport::Http,
+        }
+    }
+}
+
+/// A timeout policy as recorded on a request's `send`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    /// The idle timeout in milliseconds; absent means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Whether valid progress restarts the idle clock.
+    #[serde(default)]
+    pub reset_on_progress: bool,
+    /// The hard maximum in milliseconds; absent means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_ms: Option<u64>,
+}
+
+impl From<TimeoutPolicy> for PolicyRecord {
+    fn from(p: TimeoutPolicy) -> Self {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        PolicyRecord {
+            timeout_ms: p.timeout.map(ms),
+            reset_on_progress: p.reset_timeout_on_progress,
+            max_total_ms: p.max_total_timeout.map(ms),
+        }
+    }
+}
+
+impl From<PolicyRecord> for TimeoutPolicy {
+    fn from(p: PolicyRecord) -> Self {
+        TimeoutPolicy {
+            timeout: p.timeout_ms.map(Duration::from_millis),
+            reset_timeout_on_progress: p.reset_on_progress,
+            max_total_timeout: p.max_total_ms.map(Duration::from_millis),
+        }
+    }
+}
+
+impl WireEvent {
+    /// A wire event for a typed message.
+    pub fn message(transport: Transport, stream: Option<StreamId>, msg: &Message) -> Self {
+        // Messages built by the model always encode; a refusal would be a model bug, recorded
+        // as raw text so the oracle reports it instead of the run crashing.
+        let (msg, raw) = match wire::to_value(msg) {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(format!("<unencodable: {e}>"))),
+        };
+        WireEvent { transport: transport.into(), stream: stream.map(|s| s.0), msg, raw, policy: None }
+    }
+
+    /// A wire event for text that did not decode.
+    pub fn raw(transport: Transport, stream: Option<StreamId>, text: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(text).into_owned();
+        let msg = serde_json::from_str::<Value>(&text).ok();
+        let raw = if msg.is_some() { None } else { Some(text) };
+        WireEvent { transport: transport.into(), stream: stream.map(|s| s.0), msg, raw, policy: None }
+    }
+
+    /// The message, strictly decoded; `Err` for raw text or an invalid message.
+    pub fn decode(&self, opts: &DecodeOptions) -> Result<Message, DecodeError> {
+        match (&self.msg, &self.raw) {
+            (Some(v), _) => wire::decode_with(v.to_string().as_bytes(), opts),
+            (None, Some(r)) => wire::decode_with(r.as_bytes(), opts),
+            (None, None) => Err(DecodeError::new(wire::Rule::MissingField, "msg", "neither msg nor raw")),
+        }
+    }
+}
+
+/// A whole trace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// The events in the order they were observed (non-decreasing `t`).
+    pub events: Vec<TraceEvent>,
+}
+
+/// A trace line that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceError {
+    /// The 1-based line number.
+    pub line: usize,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+impl Trace {
+    /// An empty trace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends an event.
+    pub fn push(&mut self, t: Time, side: Side, kind: EventKind) {
+        self.events.push(TraceEvent { t: t.as_millis(), side, kind });
+    }
+
+    /// Reads JSON Lines; blank lines are skipped. Events must not go back in time.
+    pub fn from_jsonl(text: &str) -> Result<Trace, TraceError> {
+        let mut events: Vec<TraceEvent> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line_no = i + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let event: TraceEvent =
+                serde_json::from_str(line).map_err(|e| TraceError { line: line_no, message: e.to_string() })?;
+            if let EventKind::Send(w) | EventKind::Recv(w) = &event.kind {
+                if w.msg.is_none() && w.raw.is_none() {
+                    return Err(TraceError { line: line_no, message: "a send or recv needs msg or raw".into() });
+                }
+            }
+            if let Some(prev) = events.last() {
+                if event.t < prev.t {
+                    return Err(TraceError {
+                        line: line_no,
+                        message: format!("t goes back in time ({} after {})", event.t, prev.t),
+                    });
+                }
+            }
+            events.push(event);
+        }
+        Ok(Trace { events })
+    }
+
+    /// Writes JSON Lines, one event per line, each ending in LF.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = String::new();
+        for e in &self.events {
+            out.push_str(&serde_json::to_string(e).expect("trace events serialize"));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// A 64-bit FNV-1a digest of the JSON Lines form: equal digests mean byte-identical traces.
+    pub fn digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.to_jsonl().bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+
+    /// The time of the last event.
+    pub fn end(&self) -> u64 {
+        self.events.last().map_or(0, |e| e.t)
+    }
+}
+
+fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v.is_finite() && v >= 0.0 && v < 1.8e19 {
+        Ok(v as u64)
+    } else {
+        Err(de::Error::custom(format!("t must be a non-negative number of milliseconds, found {v}")))
+    }
+}
+
+/// Serde for request ids in traces: a string or an integer, as on the wire.
+mod request_id {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(id: &RequestId, s: S) -> Result<S::Ok, S::Error> {
+        id.to_json().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RequestId, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(RequestId::String(s)),
+            Value::Number(n) if n.is_i64() => Ok(RequestId::Number(n.as_i64().expect("checked"))),
+            other => Err(de::Error::custom(format!("request must be a string or an integer, found {other}"))),
+        }
+    }
+}
