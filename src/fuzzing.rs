@@ -25,8 +25,12 @@ pub fn decode_bytes(data: &[u8]) {
         };
         if let Ok(msg) = wire::decode_with(data, &opts) {
             let text = wire::encode(&msg).expect("a decoded message re-encodes");
-            let again = wire::decode_with(text.as_bytes(), &opts).expect("re-encoded message decodes");
-            assert!(same(&again, &msg), "round trip changed the message: {msg:?} -> {again:?}");
+            let again =
+                wire::decode_with(text.as_bytes(), &opts).expect("re-encoded message decodes");
+            assert!(
+                same(&again, &msg),
+                "round trip changed the message: {msg:?} -> {again:?}"
+            );
         }
         let _ = wire::json::parse_value(data, &opts.limits);
     }
@@ -39,7 +43,10 @@ fn same(a: &Message, b: &Message) -> bool {
 
 /// Splits `data` into chunks at the positions drawn from `cuts`.
 fn chunks<'a>(data: &'a [u8], cuts: &[u16]) -> Vec<&'a [u8]> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| *c as usize % (data.len() + 1)).collect();
+    let mut points: Vec<usize> = cuts
+        .iter()
+        .map(|c| *c as usize % (data.len() + 1))
+        .collect();
     points.sort_unstable();
     points.dedup();
     let mut out = Vec::new();
@@ -94,7 +101,11 @@ pub fn ndjson_chunks(input: &ChunkedInput) {
     let split = run_lines(&chunks(&input.data, &input.cuts), opts);
     assert_eq!(whole, split, "chunking changed the NDJSON framing");
     let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
-    assert_eq!(whole, run_lines(&bytewise, opts), "byte-by-byte feeding changed the framing");
+    assert_eq!(
+        whole,
+        run_lines(&bytewise, opts),
+        "byte-by-byte feeding changed the framing"
+    );
     for (_, line) in whole.iter().flatten() {
         assert!(line.len() <= opts.max_line_bytes && !line.contains(&b'\n'));
         decode_bytes(line);
@@ -119,18 +130,31 @@ fn run_sse(chunks: &[&[u8]], opts: SseOptions) -> Vec<Result<SseItem, FrameError
 /// The SSE decoder: chunking never changes the items, and every event's data re-encodes to a
 /// stream that decodes to the same data.
 pub fn sse_chunks(input: &ChunkedInput) {
-    let opts = SseOptions { max_line_bytes: input.max_line as usize + 1, max_event_bytes: input.max_line as usize * 4 + 1 };
+    let opts = SseOptions {
+        max_line_bytes: input.max_line as usize + 1,
+        max_event_bytes: input.max_line as usize * 4 + 1,
+    };
     let whole = run_sse(&[&input.data], opts);
-    assert_eq!(whole, run_sse(&chunks(&input.data, &input.cuts), opts), "chunking changed the SSE items");
+    assert_eq!(
+        whole,
+        run_sse(&chunks(&input.data, &input.cuts), opts),
+        "chunking changed the SSE items"
+    );
     let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
-    assert_eq!(whole, run_sse(&bytewise, opts), "byte-by-byte feeding changed the SSE items");
+    assert_eq!(
+        whole,
+        run_sse(&bytewise, opts),
+        "byte-by-byte feeding changed the SSE items"
+    );
     for item in whole.iter().flatten() {
         if let SseItem::Event(e) = item {
             let encoded = sse::encode_event(&e.data);
             let unlimited = SseOptions::default();
             let again = run_sse(&[encoded.as_bytes()], unlimited);
             match again.as_slice() {
-                [Ok(SseItem::Event(e2))] => assert_eq!(e2.data, e.data, "SSE data did not round-trip"),
+                [Ok(SseItem::Event(e2))] => {
+                    assert_eq!(e2.data, e.data, "SSE data did not round-trip")
+                }
                 other => panic!("re-encoded event decoded as {other:?}"),
             }
         }
@@ -161,16 +185,28 @@ impl<'a> Arbitrary<'a> for ArbMessage {
                 progress: u.arbitrary()?,
                 total: u.arbitrary()?,
                 message: u.arbitrary()?,
-                meta: if u.arbitrary()? { Some(arb_map(u, 2)?) } else { None },
+                meta: if u.arbitrary()? {
+                    Some(arb_map(u, 2)?)
+                } else {
+                    None
+                },
             }),
             2 => Message::Cancelled(Cancelled {
                 request_id: u.arbitrary()?,
                 reason: u.arbitrary()?,
-                meta: if u.arbitrary()? { Some(arb_map(u, 2)?) } else { None },
+                meta: if u.arbitrary()? {
+                    Some(arb_map(u, 2)?)
+                } else {
+                    None
+                },
             }),
             3 => Message::Notification(Notification {
                 method: u.arbitrary()?,
-                params: if u.arbitrary()? { Some(arb_map(u, 3)?) } else { None },
+                params: if u.arbitrary()? {
+                    Some(arb_map(u, 3)?)
+                } else {
+                    None
+                },
             }),
             4 => Message::Result(ResultResponse {
                 id: u.arbitrary()?,
@@ -182,7 +218,11 @@ impl<'a> Arbitrary<'a> for ArbMessage {
                 error: ErrorObject {
                     code: u.arbitrary()?,
                     message: u.arbitrary()?,
-                    data: if u.arbitrary()? { Some(arb_value(u, 2)?) } else { None },
+                    data: if u.arbitrary()? {
+                        Some(arb_value(u, 2)?)
+                    } else {
+                        None
+                    },
                 },
             }),
         };
@@ -209,7 +249,11 @@ fn arb_value(u: &mut Unstructured<'_>, depth: u32) -> arbitrary::Result<Value> {
             _ => serde_json::Number::from_f64(u.arbitrary()?).map_or(Value::Null, Value::Number),
         },
         3 => Value::String(u.arbitrary()?),
-        4 => Value::Array((0..u.int_in_range(0..=3)?).map(|_| arb_value(u, depth - 1)).collect::<Result<_, _>>()?),
+        4 => Value::Array(
+            (0..u.int_in_range(0..=3)?)
+                .map(|_| arb_value(u, depth - 1))
+                .collect::<Result<_, _>>()?,
+        ),
         _ => Value::Object(arb_map(u, depth)?),
     })
 }
@@ -220,7 +264,8 @@ pub fn roundtrip(msg: &ArbMessage) {
     let msg = &msg.0;
     match wire::encode(msg) {
         Ok(text) => {
-            let back = wire::decode(text.as_bytes()).unwrap_or_else(|e| panic!("encoded {text} does not decode: {e}"));
+            let back = wire::decode(text.as_bytes())
+                .unwrap_or_else(|e| panic!("encoded {text} does not decode: {e}"));
             assert!(same(&back, msg), "round trip changed {msg:?} into {back:?}");
             let mut framed = sse::encode_event(&text).into_bytes();
             framed.extend_from_slice(b": keep-alive\n\n");
@@ -232,7 +277,9 @@ pub fn roundtrip(msg: &ArbMessage) {
             }
         }
         Err(wire::EncodeError::NonFinite { .. }) => {
-            let Message::Progress(p) = msg else { panic!("non-finite refusal on {msg:?}") };
+            let Message::Progress(p) = msg else {
+                panic!("non-finite refusal on {msg:?}")
+            };
             assert!(!p.progress.is_finite() || p.total.is_some_and(|t| !t.is_finite()));
         }
         Err(wire::EncodeError::ReservedKey { .. } | wire::EncodeError::ReservedMethod(_)) => {}

@@ -1,0 +1,7 @@
+//! The SSE decoder under arbitrary chunking; see `mcp_sim::fuzzing::sse_chunks`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mcp_sim::fuzzing::ChunkedInput;
+
+fuzz_target!(|input: ChunkedInput| mcp_sim::fuzzing::sse_chunks(&input));
