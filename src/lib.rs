@@ -12,13 +12,22 @@
 //! - [`model`]: the sans-IO client, server and backend, and host timeout policies;
 //! - [`trace`]: trace format v1, the JSON Lines record of a run shared by simulations,
 //!   recordings of real peers and hand-written cases;
+//! - [`scenario`]: every knob of a run as one value, drawn from a seed;
+//! - [`memory`]: the in-memory discrete-event driver, the fast lane for property tests and
+//!   sweeps;
+//! - [`oracle`]: named, spec-referenced invariants checked over any trace;
+//! - [`report`]: failure reports with a trace slice and a Mermaid sequence diagram;
 //! - [`fuzzing`]: the bodies of the cargo-fuzz targets, kept in the library so that stable
 //!   `cargo test` replays every committed crasher.
 #![warn(missing_docs)]
 
 pub mod framing;
 pub mod fuzzing;
+pub mod memory;
 pub mod model;
+pub mod oracle;
+pub mod report;
+pub mod scenario;
 pub mod time;
 pub mod trace;
 pub mod wire;

@@ -235,7 +235,13 @@ impl WireEvent {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(format!("<unencodable: {e}>"))),
         };
-        WireEvent { transport: transport.into(), stream: stream.map(|s| s.0), msg, raw, policy: None }
+        WireEvent {
+            transport: transport.into(),
+            stream: stream.map(|s| s.0),
+            msg,
+            raw,
+            policy: None,
+        }
     }
 
     /// A wire event for text that did not decode.
@@ -243,7 +249,13 @@ impl WireEvent {
         let text = String::from_utf8_lossy(text).into_owned();
         let msg = serde_json::from_str::<Value>(&text).ok();
         let raw = if msg.is_some() { None } else { Some(text) };
-        WireEvent { transport: transport.into(), stream: stream.map(|s| s.0), msg, raw, policy: None }
+        WireEvent {
+            transport: transport.into(),
+            stream: stream.map(|s| s.0),
+            msg,
+            raw,
+            policy: None,
+        }
     }
 
     /// The message, strictly decoded; `Err` for raw text or an invalid message.
@@ -251,7 +263,11 @@ impl WireEvent {
         match (&self.msg, &self.raw) {
             (Some(v), _) => wire::decode_with(v.to_string().as_bytes(), opts),
             (None, Some(r)) => wire::decode_with(r.as_bytes(), opts),
-            (None, None) => Err(DecodeError::new(wire::Rule::MissingField, "msg", "neither msg nor raw")),
+            (None, None) => Err(DecodeError::new(
+                wire::Rule::MissingField,
+                "msg",
+                "neither msg nor raw",
+            )),
         }
     }
 }
@@ -288,7 +304,11 @@ impl Trace {
 
     /// Appends an event.
     pub fn push(&mut self, t: Time, side: Side, kind: EventKind) {
-        self.events.push(TraceEvent { t: t.as_millis(), side, kind });
+        self.events.push(TraceEvent {
+            t: t.as_millis(),
+            side,
+            kind,
+        });
     }
 
     /// Reads JSON Lines; blank lines are skipped. Events must not go back in time.
@@ -299,11 +319,16 @@ impl Trace {
             if line.trim().is_empty() {
                 continue;
             }
-            let event: TraceEvent =
-                serde_json::from_str(line).map_err(|e| TraceError { line: line_no, message: e.to_string() })?;
+            let event: TraceEvent = serde_json::from_str(line).map_err(|e| TraceError {
+                line: line_no,
+                message: e.to_string(),
+            })?;
             if let EventKind::Send(w) | EventKind::Recv(w) = &event.kind {
                 if w.msg.is_none() && w.raw.is_none() {
-                    return Err(TraceError { line: line_no, message: "a send or recv needs msg or raw".into() });
+                    return Err(TraceError {
+                        line: line_no,
+                        message: "a send or recv needs msg or raw".into(),
+                    });
                 }
             }
             if let Some(prev) = events.last() {
@@ -347,10 +372,12 @@ impl Trace {
 
 fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = f64::deserialize(d)?;
-    if v.is_finite() && v >= 0.0 && v < 1.8e19 {
+    if (0.0..1.8e19).contains(&v) {
         Ok(v as u64)
     } else {
-        Err(de::Error::custom(format!("t must be a non-negative number of milliseconds, found {v}")))
+        Err(de::Error::custom(format!(
+            "t must be a non-negative number of milliseconds, found {v}"
+        )))
     }
 }
 
@@ -366,7 +393,9 @@ mod request_id {
         match Value::deserialize(d)? {
             Value::String(s) => Ok(RequestId::String(s)),
             Value::Number(n) if n.is_i64() => Ok(RequestId::Number(n.as_i64().expect("checked"))),
-            other => Err(de::Error::custom(format!("request must be a string or an integer, found {other}"))),
+            other => Err(de::Error::custom(format!(
+                "request must be a string or an integer, found {other}"
+            ))),
         }
     }
 }

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod check;
 mod decode;
+mod sweep;
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
 #[derive(Parser)]
@@ -21,11 +23,20 @@ struct Cli {
 enum Command {
     /// Decode NDJSON messages from stdin; print one JSON verdict per input line.
     Decode(decode::Args),
+    /// Judge a trace (JSON Lines, format v1) with the oracle.
+    CheckTrace(check::Args),
+    /// Run a range of seeded scenarios and judge every trace.
+    Sweep(sweep::SweepArgs),
+    /// Run one seed again: summary, violations, trace slice, diagram, report files.
+    Replay(sweep::ReplayArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Decode(args) => decode::run(&args),
+        Command::CheckTrace(args) => check::run(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
+        Command::Replay(args) => sweep::replay(&args),
     }
 }

@@ -43,7 +43,10 @@ pub struct ClientConfig {
 impl ClientConfig {
     /// A client on `transport` that re-issues lost idempotent requests once.
     pub fn new(transport: Transport) -> Self {
-        ClientConfig { transport, max_retries: 1 }
+        ClientConfig {
+            transport,
+            max_retries: 1,
+        }
     }
 }
 
@@ -68,12 +71,20 @@ impl CallSpec {
         let mut params = Map::new();
         params.insert("name".into(), Value::from(name));
         params.insert("arguments".into(), arguments);
-        CallSpec { method: "tools/call".into(), params, progress: true, policy, idempotent: false }
+        CallSpec {
+            method: "tools/call".into(),
+            params,
+            progress: true,
+            policy,
+            idempotent: false,
+        }
     }
 }
 
 /// How a request ended for the application. Exactly one per request id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// A result response arrived.
@@ -241,14 +252,18 @@ impl Client {
         }
         let stream = match self.config.transport {
             Transport::Stdio => {
-                self.transmits.push_back(ClientTransmit::Line(request.into()));
+                self.transmits
+                    .push_back(ClientTransmit::Line(request.into()));
                 None
             }
             Transport::Http => {
                 let stream = StreamId(self.next_stream);
                 self.next_stream += 1;
                 self.by_stream.insert(stream, id.clone());
-                self.transmits.push_back(ClientTransmit::Post { stream, msg: request.into() });
+                self.transmits.push_back(ClientTransmit::Post {
+                    stream,
+                    msg: request.into(),
+                });
                 Some(stream)
             }
         };
@@ -270,7 +285,12 @@ impl Client {
         if !self.pending.contains_key(id) {
             return Err(ClientError::NotOutstanding(id.clone()));
         }
-        self.abandon(now, id, "cancelled by the application".into(), Outcome::Cancelled);
+        self.abandon(
+            now,
+            id,
+            "cancelled by the application".into(),
+            Outcome::Cancelled,
+        );
         Ok(())
     }
 
@@ -293,14 +313,19 @@ impl Client {
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
         match msg {
             Message::Result(r) => self.handle_response(stream, r.id, Outcome::Result),
-            Message::Error(e) => match e.id {
-                Some(id) => self.handle_response(stream, id, Outcome::Error),
-                // An error without id answers something unreadable we sent; nothing to match.
-                None => {}
-            },
+            // An error without id answers something unreadable we sent; nothing to match.
+            Message::Error(e) => {
+                if let Some(id) = e.id {
+                    self.handle_response(stream, id, Outcome::Error);
+                }
+            }
             Message::Progress(p) => {
-                let Some(id) = self.by_token.get(&p.token).cloned() else { return };
-                let Some(pending) = self.pending.get_mut(&id) else { return };
+                let Some(id) = self.by_token.get(&p.token).cloned() else {
+                    return;
+                };
+                let Some(pending) = self.pending.get_mut(&id) else {
+                    return;
+                };
                 // On HTTP, progress belongs on its request's own stream (§2.4).
                 if stream.is_some() && stream != pending.stream {
                     return;
@@ -310,7 +335,11 @@ impl Client {
                 }
                 pending.last_progress = Some(p.progress);
                 pending.last_progress_at = Some(now);
-                self.events.push_back(ClientEvent::Progress { request: id, progress: p.progress, total: p.total });
+                self.events.push_back(ClientEvent::Progress {
+                    request: id,
+                    progress: p.progress,
+                    total: p.total,
+                });
             }
             // Server-sent cancellations only end listen streams; other notifications and any
             // server-sent request carry nothing this client acts on.
@@ -319,12 +348,17 @@ impl Client {
     }
 
     fn handle_response(&mut self, stream: Option<StreamId>, id: RequestId, outcome: Outcome) {
-        let Some(pending) = self.pending.get(&id) else { return };
+        let Some(pending) = self.pending.get(&id) else {
+            return;
+        };
         if stream.is_some() && stream != pending.stream {
             return;
         }
         self.finish(&id);
-        self.events.push_back(ClientEvent::Outcome { request: id, outcome });
+        self.events.push_back(ClientEvent::Outcome {
+            request: id,
+            outcome,
+        });
     }
 
     /// HTTP: a response stream ended. If its request had no response yet, the request is lost.
@@ -343,11 +377,19 @@ impl Client {
     }
 
     fn lose(&mut self, now: Time, id: &RequestId) {
-        let Some(pending) = self.finish(id) else { return };
-        self.events.push_back(ClientEvent::Outcome { request: id.clone(), outcome: Outcome::Lost });
+        let Some(pending) = self.finish(id) else {
+            return;
+        };
+        self.events.push_back(ClientEvent::Outcome {
+            request: id.clone(),
+            outcome: Outcome::Lost,
+        });
         if pending.spec.idempotent && pending.retries_left > 0 {
             let new = self.issue(now, pending.spec, pending.retries_left - 1);
-            self.events.push_back(ClientEvent::Retried { lost: id.clone(), new });
+            self.events.push_back(ClientEvent::Retried {
+                lost: id.clone(),
+                new,
+            });
         }
     }
 
@@ -365,21 +407,31 @@ impl Client {
 
     /// Sends the transport's cancellation and reports `outcome`.
     fn abandon(&mut self, _now: Time, id: &RequestId, reason: String, outcome: Outcome) {
-        let Some(pending) = self.finish(id) else { return };
+        let Some(pending) = self.finish(id) else {
+            return;
+        };
         match pending.stream {
             Some(stream) => self.transmits.push_back(ClientTransmit::Close { stream }),
             None => {
                 let mut cancel = Cancelled::new(id.clone());
                 cancel.reason = Some(reason);
-                self.transmits.push_back(ClientTransmit::Line(cancel.into()));
+                self.transmits
+                    .push_back(ClientTransmit::Line(cancel.into()));
             }
         }
-        self.events.push_back(ClientEvent::Outcome { request: id.clone(), outcome });
+        self.events.push_back(ClientEvent::Outcome {
+            request: id.clone(),
+            outcome,
+        });
     }
 
     /// The earliest request deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.pending.values().filter_map(|p| p.spec.policy.deadline(p.sent, p.last_progress_at)).map(|(t, _)| t).min()
+        self.pending
+            .values()
+            .filter_map(|p| p.spec.policy.deadline(p.sent, p.last_progress_at))
+            .map(|(t, _)| t)
+            .min()
     }
 
     /// Fires every deadline at or before `now`.
@@ -393,7 +445,10 @@ impl Client {
             })
             .collect();
         for (id, reason) in due {
-            self.events.push_back(ClientEvent::Timeout { request: id.clone(), reason });
+            self.events.push_back(ClientEvent::Timeout {
+                request: id.clone(),
+                reason,
+            });
             let text = format!("client {} timeout", reason.as_str());
             self.abandon(now, &id, text, Outcome::TimedOut);
         }

@@ -28,7 +28,9 @@ pub mod policy;
 pub mod server;
 
 pub use backend::{Backend, BackendCall};
-pub use client::{CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome};
+pub use client::{
+    CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome,
+};
 pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
     CancelHandling, ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SLOW_TOOL,

@@ -24,7 +24,9 @@ pub struct TimeoutPolicy {
 }
 
 /// Why a client timed a request out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TimeoutReason {
     /// The idle timeout: no response (nor valid progress, when resetting) for `timeout`.
@@ -46,12 +48,20 @@ impl TimeoutReason {
 impl TimeoutPolicy {
     /// A fixed timeout that progress does not extend.
     pub fn fixed(timeout: Duration) -> Self {
-        TimeoutPolicy { timeout: Some(timeout), reset_timeout_on_progress: false, max_total_timeout: None }
+        TimeoutPolicy {
+            timeout: Some(timeout),
+            reset_timeout_on_progress: false,
+            max_total_timeout: None,
+        }
     }
 
     /// A timeout that progress resets, under a hard maximum.
     pub fn resetting(timeout: Duration, max_total: Duration) -> Self {
-        TimeoutPolicy { timeout: Some(timeout), reset_timeout_on_progress: true, max_total_timeout: Some(max_total) }
+        TimeoutPolicy {
+            timeout: Some(timeout),
+            reset_timeout_on_progress: true,
+            max_total_timeout: Some(max_total),
+        }
     }
 
     /// MCP Inspector v1: 10 s, reset on progress, 60 s maximum.
@@ -76,8 +86,16 @@ impl TimeoutPolicy {
 
     /// The longest a request can stay open under this policy, if bounded.
     pub fn hard_bound(&self) -> Option<Duration> {
-        match (self.timeout, self.reset_timeout_on_progress, self.max_total_timeout) {
-            (_, _, Some(max)) => Some(self.timeout.filter(|_| !self.reset_timeout_on_progress).map_or(max, |t| t.min(max))),
+        match (
+            self.timeout,
+            self.reset_timeout_on_progress,
+            self.max_total_timeout,
+        ) {
+            (_, _, Some(max)) => Some(
+                self.timeout
+                    .filter(|_| !self.reset_timeout_on_progress)
+                    .map_or(max, |t| t.min(max)),
+            ),
             (Some(t), false, None) => Some(t),
             _ => None,
         }
@@ -85,13 +103,19 @@ impl TimeoutPolicy {
 
     /// The deadline of a request sent at `sent` whose last valid progress arrived at
     /// `last_progress`, with the reason it would fire for.
-    pub fn deadline(&self, sent: Time, last_progress: Option<Time>) -> Option<(Time, TimeoutReason)> {
+    pub fn deadline(
+        &self,
+        sent: Time,
+        last_progress: Option<Time>,
+    ) -> Option<(Time, TimeoutReason)> {
         let idle_from = match (self.reset_timeout_on_progress, last_progress) {
             (true, Some(p)) => p.max(sent),
             _ => sent,
         };
         let idle = self.timeout.map(|t| (idle_from + t, TimeoutReason::Idle));
-        let max = self.max_total_timeout.map(|m| (sent + m, TimeoutReason::Maximum));
+        let max = self
+            .max_total_timeout
+            .map(|m| (sent + m, TimeoutReason::Maximum));
         match (idle, max) {
             (Some(i), Some(m)) => Some(if m.0 <= i.0 { m } else { i }),
             (i, m) => i.or(m),

@@ -22,9 +22,9 @@ use super::backend::BackendCall;
 use super::{StreamId, Transport};
 use crate::time::Time;
 use crate::wire::{
-    codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request, RequestId,
-    ResultResponse, META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TOOLS_CALL,
-    PROTOCOL_VERSION,
+    codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request,
+    RequestId, ResultResponse, META_SUBSCRIPTION_ID, METHOD_LISTEN,
+    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
 
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
@@ -87,7 +87,10 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// The default behaviour on `transport`.
     pub fn new(transport: Transport) -> Self {
-        ServerConfig { transport, behaviour: ServerBehaviour::default() }
+        ServerConfig {
+            transport,
+            behaviour: ServerBehaviour::default(),
+        }
     }
 }
 
@@ -198,7 +201,8 @@ impl Server {
             Message::Cancelled(c) => {
                 if let Some(s) = stream {
                     // HTTP defines no client notifications; accept the POST, act on nothing.
-                    self.transmits.push_back(ServerTransmit::Accepted { stream: s });
+                    self.transmits
+                        .push_back(ServerTransmit::Accepted { stream: s });
                 } else {
                     self.cancel(&c.request_id);
                 }
@@ -207,13 +211,22 @@ impl Server {
             // client; a notification is never answered, whatever it is (§8).
             Message::Progress(_) | Message::Notification(_) => {
                 if let Some(s) = stream {
-                    self.transmits.push_back(ServerTransmit::Accepted { stream: s });
+                    self.transmits
+                        .push_back(ServerTransmit::Accepted { stream: s });
                 }
             }
             Message::Result(_) | Message::Error(_) => {
                 if let Some(s) = stream {
-                    let e = ErrorResponse::new(None, codes::INVALID_REQUEST, "clients do not send responses");
-                    self.transmits.push_back(ServerTransmit::Json { stream: s, status: 400, msg: e.into() });
+                    let e = ErrorResponse::new(
+                        None,
+                        codes::INVALID_REQUEST,
+                        "clients do not send responses",
+                    );
+                    self.transmits.push_back(ServerTransmit::Json {
+                        stream: s,
+                        status: 400,
+                        msg: e.into(),
+                    });
                 }
             }
         }
@@ -236,7 +249,11 @@ impl Server {
     /// of its request (§3.2).
     pub fn handle_stream_closed(&mut self, _now: Time, stream: StreamId) {
         self.open_sse.remove(&stream);
-        let job = self.jobs.iter().find(|(_, j)| j.stream == Some(stream)).map(|(id, _)| id.clone());
+        let job = self
+            .jobs
+            .iter()
+            .find(|(_, j)| j.stream == Some(stream))
+            .map(|(id, _)| id.clone());
         if let Some(id) = job {
             self.cancel(&id);
         }
@@ -255,12 +272,22 @@ impl Server {
 
     fn handle_request(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
         if r.meta.protocol_version != PROTOCOL_VERSION {
-            let mut e = ErrorResponse::new(Some(r.id), codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version");
-            e.error.data = Some(json!({"supported": [PROTOCOL_VERSION], "requested": r.meta.protocol_version}));
+            let mut e = ErrorResponse::new(
+                Some(r.id),
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            );
+            e.error.data = Some(
+                json!({"supported": [PROTOCOL_VERSION], "requested": r.meta.protocol_version}),
+            );
             return self.respond(stream, e.into(), 400);
         }
         if self.jobs.contains_key(&r.id) || self.listens.contains_key(&r.id) {
-            let e = ErrorResponse::new(Some(r.id), codes::INVALID_REQUEST, "request id is already in use");
+            let e = ErrorResponse::new(
+                Some(r.id),
+                codes::INVALID_REQUEST,
+                "request id is already in use",
+            );
             return self.respond(stream, e.into(), 400);
         }
         match r.method.as_str() {
@@ -268,8 +295,10 @@ impl Server {
             METHOD_LISTEN => self.start_listen(stream, r),
             "server/discover" => {
                 let mut res = ResultResponse::complete(r.id);
-                res.result.insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
-                res.result.insert("capabilities".into(), json!({"tools": {}}));
+                res.result
+                    .insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
+                res.result
+                    .insert("capabilities".into(), json!({"tools": {}}));
                 res.result.insert("_meta".into(), server_info());
                 self.respond(stream, res.into(), 200);
             }
@@ -281,7 +310,11 @@ impl Server {
                 self.respond(stream, res.into(), 200);
             }
             _ => {
-                let e = ErrorResponse::new(Some(r.id), codes::METHOD_NOT_FOUND, format!("unknown method {}", r.method));
+                let e = ErrorResponse::new(
+                    Some(r.id),
+                    codes::METHOD_NOT_FOUND,
+                    format!("unknown method {}", r.method),
+                );
                 self.respond(stream, e.into(), 404);
             }
         }
@@ -290,9 +323,14 @@ impl Server {
     fn start_tool(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
         let name = r.params.get("name").and_then(Value::as_str);
         let args = r.params.get("arguments").and_then(Value::as_object);
-        let arg = |key: &str, default: u64| args.and_then(|a| a.get(key)).map_or(Some(default), Value::as_u64);
+        let arg = |key: &str, default: u64| {
+            args.and_then(|a| a.get(key))
+                .map_or(Some(default), Value::as_u64)
+        };
         let (steps, step_ms) = match (name, arg("steps", 3), arg("step_ms", 1000)) {
-            (Some(SLOW_TOOL), Some(steps), Some(step_ms)) if steps <= MAX_STEPS => (steps as u32, step_ms),
+            (Some(SLOW_TOOL), Some(steps), Some(step_ms)) if steps <= MAX_STEPS => {
+                (steps as u32, step_ms)
+            }
             _ => {
                 let e = ErrorResponse::new(Some(r.id), codes::INVALID_PARAMS, format!("unknown tool or bad arguments; call {SLOW_TOOL} with integer steps and step_ms"));
                 return self.respond(stream, e.into(), 200);
@@ -313,7 +351,10 @@ impl Server {
             last_write: now,
         };
         if steps > 0 {
-            self.backend.push_back(BackendCall::Work { request: r.id.clone(), step: 0 });
+            self.backend.push_back(BackendCall::Work {
+                request: r.id.clone(),
+                step: 0,
+            });
         }
         self.jobs.insert(r.id.clone(), job);
         if steps == 0 {
@@ -322,14 +363,25 @@ impl Server {
     }
 
     fn start_listen(&mut self, stream: Option<StreamId>, r: Request) {
-        let filter = r.params.get("notifications").and_then(Value::as_object).cloned().unwrap_or_default();
+        let filter = r
+            .params
+            .get("notifications")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         if let Some(s) = stream {
             self.sse_start(s);
         }
         let mut params = Map::new();
         params.insert("notifications".into(), Value::Object(filter.clone()));
-        params.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: r.id.to_json() }));
-        let ack = Notification { method: METHOD_SUBSCRIPTIONS_ACKNOWLEDGED.into(), params: Some(params) };
+        params.insert(
+            "_meta".into(),
+            json!({ META_SUBSCRIPTION_ID: r.id.to_json() }),
+        );
+        let ack = Notification {
+            method: METHOD_SUBSCRIPTIONS_ACKNOWLEDGED.into(),
+            params: Some(params),
+        };
         self.send(stream, ack.into());
         self.listens.insert(r.id, Listen { stream, filter });
     }
@@ -344,8 +396,14 @@ impl Server {
             .collect();
         for (id, stream) in targets {
             let mut params = Map::new();
-            params.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: id.to_json() }));
-            let n = Notification { method: "notifications/tools/list_changed".into(), params: Some(params) };
+            params.insert(
+                "_meta".into(),
+                json!({ META_SUBSCRIPTION_ID: id.to_json() }),
+            );
+            let n = Notification {
+                method: "notifications/tools/list_changed".into(),
+                params: Some(params),
+            };
             self.send(stream, n.into());
         }
     }
@@ -355,7 +413,10 @@ impl Server {
     pub fn shutdown(&mut self, _now: Time) {
         for (id, listen) in std::mem::take(&mut self.listens) {
             let mut res = ResultResponse::complete(id.clone());
-            res.result.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: id.to_json() }));
+            res.result.insert(
+                "_meta".into(),
+                json!({ META_SUBSCRIPTION_ID: id.to_json() }),
+            );
             self.respond(listen.stream, res.into(), 200);
         }
     }
@@ -365,7 +426,9 @@ impl Server {
         match self.config.behaviour.cancel_handling {
             CancelHandling::Stop => {
                 if self.jobs.remove(id).is_some() {
-                    self.backend.push_back(BackendCall::Release { request: id.clone() });
+                    self.backend.push_back(BackendCall::Release {
+                        request: id.clone(),
+                    });
                 }
                 self.listens.remove(id);
             }
@@ -373,13 +436,20 @@ impl Server {
     }
 
     fn complete(&mut self, id: &RequestId) {
-        let Some(job) = self.jobs.remove(id) else { return };
+        let Some(job) = self.jobs.remove(id) else {
+            return;
+        };
         let mut res = ResultResponse::complete(id.clone());
-        res.result.insert("content".into(), json!([{"type": "text", "text": format!("done: {} steps", job.steps)}]));
+        res.result.insert(
+            "content".into(),
+            json!([{"type": "text", "text": format!("done: {} steps", job.steps)}]),
+        );
         res.result.insert("_meta".into(), server_info());
         self.respond(job.stream, res.into(), 200);
         if job.steps > 0 {
-            self.backend.push_back(BackendCall::Release { request: id.clone() });
+            self.backend.push_back(BackendCall::Release {
+                request: id.clone(),
+            });
         }
     }
 
@@ -389,16 +459,23 @@ impl Server {
         match stream {
             None => self.transmits.push_back(ServerTransmit::Line(msg)),
             Some(s) if self.open_sse.remove(&s) => {
-                self.transmits.push_back(ServerTransmit::SseEvent { stream: s, msg });
-                self.transmits.push_back(ServerTransmit::SseEnd { stream: s });
+                self.transmits
+                    .push_back(ServerTransmit::SseEvent { stream: s, msg });
+                self.transmits
+                    .push_back(ServerTransmit::SseEnd { stream: s });
             }
-            Some(s) => self.transmits.push_back(ServerTransmit::Json { stream: s, status, msg }),
+            Some(s) => self.transmits.push_back(ServerTransmit::Json {
+                stream: s,
+                status,
+                msg,
+            }),
         }
     }
 
     fn sse_start(&mut self, stream: StreamId) {
         self.open_sse.insert(stream);
-        self.transmits.push_back(ServerTransmit::SseStart { stream });
+        self.transmits
+            .push_back(ServerTransmit::SseStart { stream });
     }
 
     /// Sends a non-final message for an open request.
@@ -415,7 +492,9 @@ impl Server {
         self.jobs
             .values()
             .flat_map(|j| {
-                let ka = keepalive.filter(|_| j.stream.is_some()).map(|k| j.last_write + k);
+                let ka = keepalive
+                    .filter(|_| j.stream.is_some())
+                    .map(|k| j.last_write + k);
                 std::iter::once(j.next_step_at).chain(ka)
             })
             .min()
@@ -439,11 +518,14 @@ impl Server {
                 }
                 self.step(now, &id);
             }
-            let Some(job) = self.jobs.get_mut(&id) else { continue };
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
             if let (Some(k), Some(stream)) = (keepalive, job.stream) {
                 if job.last_write + k <= now {
                     job.last_write = now;
-                    self.transmits.push_back(ServerTransmit::SseComment { stream });
+                    self.transmits
+                        .push_back(ServerTransmit::SseComment { stream });
                 }
             }
         }
@@ -452,10 +534,15 @@ impl Server {
     /// Finishes one step of a job: progress (if due), then the next step or the result.
     fn step(&mut self, now: Time, id: &RequestId) {
         let min_interval = self.config.behaviour.progress_min_interval;
-        let can_stream = self.config.transport == Transport::Stdio || self.config.behaviour.response_mode == ResponseMode::Sse;
-        let Some(job) = self.jobs.get_mut(id) else { return };
+        let can_stream = self.config.transport == Transport::Stdio
+            || self.config.behaviour.response_mode == ResponseMode::Sse;
+        let Some(job) = self.jobs.get_mut(id) else {
+            return;
+        };
         job.done += 1;
-        let due = job.last_progress_at.is_none_or(|t| now.since(t) >= min_interval);
+        let due = job
+            .last_progress_at
+            .is_none_or(|t| now.since(t) >= min_interval);
         let progress = match &job.token {
             Some(token) if due && can_stream => {
                 job.last_progress_at = Some(now);
@@ -469,7 +556,10 @@ impl Server {
         let finished = job.done >= job.steps;
         if !finished {
             job.next_step_at = job.next_step_at + job.step;
-            self.backend.push_back(BackendCall::Work { request: id.clone(), step: job.done });
+            self.backend.push_back(BackendCall::Work {
+                request: id.clone(),
+                step: job.done,
+            });
         }
         if let Some((stream, p)) = progress {
             self.send(stream, p.into());

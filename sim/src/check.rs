@@ -1,0 +1,146 @@
+//! `mcp-sim check-trace FILE`: judge a recorded or hand-written trace.
+//!
+//! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the trace cannot be read.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use mcp_sim::oracle::{self, OracleConfig, Profile};
+use mcp_sim::report;
+use mcp_sim::trace::Trace;
+use serde::Serialize;
+
+/// Which reading of the spec's ambiguous points to judge by.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProfileArg {
+    /// The binding pages' MUSTs, strictly increasing progress.
+    Strict,
+    /// Non-decreasing progress, SHOULD for messages after a cancel.
+    Lenient,
+}
+
+/// Output format.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trace (JSON Lines, format v1); `-` reads stdin.
+    file: PathBuf,
+    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
+    profile: ProfileArg,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Window for inferring an unrecorded side's observations and for stopping work, in ms.
+    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
+    grace_ms: u64,
+    /// Ceiling for any request without a tighter recorded policy, in ms.
+    #[arg(long, default_value_t = OracleConfig::default().max_request_ms)]
+    max_request_ms: u64,
+    /// The run ended settled: also demand an outcome per request and released resources.
+    #[arg(long)]
+    complete: bool,
+    /// Print a Mermaid sequence diagram of the violations (text format).
+    #[arg(long)]
+    mermaid: bool,
+}
+
+#[derive(Serialize)]
+struct JsonVerdict<'a> {
+    ok: bool,
+    events: usize,
+    violations: Vec<JsonViolation<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonViolation<'a> {
+    rule: &'a str,
+    level: &'a str,
+    events: &'a [usize],
+    message: &'a str,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let text = if args.file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map(|_| s)
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "mcp-sim check-trace: cannot read {}: {e}",
+                args.file.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let trace = match Trace::from_jsonl(&text) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mcp-sim check-trace: {}: {e}", args.file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let config = OracleConfig {
+        profile: match args.profile {
+            ProfileArg::Strict => Profile::Strict,
+            ProfileArg::Lenient => Profile::Lenient,
+        },
+        grace_ms: args.grace_ms,
+        max_request_ms: args.max_request_ms,
+        complete: args.complete,
+        ..OracleConfig::default()
+    };
+    let verdict = oracle::check(&trace, &config);
+    match args.format {
+        Format::Json => {
+            let out = JsonVerdict {
+                ok: !verdict.has_must(),
+                events: trace.events.len(),
+                violations: verdict
+                    .violations
+                    .iter()
+                    .map(|v| JsonViolation {
+                        rule: v.rule,
+                        level: v.level.as_str(),
+                        events: &v.events,
+                        message: &v.message,
+                    })
+                    .collect(),
+            };
+            println!(
+                "{}",
+                serde_json::to_string(&out).expect("verdict serializes")
+            );
+        }
+        Format::Text => {
+            println!(
+                "{} events, {} violations",
+                trace.events.len(),
+                verdict.violations.len()
+            );
+            print!("{}", report::violations_text(&verdict));
+            if args.mermaid && !verdict.is_clean() {
+                println!(
+                    "{}",
+                    report::mermaid(&trace, &verdict, &report::slice(&trace, &verdict))
+                );
+            }
+        }
+    }
+    if verdict.has_must() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

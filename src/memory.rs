@@ -1,0 +1,955 @@
+//! The in-memory driver: a discrete-event simulation of a [`Scenario`] with no sockets and
+//! no async runtime.
+//!
+//! It connects the sans-IO client, server and backend through real framing (NDJSON lines on
+//! stdio; one POST body and an SSE or JSON response per request on HTTP), with seeded
+//! per-message latency, ordered delivery per pipe and per stream, an idle-timeout proxy,
+//! stream resets, server crashes and partitions, and records trace format v1 at every
+//! observation point. Time jumps from one event to the next, so a 90-second call costs
+//! microseconds: this is the fast lane that shares scenarios and the oracle with the turmoil
+//! harness, used by property tests and long sweeps.
+//!
+//! Determinism: one ChaCha8 stream for latencies, a queue ordered by (time, sequence number),
+//! `BTreeMap`s everywhere; the same scenario gives the same trace byte for byte.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::time::Duration;
+
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::sse::{self, SseDecoder, SseItem, SseOptions};
+use crate::model::{
+    Backend, BackendCall, CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, Outcome,
+    Server, ServerConfig, ServerTransmit, StreamId, Transport, SLOW_TOOL,
+};
+use crate::oracle::OracleConfig;
+use crate::scenario::{Fault, Scenario};
+use crate::time::Time;
+use crate::trace::{EventKind, Side, Trace, WireEvent};
+use crate::wire::{self, Message, RequestId};
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The recorded trace.
+    pub trace: Trace,
+    /// Whether the run ended settled: nothing outstanding, no work running, nothing held.
+    pub complete: bool,
+    /// Counters for sweep summaries.
+    pub stats: RunStats,
+}
+
+impl RunResult {
+    /// The oracle settings this run must be judged with.
+    pub fn oracle_config(&self, scenario: &Scenario) -> OracleConfig {
+        OracleConfig {
+            max_request_ms: scenario.max_request().as_millis() as u64,
+            complete: self.complete,
+            ..OracleConfig::default()
+        }
+    }
+}
+
+/// Counters of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Requests sent (retries included).
+    pub requests: u64,
+    /// Outcomes by kind.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Simulated time at the end, in ms.
+    pub sim_ms: u64,
+    /// Messages put on the wire.
+    pub messages: u64,
+}
+
+/// A piece of an HTTP response travelling to the client.
+#[derive(Debug, Clone)]
+enum Piece {
+    Status(u16, &'static str),
+    Body(Vec<u8>),
+    End,
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    StartCall(usize),
+    CancelCall(usize),
+    Fault(usize),
+    /// Bytes for the server: a stdio chunk or an HTTP POST body.
+    ToServer {
+        epoch: u64,
+        stream: Option<StreamId>,
+        bytes: Vec<u8>,
+    },
+    /// The server notices that the client (or the proxy) closed a stream.
+    ServerSeesClose {
+        epoch: u64,
+        stream: StreamId,
+        by: Side,
+    },
+    /// stdio bytes for the client.
+    ToClientLine {
+        bytes: Vec<u8>,
+    },
+    /// A piece of an HTTP response for the client.
+    ToClientHttp {
+        stream: StreamId,
+        piece: Piece,
+    },
+    /// The client notices that a stream was cut.
+    ClientSeesCut {
+        stream: StreamId,
+        by: Side,
+    },
+    /// The client notices that the server's pipe broke.
+    ClientSeesPipeClosed,
+}
+
+#[derive(Debug)]
+struct Scheduled {
+    at: Time,
+    seq: u64,
+    action: Action,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// Direction and channel of a delivery, for per-channel ordering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Channel {
+    ToServer(Option<StreamId>),
+    ToClient(Option<StreamId>),
+}
+
+/// The client's view of one HTTP response.
+#[derive(Debug)]
+struct ClientStream {
+    sse: Option<SseDecoder>,
+    json: Vec<u8>,
+}
+
+/// The proxy's view of one HTTP stream.
+#[derive(Debug)]
+struct ProxyStream {
+    last_byte: Time,
+    headers_sent: bool,
+    buffered: Vec<Piece>,
+}
+
+struct Sim<'s> {
+    scenario: &'s Scenario,
+    now: Time,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Scheduled>>,
+    rng: ChaCha8Rng,
+    fifo: BTreeMap<Channel, Time>,
+    partitions: Vec<(Time, Time)>,
+    client: Client,
+    server: Server,
+    backend: Backend,
+    epoch: u64,
+    server_lines: LineDecoder,
+    client_lines: LineDecoder,
+    client_streams: BTreeMap<StreamId, ClientStream>,
+    proxy: BTreeMap<StreamId, ProxyStream>,
+    /// Streams the client has given up on (closed or seen cut): later pieces are dropped.
+    client_closed: BTreeSet<StreamId>,
+    /// Streams the server no longer has (seen closed, or lost in a crash).
+    server_closed: BTreeSet<StreamId>,
+    /// The current request of each planned call (retries replace it).
+    call_ids: BTreeMap<usize, RequestId>,
+    streams: BTreeMap<RequestId, StreamId>,
+    trace: Trace,
+    stats: RunStats,
+}
+
+/// Runs `scenario` to completion (or to its horizon) and returns the trace.
+pub fn run(scenario: &Scenario) -> RunResult {
+    let transport = scenario.transport;
+    let line_opts = LineOptions::default();
+    let mut sim = Sim {
+        scenario,
+        now: Time::ZERO,
+        seq: 0,
+        queue: BinaryHeap::new(),
+        rng: ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x6d63_702d_7369_6d00),
+        fifo: BTreeMap::new(),
+        partitions: scenario
+            .faults
+            .iter()
+            .filter_map(|f| match *f {
+                Fault::Partition { at, duration } => {
+                    Some((Time::ZERO + at, Time::ZERO + at + duration))
+                }
+                _ => None,
+            })
+            .collect(),
+        client: Client::new(ClientConfig::new(transport)),
+        server: Server::new(ServerConfig {
+            transport,
+            behaviour: scenario.server,
+        }),
+        backend: Backend::new(),
+        epoch: 0,
+        server_lines: LineDecoder::new(line_opts),
+        client_lines: LineDecoder::new(line_opts),
+        client_streams: BTreeMap::new(),
+        proxy: BTreeMap::new(),
+        client_closed: BTreeSet::new(),
+        server_closed: BTreeSet::new(),
+        call_ids: BTreeMap::new(),
+        streams: BTreeMap::new(),
+        trace: Trace::new(),
+        stats: RunStats::default(),
+    };
+    for (k, call) in scenario.calls.iter().enumerate() {
+        sim.schedule_at(Time::ZERO + call.at, Action::StartCall(k));
+        if let Some(after) = call.cancel_after {
+            sim.schedule_at(Time::ZERO + call.at + after, Action::CancelCall(k));
+        }
+    }
+    for (k, fault) in scenario.faults.iter().enumerate() {
+        if !matches!(fault, Fault::Partition { .. }) {
+            sim.schedule_at(
+                Time::ZERO + crate::scenario::fault_time(fault),
+                Action::Fault(k),
+            );
+        }
+    }
+    let horizon = sim.horizon();
+    loop {
+        let next_action = sim.queue.peek().map(|s| s.0.at);
+        let next_timer = sim.next_timer();
+        let next = match (next_action, next_timer) {
+            (None, None) => break,
+            (a, t) => a.into_iter().chain(t).min().expect("one is set"),
+        };
+        if next > horizon {
+            break;
+        }
+        sim.now = next;
+        if next_action == Some(next) {
+            let Reverse(s) = sim.queue.pop().expect("peeked");
+            sim.apply(s.action);
+        } else {
+            sim.client.handle_timeout(next);
+            sim.server.handle_timeout(next);
+            sim.proxy_timeouts();
+        }
+        sim.drain();
+    }
+    let complete = sim.client.outstanding() == 0
+        && sim.server.active_jobs() == 0
+        && sim.backend.held().next().is_none();
+    sim.stats.sim_ms = sim.now.as_millis();
+    RunResult {
+        trace: sim.trace,
+        complete,
+        stats: sim.stats,
+    }
+}
+
+impl Sim<'_> {
+    fn horizon(&self) -> Time {
+        let last_start = self
+            .scenario
+            .calls
+            .iter()
+            .map(|c| c.at)
+            .max()
+            .unwrap_or_default();
+        let last_fault = self
+            .scenario
+            .faults
+            .iter()
+            .map(crate::scenario::fault_time)
+            .max()
+            .unwrap_or_default();
+        Time::ZERO
+            + last_start.max(last_fault)
+            + self.scenario.max_request() * 2
+            + Duration::from_secs(60)
+    }
+
+    fn schedule_at(&mut self, at: Time, action: Action) {
+        self.seq += 1;
+        self.queue.push(Reverse(Scheduled {
+            at,
+            seq: self.seq,
+            action,
+        }));
+    }
+
+    /// Schedules a delivery after a seeded latency, keeping `channel` in order and holding
+    /// it while the network is partitioned.
+    fn deliver(&mut self, channel: Channel, action: Action) {
+        let (lo, hi) = self.scenario.latency;
+        let (lo, hi) = (
+            lo.as_millis() as u64,
+            hi.as_millis().max(lo.as_millis()) as u64,
+        );
+        let latency = lo + self.rng.next_u64() % (hi - lo + 1);
+        let mut at = self.now + Duration::from_millis(latency);
+        for &(start, end) in &self.partitions {
+            if at >= start && at < end {
+                at = end + Duration::from_millis(latency);
+            }
+        }
+        let last = self.fifo.entry(channel).or_insert(Time::ZERO);
+        at = at.max(*last);
+        *last = at;
+        self.schedule_at(at, action);
+    }
+
+    fn next_timer(&self) -> Option<Time> {
+        let proxy = self.scenario.proxy.and_then(|p| {
+            self.proxy
+                .values()
+                .map(|s| s.last_byte + p.idle_timeout)
+                .min()
+        });
+        [
+            self.client.poll_timeout(),
+            self.server.poll_timeout(),
+            proxy,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn record(&mut self, side: Side, kind: EventKind) {
+        self.trace.push(self.now, side, kind);
+    }
+
+    fn apply(&mut self, action: Action) {
+        match action {
+            Action::StartCall(k) => self.start_call(k),
+            Action::CancelCall(k) => {
+                if let Some(id) = self.call_ids.get(&k).cloned() {
+                    // Not outstanding any more is fine: the call already ended.
+                    let _ = self.client.cancel(self.now, &id);
+                }
+            }
+            Action::Fault(k) => self.fault(k),
+            Action::ToServer {
+                epoch,
+                stream,
+                bytes,
+            } => {
+                if epoch != self.epoch || stream.is_some_and(|s| self.server_closed.contains(&s)) {
+                    return; // sent to a server that has since crashed
+                }
+                match stream {
+                    None => {
+                        self.server_lines.push(&bytes);
+                        while let Some(item) = self.server_lines.next_line() {
+                            match item {
+                                Ok(line) => self.server_receive(None, &line.bytes),
+                                Err(e) => {
+                                    let w = WireEvent::raw(
+                                        Transport::Stdio,
+                                        None,
+                                        e.to_string().as_bytes(),
+                                    );
+                                    self.record(Side::Server, EventKind::Recv(w));
+                                }
+                            }
+                        }
+                    }
+                    Some(s) => self.server_receive(Some(s), &bytes),
+                }
+            }
+            Action::ServerSeesClose { epoch, stream, by } => {
+                if epoch == self.epoch && self.server_closed.insert(stream) {
+                    self.record(
+                        Side::Server,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by,
+                        },
+                    );
+                    self.server.handle_stream_closed(self.now, stream);
+                    self.proxy.remove(&stream);
+                }
+            }
+            // Bytes written before a crash are still in the pipe: they are delivered.
+            Action::ToClientLine { bytes } => {
+                self.client_lines.push(&bytes);
+                while let Some(item) = self.client_lines.next_line() {
+                    match item {
+                        Ok(line) => self.client_receive(None, &line.bytes),
+                        Err(e) => {
+                            let w =
+                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
+                            self.record(Side::Client, EventKind::Recv(w));
+                        }
+                    }
+                }
+            }
+            Action::ToClientHttp { stream, piece } => self.client_piece(stream, piece),
+            Action::ClientSeesCut { stream, by } => {
+                if self.client_closed.insert(stream) {
+                    self.record(
+                        Side::Client,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by,
+                        },
+                    );
+                    self.client_streams.remove(&stream);
+                    self.client.handle_stream_closed(self.now, stream);
+                }
+            }
+            Action::ClientSeesPipeClosed => {
+                self.record(
+                    Side::Client,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Server,
+                    },
+                );
+                self.client_lines = LineDecoder::new(LineOptions::default());
+                self.client.handle_disconnect(self.now);
+            }
+        }
+    }
+
+    fn start_call(&mut self, k: usize) {
+        let call = self.scenario.calls[k];
+        let args = json!({"steps": call.steps, "step_ms": call.step.as_millis() as u64});
+        let mut spec = CallSpec::tool(SLOW_TOOL, args, call.policy);
+        spec.progress = call.progress;
+        spec.idempotent = call.idempotent;
+        let id = self.client.start_request(self.now, spec);
+        self.call_ids.insert(k, id);
+    }
+
+    fn fault(&mut self, k: usize) {
+        match self.scenario.faults[k] {
+            Fault::ResetStream { call, .. } => {
+                let Some(stream) = self
+                    .call_ids
+                    .get(&call)
+                    .and_then(|id| self.streams.get(id))
+                    .copied()
+                else {
+                    return;
+                };
+                self.cut(stream, Side::Proxy);
+            }
+            Fault::CrashServer { .. } => self.crash(),
+            Fault::Partition { .. } => {}
+        }
+    }
+
+    /// The connection carrying `stream` is reset: both ends notice after a latency.
+    fn cut(&mut self, stream: StreamId, by: Side) {
+        if self.client_closed.contains(&stream) && self.server_closed.contains(&stream) {
+            return;
+        }
+        self.record(
+            Side::Proxy,
+            EventKind::Close {
+                stream: Some(stream.0),
+                by,
+            },
+        );
+        self.proxy.remove(&stream);
+        let epoch = self.epoch;
+        self.deliver(
+            Channel::ToServer(Some(stream)),
+            Action::ServerSeesClose { epoch, stream, by },
+        );
+        self.deliver(
+            Channel::ToClient(Some(stream)),
+            Action::ClientSeesCut { stream, by },
+        );
+    }
+
+    /// The server process dies and restarts at once with no memory; the backend drops the
+    /// dead process's sessions, releasing what they held.
+    fn crash(&mut self) {
+        self.record(
+            Side::Server,
+            EventKind::Close {
+                stream: None,
+                by: Side::Server,
+            },
+        );
+        let held: Vec<RequestId> = self.backend.held().map(|(r, _)| r.clone()).collect();
+        for request in held {
+            let call = BackendCall::Release {
+                request: request.clone(),
+            };
+            self.backend.handle_call(self.now, &call);
+            self.record(Side::Backend, EventKind::Release { request });
+        }
+        let open: Vec<StreamId> = self.proxy.keys().copied().collect();
+        self.epoch += 1;
+        self.server = Server::new(ServerConfig {
+            transport: self.scenario.transport,
+            behaviour: self.scenario.server,
+        });
+        self.server_lines = LineDecoder::new(LineOptions::default());
+        match self.scenario.transport {
+            Transport::Stdio => {
+                self.deliver(Channel::ToClient(None), Action::ClientSeesPipeClosed);
+            }
+            Transport::Http => {
+                for stream in open {
+                    self.server_closed.insert(stream);
+                    self.proxy.remove(&stream);
+                    self.deliver(
+                        Channel::ToClient(Some(stream)),
+                        Action::ClientSeesCut {
+                            stream,
+                            by: Side::Server,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn server_receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        let transport = self.scenario.transport;
+        match wire::decode(bytes) {
+            Ok(msg) => {
+                self.record(
+                    Side::Server,
+                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
+                );
+                self.server.handle_message(self.now, stream, msg);
+            }
+            Err(e) => {
+                self.record(
+                    Side::Server,
+                    EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
+                );
+                self.server.handle_invalid(self.now, stream, &e);
+            }
+        }
+    }
+
+    fn client_receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        let transport = self.scenario.transport;
+        match wire::decode(bytes) {
+            Ok(msg) => {
+                self.record(
+                    Side::Client,
+                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
+                );
+                self.client.handle_message(self.now, stream, msg);
+            }
+            Err(_) => self.record(
+                Side::Client,
+                EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
+            ),
+        }
+    }
+
+    fn client_piece(&mut self, stream: StreamId, piece: Piece) {
+        if self.client_closed.contains(&stream) {
+            return;
+        }
+        match piece {
+            Piece::Status(status, content_type) => {
+                let sse = content_type == "text/event-stream";
+                let kind = EventKind::Status {
+                    stream: Some(stream.0),
+                    status,
+                    content_type: Some(content_type.into()),
+                };
+                self.record(Side::Client, kind);
+                let sse = sse.then(|| SseDecoder::new(SseOptions::default()));
+                self.client_streams.insert(
+                    stream,
+                    ClientStream {
+                        sse,
+                        json: Vec::new(),
+                    },
+                );
+            }
+            Piece::Body(bytes) => {
+                let Some(cs) = self.client_streams.get_mut(&stream) else {
+                    return;
+                };
+                let Some(dec) = cs.sse.as_mut() else {
+                    cs.json.extend_from_slice(&bytes);
+                    return;
+                };
+                dec.push(&bytes);
+                let mut items = Vec::new();
+                while let Some(item) = dec.next_item() {
+                    items.push(item);
+                }
+                for item in items {
+                    match item {
+                        Ok(SseItem::Event(e)) => {
+                            self.client_receive(Some(stream), e.data.as_bytes())
+                        }
+                        Ok(SseItem::Comment(_)) => self.record(
+                            Side::Client,
+                            EventKind::Comment {
+                                stream: Some(stream.0),
+                            },
+                        ),
+                        Err(e) => {
+                            let w = WireEvent::raw(
+                                Transport::Http,
+                                Some(stream),
+                                e.to_string().as_bytes(),
+                            );
+                            self.record(Side::Client, EventKind::Recv(w));
+                        }
+                    }
+                }
+            }
+            Piece::End => {
+                if let Some(cs) = self.client_streams.remove(&stream) {
+                    if cs.sse.is_none() && !cs.json.is_empty() {
+                        self.client_receive(Some(stream), &cs.json);
+                    }
+                }
+                self.client_closed.insert(stream);
+                self.record(
+                    Side::Client,
+                    EventKind::Close {
+                        stream: Some(stream.0),
+                        by: Side::Server,
+                    },
+                );
+                self.client.handle_stream_closed(self.now, stream);
+            }
+        }
+    }
+
+    /// Moves every output of the client, server and backend until all are quiet.
+    fn drain(&mut self) {
+        loop {
+            let mut busy = false;
+            while let Some(t) = self.client.poll_transmit() {
+                busy = true;
+                self.client_transmit(t);
+            }
+            while let Some(e) = self.client.poll_event() {
+                busy = true;
+                self.client_event(e);
+            }
+            while let Some(t) = self.server.poll_transmit() {
+                busy = true;
+                self.server_transmit(t);
+            }
+            while let Some(call) = self.server.poll_backend() {
+                busy = true;
+                self.backend.handle_call(self.now, &call);
+                let kind = match call {
+                    BackendCall::Work { request, .. } => EventKind::Work { request },
+                    BackendCall::Release { request } => EventKind::Release { request },
+                };
+                self.record(Side::Backend, kind);
+            }
+            if !busy {
+                break;
+            }
+        }
+    }
+
+    fn client_transmit(&mut self, t: ClientTransmit) {
+        let epoch = self.epoch;
+        match t {
+            ClientTransmit::Line(msg) => {
+                self.record_client_send(None, &msg);
+                let bytes = ndjson::encode_line(&msg).expect("the client's messages encode");
+                self.deliver(
+                    Channel::ToServer(None),
+                    Action::ToServer {
+                        epoch,
+                        stream: None,
+                        bytes,
+                    },
+                );
+            }
+            ClientTransmit::Post { stream, msg } => {
+                self.record_client_send(Some(stream), &msg);
+                if let Some(id) = msg.id() {
+                    self.streams.insert(id.clone(), stream);
+                }
+                let bytes = wire::encode(&msg)
+                    .expect("the client's messages encode")
+                    .into_bytes();
+                if self.scenario.proxy.is_some() {
+                    self.proxy.insert(
+                        stream,
+                        ProxyStream {
+                            last_byte: self.now,
+                            headers_sent: false,
+                            buffered: Vec::new(),
+                        },
+                    );
+                }
+                self.deliver(
+                    Channel::ToServer(Some(stream)),
+                    Action::ToServer {
+                        epoch,
+                        stream: Some(stream),
+                        bytes,
+                    },
+                );
+            }
+            ClientTransmit::Close { stream } => {
+                self.record(
+                    Side::Client,
+                    EventKind::Close {
+                        stream: Some(stream.0),
+                        by: Side::Client,
+                    },
+                );
+                self.client_closed.insert(stream);
+                self.client_streams.remove(&stream);
+                self.proxy.remove(&stream);
+                self.deliver(
+                    Channel::ToServer(Some(stream)),
+                    Action::ServerSeesClose {
+                        epoch,
+                        stream,
+                        by: Side::Client,
+                    },
+                );
+            }
+        }
+    }
+
+    fn record_client_send(&mut self, stream: Option<StreamId>, msg: &Message) {
+        self.stats.messages += 1;
+        let mut w = WireEvent::message(self.scenario.transport, stream, msg);
+        if let Message::Request(r) = msg {
+            self.stats.requests += 1;
+            w.policy = self.client.policy_of(&r.id).map(Into::into);
+        }
+        self.record(Side::Client, EventKind::Send(w));
+    }
+
+    fn client_event(&mut self, e: ClientEvent) {
+        match e {
+            ClientEvent::Progress {
+                request, progress, ..
+            } => self.record(Side::Client, EventKind::Progress { request, progress }),
+            ClientEvent::Timeout { request, reason } => {
+                self.record(Side::Client, EventKind::Timeout { request, reason })
+            }
+            ClientEvent::Outcome { request, outcome } => {
+                *self.stats.outcomes.entry(outcome).or_default() += 1;
+                self.record(Side::Client, EventKind::Outcome { request, outcome });
+            }
+            ClientEvent::Retried { lost, new } => {
+                if let Some((&k, _)) = self.call_ids.iter().find(|(_, id)| **id == lost) {
+                    self.call_ids.insert(k, new);
+                }
+            }
+        }
+    }
+
+    fn server_transmit(&mut self, t: ServerTransmit) {
+        let transport = self.scenario.transport;
+        match t {
+            ServerTransmit::Line(msg) => {
+                self.stats.messages += 1;
+                self.record(
+                    Side::Server,
+                    EventKind::Send(WireEvent::message(transport, None, &msg)),
+                );
+                let bytes = ndjson::encode_line(&msg).expect("the server's messages encode");
+                self.deliver(Channel::ToClient(None), Action::ToClientLine { bytes });
+            }
+            ServerTransmit::SseStart { stream } => {
+                let kind = EventKind::Status {
+                    stream: Some(stream.0),
+                    status: 200,
+                    content_type: Some("text/event-stream".into()),
+                };
+                self.record(Side::Server, kind);
+                self.send_to_client(stream, Piece::Status(200, "text/event-stream"), true);
+            }
+            ServerTransmit::SseEvent { stream, msg } => {
+                self.stats.messages += 1;
+                self.record(
+                    Side::Server,
+                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
+                );
+                let text = wire::encode(&msg).expect("the server's messages encode");
+                self.send_to_client(
+                    stream,
+                    Piece::Body(sse::encode_event(&text).into_bytes()),
+                    true,
+                );
+            }
+            ServerTransmit::SseComment { stream } => {
+                self.record(
+                    Side::Server,
+                    EventKind::Comment {
+                        stream: Some(stream.0),
+                    },
+                );
+                self.send_to_client(
+                    stream,
+                    Piece::Body(sse::encode_comment("keep-alive").into_bytes()),
+                    true,
+                );
+            }
+            ServerTransmit::SseEnd { stream } => {
+                self.record(
+                    Side::Server,
+                    EventKind::Close {
+                        stream: Some(stream.0),
+                        by: Side::Server,
+                    },
+                );
+                self.send_to_client(stream, Piece::End, false);
+            }
+            ServerTransmit::Json {
+                stream,
+                status,
+                msg,
+            } => {
+                self.stats.messages += 1;
+                let kind = EventKind::Status {
+                    stream: Some(stream.0),
+                    status,
+                    content_type: Some("application/json".into()),
+                };
+                self.record(Side::Server, kind);
+                self.record(
+                    Side::Server,
+                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
+                );
+                let body = wire::encode(&msg)
+                    .expect("the server's messages encode")
+                    .into_bytes();
+                self.send_to_client(stream, Piece::Status(status, "application/json"), true);
+                self.send_to_client(stream, Piece::Body(body), true);
+                self.send_to_client(stream, Piece::End, false);
+            }
+            ServerTransmit::Accepted { stream } => {
+                self.record(
+                    Side::Server,
+                    EventKind::Status {
+                        stream: Some(stream.0),
+                        status: 202,
+                        content_type: None,
+                    },
+                );
+                self.send_to_client(stream, Piece::Status(202, "none"), true);
+                self.send_to_client(stream, Piece::End, false);
+            }
+        }
+    }
+
+    /// Sends a response piece through the proxy (if any): it resets the idle timer, and a
+    /// buffering proxy holds everything until the end.
+    fn send_to_client(&mut self, stream: StreamId, piece: Piece, keeps_open: bool) {
+        if self.server_closed.contains(&stream) {
+            return; // the stream is gone; a real write would fail
+        }
+        let buffering = self.scenario.proxy.is_some_and(|p| p.buffers_unless_told)
+            && !self.scenario.no_buffering_header;
+        let pieces = match self.proxy.get_mut(&stream) {
+            Some(ps) => {
+                ps.last_byte = self.now;
+                if matches!(piece, Piece::Status(..)) {
+                    ps.headers_sent = true;
+                }
+                if buffering && keeps_open {
+                    ps.buffered.push(piece);
+                    return;
+                }
+                let mut out = std::mem::take(&mut ps.buffered);
+                out.push(piece);
+                out
+            }
+            None => vec![piece],
+        };
+        if !keeps_open {
+            self.proxy.remove(&stream);
+            self.server_closed.insert(stream);
+        }
+        for p in pieces {
+            self.deliver(
+                Channel::ToClient(Some(stream)),
+                Action::ToClientHttp { stream, piece: p },
+            );
+        }
+    }
+
+    /// Cuts every stream idle for the proxy's timeout.
+    fn proxy_timeouts(&mut self) {
+        let Some(p) = self.scenario.proxy else { return };
+        let idle: Vec<(StreamId, bool)> = self
+            .proxy
+            .iter()
+            .filter(|(_, s)| s.last_byte + p.idle_timeout <= self.now)
+            .map(|(id, s)| (*id, s.headers_sent))
+            .collect();
+        for (stream, headers_sent) in idle {
+            match p.timeout_status.filter(|_| !headers_sent) {
+                Some(status) => {
+                    // A gateway timeout answer instead of a bare cut: the client reads a status
+                    // and the end of the exchange; the server sees its connection closed.
+                    self.record(
+                        Side::Proxy,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by: Side::Proxy,
+                        },
+                    );
+                    self.proxy.remove(&stream);
+                    let epoch = self.epoch;
+                    self.deliver(
+                        Channel::ToServer(Some(stream)),
+                        Action::ServerSeesClose {
+                            epoch,
+                            stream,
+                            by: Side::Proxy,
+                        },
+                    );
+                    self.deliver(
+                        Channel::ToClient(Some(stream)),
+                        Action::ToClientHttp {
+                            stream,
+                            piece: Piece::Status(status, "text/html"),
+                        },
+                    );
+                    self.deliver(
+                        Channel::ToClient(Some(stream)),
+                        Action::ToClientHttp {
+                            stream,
+                            piece: Piece::End,
+                        },
+                    );
+                }
+                None => self.cut(stream, Side::Proxy),
+            }
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! One pass over a trace that decodes every message and gathers, per request, the events the
+//! rules ask about.
+//!
+//! A request is identified by the event that created it: the client's `send`, or the server's
+//! `recv` when the client side was not recorded. Later events find their request by id, by
+//! progress token or by HTTP stream; when ids or tokens were reused, the latest request
+//! created before the event is the one meant.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::OracleConfig;
+use crate::model::{TimeoutPolicy, Transport};
+use crate::trace::{EventKind, Side, Trace, WireEvent};
+use crate::wire::{DecodeError, Message, ProgressToken, RequestId, METHOD_LISTEN};
+
+/// What the trace says about one request.
+#[derive(Debug, Default)]
+pub(crate) struct Req {
+    pub id: Option<RequestId>,
+    pub method: String,
+    pub token: Option<ProgressToken>,
+    pub transport: Option<Transport>,
+    pub stream: Option<u64>,
+    /// The event that created the request.
+    pub created: usize,
+    pub client_send: Option<usize>,
+    pub server_recv: Option<usize>,
+    /// Final responses in the server's view (its sends, or the client's receipts).
+    pub responses: Vec<usize>,
+    /// The client's first receipt of a final response.
+    pub client_response: Option<usize>,
+    /// The client's cancellations: stdio `notifications/cancelled` sends, HTTP closes of the
+    /// request's stream by the client.
+    pub client_cancels: Vec<usize>,
+    /// The server's own observation of the cancellation (stdio cancel received, HTTP stream
+    /// close seen).
+    pub server_cancel_seen: Option<usize>,
+    /// Every close of the request's stream, by anyone, seen anywhere.
+    pub closes: Vec<usize>,
+    pub timeout: Option<usize>,
+    pub outcomes: Vec<usize>,
+    /// Progress given to the client application.
+    pub deliveries: Vec<usize>,
+    pub work: Vec<usize>,
+    pub release: Vec<usize>,
+    pub policy: Option<TimeoutPolicy>,
+    /// Server-view messages about this request (progress with its token, anything on its
+    /// stream, its responses), in order.
+    pub emissions: Vec<usize>,
+    /// The client's receipts of progress carrying this request's token.
+    pub client_progress: Vec<usize>,
+}
+
+impl Req {
+    pub fn is_listen(&self) -> bool {
+        self.method == METHOD_LISTEN
+    }
+
+    /// When the client stopped waiting: first response receipt, cancellation, timeout or
+    /// outcome, whichever came first.
+    pub fn client_end(&self) -> Option<usize> {
+        [
+            self.client_response,
+            self.client_cancels.first().copied(),
+            self.timeout,
+            self.outcomes.first().copied(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// When the client abandoned the request (cancel sent, stream closed or timer fired), if it
+    /// did so before any response arrived.
+    pub fn client_abandoned(&self) -> Option<usize> {
+        let abandon = [self.client_cancels.first().copied(), self.timeout]
+            .into_iter()
+            .flatten()
+            .min()?;
+        match self.client_response {
+            Some(r) if r < abandon => None,
+            _ => Some(abandon),
+        }
+    }
+}
+
+pub(crate) struct Index<'t> {
+    pub trace: &'t Trace,
+    /// Decoded message of each `send`/`recv` event.
+    pub msgs: Vec<Option<Result<Message, DecodeError>>>,
+    pub sides: BTreeSet<Side>,
+    pub requests: Vec<Req>,
+    /// Events that are server-view emissions (server sends, or client receipts when the
+    /// server side was not recorded), in order.
+    pub emissions: Vec<usize>,
+    by_id: BTreeMap<RequestId, Vec<usize>>,
+    by_token: BTreeMap<ProgressToken, Vec<usize>>,
+    by_stream: BTreeMap<u64, usize>,
+}
+
+impl<'t> Index<'t> {
+    pub fn build(trace: &'t Trace, config: &OracleConfig) -> Index<'t> {
+        let msgs = trace
+            .events
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::Send(w) | EventKind::Recv(w) => Some(w.decode(&config.decode)),
+                _ => None,
+            })
+            .collect();
+        let sides = trace.events.iter().map(|e| e.side).collect();
+        let mut index = Index {
+            trace,
+            msgs,
+            sides,
+            requests: Vec::new(),
+            emissions: Vec::new(),
+            by_id: BTreeMap::new(),
+            by_token: BTreeMap::new(),
+            by_stream: BTreeMap::new(),
+        };
+        for i in 0..trace.events.len() {
+            index.visit(i);
+        }
+        index
+    }
+
+    pub fn has(&self, side: Side) -> bool {
+        self.sides.contains(&side)
+    }
+
+    pub fn t(&self, i: usize) -> u64 {
+        self.trace.events[i].t
+    }
+
+    pub fn msg(&self, i: usize) -> Option<&Message> {
+        self.msgs[i].as_ref().and_then(|m| m.as_ref().ok())
+    }
+
+    pub fn wire(&self, i: usize) -> Option<&WireEvent> {
+        match &self.trace.events[i].kind {
+            EventKind::Send(w) | EventKind::Recv(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The latest request with `id` created at or before event `i`.
+    pub fn by_id(&self, id: &RequestId, i: usize) -> Option<usize> {
+        self.by_id
+            .get(id)?
+            .iter()
+            .rev()
+            .copied()
+            .find(|r| self.requests[*r].created <= i)
+    }
+
+    /// The latest request with `token` created at or before event `i`.
+    pub fn by_token(&self, token: &ProgressToken, i: usize) -> Option<usize> {
+        self.by_token
+            .get(token)?
+            .iter()
+            .rev()
+            .copied()
+            .find(|r| self.requests[*r].created <= i)
+    }
+
+    /// Whether event `i` is a server-view emission.
+    fn is_emission(&self, i: usize) -> bool {
+        let e = &self.trace.events[i];
+        match e.kind {
+            EventKind::Send(_) => e.side == Side::Server,
+            EventKind::Recv(_) => e.side == Side::Client && !self.has(Side::Server),
+            _ => false,
+        }
+    }
+
+    fn create(
+        &mut self,
+        i: usize,
+        w: &WireEvent,
+        id: RequestId,
+        method: &str,
+        token: Option<ProgressToken>,
+    ) -> usize {
+        let r = self.requests.len();
+        self.requests.push(Req {
+            id: Some(id.clone()),
+            method: method.to_owned(),
+            token: token.clone(),
+            transport: Some(w.transport.into()),
+            stream: w.stream,
+            created: i,
+            policy: w.policy.map(Into::into),
+            ..Req::default()
+        });
+        self.by_id.entry(id).or_default().push(r);
+        if let Some(t) = token {
+            self.by_token.entry(t).or_default().push(r);
+        }
+        if let Some(s) = w.stream {
+            self.by_stream.insert(s, r);
+        }
+        r
+    }
+
+    fn visit(&mut self, i: usize) {
+        let trace: &'t Trace = self.trace;
+        let event = &trace.events[i];
+        let (side, t_kind) = (event.side, &event.kind);
+        match t_kind {
+            EventKind::Send(w) | EventKind::Recv(w) => {
+                let sending = matches!(t_kind, EventKind::Send(_));
+                let Some(msg) = self.msg(i).cloned() else {
+                    // Undecodable: still tie it to its stream for the HTTP rules.
+                    if self.is_emission(i) {
+                        self.emissions.push(i);
+                        if let Some(r) = w.stream.and_then(|s| self.by_stream.get(&s).copied()) {
+                            self.requests[r].emissions.push(i);
+                        }
+                    }
+                    return;
+                };
+                self.visit_message(i, side, sending, w, &msg);
+            }
+            EventKind::Close {
+                stream: Some(s),
+                by,
+            } => {
+                let Some(&r) = self.by_stream.get(s) else {
+                    return;
+                };
+                let req = &mut self.requests[r];
+                req.closes.push(i);
+                if side == Side::Server
+                    && req.server_cancel_seen.is_none()
+                    && req.responses.is_empty()
+                {
+                    req.server_cancel_seen = Some(i);
+                }
+                if side == Side::Client && *by == Side::Client && req.client_response.is_none() {
+                    req.client_cancels.push(i);
+                }
+            }
+            EventKind::Close { stream: None, .. } => {}
+            EventKind::Timeout { request, .. } => {
+                if let Some(r) = self.by_id(request, i) {
+                    self.requests[r].timeout.get_or_insert(i);
+                }
+            }
+            EventKind::Outcome { request, .. } => {
+                if let Some(r) = self.by_id(request, i) {
+                    self.requests[r].outcomes.push(i);
+                }
+            }
+            EventKind::Progress { request, .. } => {
+                if let Some(r) = self.by_id(request, i) {
+                    self.requests[r].deliveries.push(i);
+                }
+            }
+            EventKind::Work { request } => {
+                if let Some(r) = self.by_id(request, i) {
+                    self.requests[r].work.push(i);
+                }
+            }
+            EventKind::Release { request } => {
+                if let Some(r) = self.by_id(request, i) {
+                    self.requests[r].release.push(i);
+                }
+            }
+            EventKind::Comment { .. } | EventKind::Status { .. } => {}
+        }
+    }
+
+    fn visit_message(&mut self, i: usize, side: Side, sending: bool, w: &WireEvent, msg: &Message) {
+        let emission = self.is_emission(i);
+        if emission {
+            self.emissions.push(i);
+        }
+        match msg {
+            Message::Request(req) => {
+                let creates = match (side, sending) {
+                    (Side::Client, true) => true,
+                    (Side::Server, false) => !self.has(Side::Client),
+                    _ => false,
+                };
+                if creates {
+                    let r = self.create(
+                        i,
+                        w,
+                        req.id.clone(),
+                        &req.method,
+                        req.meta.progress_token.clone(),
+                    );
+                    if side == Side::Client {
+                        self.requests[r].client_send = Some(i);
+                    } else {
+                        self.requests[r].server_recv = Some(i);
+                    }
+                } else if side == Side::Server && !sending {
+                    if let Some(r) = self.by_id(&req.id, i) {
+                        self.requests[r].server_recv.get_or_insert(i);
+                    }
+                }
+            }
+            Message::Cancelled(c) => {
+                let Some(r) = self.by_id(&c.request_id, i) else {
+                    return;
+                };
+                match (side, sending) {
+                    (Side::Client, true) => self.requests[r].client_cancels.push(i),
+                    (Side::Server, false) => {
+                        let req = &mut self.requests[r];
+                        if req.server_cancel_seen.is_none() && req.responses.is_empty() {
+                            req.server_cancel_seen = Some(i);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Message::Progress(p) => {
+                let Some(r) = self.by_token(&p.token, i) else {
+                    return;
+                };
+                if emission {
+                    self.requests[r].emissions.push(i);
+                }
+                if side == Side::Client && !sending {
+                    self.requests[r].client_progress.push(i);
+                }
+            }
+            Message::Result(_) | Message::Error(_) => {
+                let Some(id) = msg.id() else { return };
+                let Some(r) = self.by_id(id, i) else { return };
+                let req = &mut self.requests[r];
+                if emission {
+                    req.emissions.push(i);
+                    req.responses.push(i);
+                }
+                if side == Side::Client && !sending && req.client_response.is_none() {
+                    req.client_response = Some(i);
+                }
+            }
+            Message::Notification(_) => {
+                if emission {
+                    if let Some(r) = w.stream.and_then(|s| self.by_stream.get(&s).copied()) {
+                        self.requests[r].emissions.push(i);
+                    }
+                }
+            }
+        }
+    }
+}

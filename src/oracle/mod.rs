@@ -1,0 +1,241 @@
+//! The oracle: named, spec-referenced invariants checked over a [`Trace`].
+//!
+//! [`check`] is a pure function from a trace and an [`OracleConfig`] to a [`Report`]. Every
+//! layer hands its traces to it: unit tests, property tests, fuzz targets, simulation sweeps
+//! and recordings of real peers. The catalog is [`RULES`]; each rule has a stable name, a level
+//! (MUST, SHOULD or host policy), the digest section it enforces and a one-line summary, and
+//! each has hand-written traces that break it and traces that do not (`tests/oracle_rules.rs`).
+//!
+//! # Observation points
+//!
+//! A trace may hold both sides of a run (simulations) or only one (a black-box peer). Where a
+//! rule needs a side that was not recorded, it uses the other side's view:
+//!
+//! - the server's sends are known from its `send` events, else from the client's `recv`
+//!   events (each stdio pipe and each HTTP stream is ordered, so the order is the same);
+//! - the moment the server learned of a cancellation is its `recv` of the stdio cancel or its
+//!   `close` of the HTTP stream (what its transport saw, whether or not its handler noticed).
+//!   When the server side was not recorded at all, it is the client's cancel (or the first
+//!   close of the stream anywhere) plus [`OracleConfig::grace_ms`]. When the server side was
+//!   recorded but holds no such event, the cancel never reached it (a partition, a crash) and
+//!   nothing is demanded.
+//!
+//! The grace window also bounds how long work may go on after a cancellation was received
+//! ("SHOULD stop work as soon as practical", host policy).
+
+mod index;
+mod rules;
+
+use std::fmt;
+
+use crate::trace::Trace;
+use crate::wire::DecodeOptions;
+
+/// How binding a rule is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// A MUST or MUST NOT of the spec or schema.
+    Must,
+    /// A SHOULD or SHOULD NOT.
+    Should,
+    /// Host policy: not in the spec, a rule good hosts and servers follow.
+    Policy,
+}
+
+impl Level {
+    /// `MUST`, `SHOULD` or `policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::Policy => "policy",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One entry of the rule catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleInfo {
+    /// The stable name.
+    pub name: &'static str,
+    /// The level under the strict profile.
+    pub level: Level,
+    /// Where the rule comes from (sections of the 2026-07-28 digest and its §9 invariants).
+    pub spec: &'static str,
+    /// What the rule demands.
+    pub summary: &'static str,
+}
+
+macro_rules! catalog {
+    ($($ident:ident = $name:literal, $level:ident, $spec:literal, $summary:literal;)*) => {
+        /// Stable rule names, as constants for matching.
+        pub mod rule {
+            $(#[doc = $summary] pub const $ident: &str = $name;)*
+        }
+        /// The rule catalog, in a fixed order.
+        pub const RULES: &[RuleInfo] = &[
+            $(RuleInfo { name: $name, level: Level::$level, spec: $spec, summary: $summary },)*
+        ];
+    };
+}
+
+catalog! {
+    MESSAGE_SHAPE = "message-shape", Must, "§1.1-1.2, §9 A1-A8",
+        "every message decodes strictly; clients send only requests and cancellations, servers never send requests, server results carry resultType";
+    PROGRESS_TOKEN_TYPE = "progress-token-type", Must, "§2.1, §9 B11",
+        "a progressToken is a string or an integer";
+    PROGRESS_TOKEN_UNIQUE = "progress-token-unique", Must, "§2.1, §9 B12",
+        "no two outstanding requests of the client carry the same progressToken";
+    PROGRESS_UNKNOWN_TOKEN = "progress-unknown-token", Must, "§2.3 item 1, §9 B14",
+        "progress names only a token of a request the server has received";
+    PROGRESS_MONOTONIC = "progress-monotonic", Must, "§2.2, §9 B15",
+        "progress strictly increases per request (lenient profile: never decreases)";
+    PROGRESS_AFTER_COMPLETION = "progress-after-completion", Must, "§2.3 item 5, §9 B16",
+        "no progress for a request after the server sent its final response";
+    PROGRESS_STREAM = "progress-stream", Must, "§2.4, §9 B17-B18",
+        "on HTTP, progress travels only on its own request's stream and never carries a subscriptionId";
+    RESPONSE_AFTER_CANCEL = "response-after-cancel", Must, "§3.3 item 6, §5.1, §9 C26",
+        "after the server received a stdio cancel it sends nothing more for that request (lenient profile: SHOULD)";
+    DUPLICATE_RESPONSE = "duplicate-response", Must, "§1.2, §9 E44",
+        "a request gets at most one response";
+    SERVER_CANCEL_NOT_LISTEN = "server-cancel-not-listen", Must, "§3.2, §9 C29",
+        "a server sends notifications/cancelled only for an open subscriptions/listen request";
+    CANCEL_UNKNOWN_REQUEST = "cancel-unknown-request", Must, "§3.3 item 1, §9 C22, C32",
+        "a client cancels only a request it sent and still believes in progress (not answered, not already cancelled)";
+    CANCEL_ON_TIMEOUT = "cancel-on-timeout", Must, "§3.2, §4, §9 C23, D35",
+        "a client that abandons a request (timeout or cancel) cancels it on the wire: stdio notifications/cancelled (MUST), HTTP closing its stream (SHOULD)";
+    TIMEOUT_MAXIMUM = "timeout-maximum", Should, "§4, §9 D34, D37",
+        "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
+    TIMEOUT_DEADLINE = "timeout-deadline", Policy, "§4, §9 D36",
+        "the client's timer honours the request's recorded policy: idle deadline from the send or the last valid progress, hard maximum from the send";
+    LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, "§3.3 item 5, §9 C27",
+        "after the client abandoned a request, no response or progress for it reaches the application";
+    DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, "§3.2, §5.2, §9 C25",
+        "on HTTP, after a request's stream closed the server sends nothing and does no work for it beyond the grace window";
+    WORK_AFTER_CANCEL = "work-after-cancel", Should, "§3.3 items 3 and 6, §9 C25-C26",
+        "on stdio, the backend does no work for a request later than the grace window after the server received its cancel";
+    RESOURCE_LEAK = "resource-leak", Should, "§3.3 item 3",
+        "a request that did backend work releases its resource once it ends";
+    SINGLE_OUTCOME = "single-outcome", Policy, "§3.3 item 7, §9 C28",
+        "the client application is told exactly one outcome per request (at most one; exactly one once the run is complete)";
+    REQUEST_ID_UNIQUE = "request-id-unique", Must, "§1.2, §9 A9",
+        "a client never sends a request whose id equals an outstanding request's id";
+    REQUEST_ID_REUSE = "request-id-reuse", Policy, "§1.2, §6, §9 A9",
+        "a client never reuses a request id within a run, even after the first request ended";
+    LISTEN_ACK_FIRST = "listen-ack-first", Must, "§7.1, §9 G52",
+        "the first server message tagged with a subscription id is its acknowledgement";
+}
+
+/// Looks a rule up by name.
+pub fn rule_info(name: &str) -> Option<&'static RuleInfo> {
+    RULES.iter().find(|r| r.name == name)
+}
+
+/// Which reading of the spec's ambiguous points to judge by (digest Appendix B).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// The binding pages' MUSTs and the spec's strict "MUST increase".
+    Strict,
+    /// The conformance suite's non-decreasing progress, and the pattern page's SHOULD for
+    /// messages after a cancel.
+    Lenient,
+}
+
+/// Oracle settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OracleConfig {
+    /// Strict or lenient.
+    pub profile: Profile,
+    /// Window, in ms, for inferring an unrecorded side's observation and for stopping work.
+    pub grace_ms: u64,
+    /// Tolerance, in ms, for client timers against their policy.
+    pub timer_tolerance_ms: u64,
+    /// Host-policy ceiling, in ms, for any request without a recorded tighter bound.
+    pub max_request_ms: u64,
+    /// The run ended with every request settled: apply the liveness checks (every request has
+    /// an outcome, every resource is released).
+    pub complete: bool,
+    /// How to decode messages in the trace.
+    pub decode: DecodeOptions,
+}
+
+impl Default for OracleConfig {
+    /// Strict; 1 s grace; 50 ms timer tolerance; 30 minutes ceiling (the longest real host
+    /// idle timeout, stdio in design.md); liveness checks off.
+    fn default() -> Self {
+        OracleConfig {
+            profile: Profile::Strict,
+            grace_ms: 1000,
+            timer_tolerance_ms: 50,
+            max_request_ms: 30 * 60 * 1000,
+            complete: false,
+            decode: DecodeOptions::default(),
+        }
+    }
+}
+
+/// One broken rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule's name (see [`RULES`]).
+    pub rule: &'static str,
+    /// The level under the profile used.
+    pub level: Level,
+    /// The 0-based indices of the events involved, the decisive one last.
+    pub events: Vec<usize>,
+    /// Why, for people.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let events: Vec<String> = self.events.iter().map(|e| format!("#{e}")).collect();
+        write!(
+            f,
+            "[{}] {} at {}: {}",
+            self.level,
+            self.rule,
+            events.join(","),
+            self.message
+        )
+    }
+}
+
+/// The oracle's verdict on a trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Every violation, ordered by decisive event, then rule name.
+    pub violations: Vec<Violation>,
+}
+
+impl Report {
+    /// Whether a MUST-level rule is broken.
+    pub fn has_must(&self) -> bool {
+        self.violations.iter().any(|v| v.level == Level::Must)
+    }
+
+    /// Whether nothing at all is broken.
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Whether `rule` is among the violations.
+    pub fn violates(&self, rule: &str) -> bool {
+        self.violations.iter().any(|v| v.rule == rule)
+    }
+}
+
+/// Checks every rule over `trace`.
+pub fn check(trace: &Trace, config: &OracleConfig) -> Report {
+    let index = index::Index::build(trace, config);
+    let mut violations = rules::check_all(&index, config);
+    violations.sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
+    violations.dedup();
+    Report { violations }
+}

@@ -1,0 +1,174 @@
+//! Failure reports: the violated rules, the slice of the trace around them, and a Mermaid
+//! `sequenceDiagram` of that slice (the form the MCP spec itself uses to explain races).
+
+use std::fmt::Write as _;
+
+use crate::oracle::{rule_info, Report};
+use crate::trace::{EventKind, Side, Trace, TraceEvent, WireEvent};
+
+/// Events shown before the first and after the last event a violation names.
+const CONTEXT: usize = 6;
+
+/// Indices of the events to show for `report`: the events each violation names, with some
+/// context around them, in order.
+pub fn slice(trace: &Trace, report: &Report) -> Vec<usize> {
+    let mut keep = vec![false; trace.events.len()];
+    for v in &report.violations {
+        for &e in &v.events {
+            let lo = e.saturating_sub(CONTEXT);
+            let hi = (e + CONTEXT).min(trace.events.len().saturating_sub(1));
+            for k in keep.iter_mut().take(hi + 1).skip(lo) {
+                *k = true;
+            }
+        }
+    }
+    keep.iter()
+        .enumerate()
+        .filter(|(_, k)| **k)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The violations, one per line, with each rule's spec reference.
+pub fn violations_text(report: &Report) -> String {
+    let mut out = String::new();
+    for v in &report.violations {
+        let spec = rule_info(v.rule).map_or("", |r| r.spec);
+        let _ = writeln!(out, "  {v}  ({spec})");
+    }
+    out
+}
+
+/// A short label for a message event.
+fn label(w: &WireEvent) -> String {
+    let Some(msg) = &w.msg else {
+        return format!(
+            "raw {:?}",
+            w.raw
+                .as_deref()
+                .unwrap_or("")
+                .chars()
+                .take(40)
+                .collect::<String>()
+        );
+    };
+    let id = msg
+        .get("id")
+        .map(|v| format!(" id={v}"))
+        .unwrap_or_default();
+    let params = msg.get("params");
+    if let Some(method) = msg.get("method").and_then(|m| m.as_str()) {
+        let detail = match method {
+            "notifications/progress" => {
+                let p = params
+                    .and_then(|p| p.get("progress"))
+                    .map(|v| v.to_string())
+                    .unwrap_or_default();
+                let t = params
+                    .and_then(|p| p.get("progressToken"))
+                    .map(|v| v.to_string())
+                    .unwrap_or_default();
+                format!(" {t} {p}")
+            }
+            "notifications/cancelled" => params
+                .and_then(|p| p.get("requestId"))
+                .map(|v| format!(" requestId={v}"))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        format!("{method}{id}{detail}")
+    } else if msg.get("error").is_some() {
+        format!("error{id}")
+    } else {
+        format!("result{id}")
+    }
+}
+
+fn participant(side: Side) -> &'static str {
+    match side {
+        Side::Client => "C",
+        Side::Server => "S",
+        Side::Proxy => "P",
+        Side::Backend => "B",
+    }
+}
+
+fn peer(side: Side) -> Side {
+    match side {
+        Side::Client => Side::Server,
+        _ => Side::Client,
+    }
+}
+
+/// One diagram line for an event, if it has one. Messages are drawn once, at the send, or at
+/// the receipt when the sender's side was not recorded.
+fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
+    let at = format!("{}ms #{i}", e.t);
+    let me = participant(e.side);
+    Some(match &e.kind {
+        EventKind::Send(w) => {
+            let stream = w.stream.map(|s| format!(" [s{s}]")).unwrap_or_default();
+            format!(
+                "{me}->>{}: {}{stream} ({at})",
+                participant(peer(e.side)),
+                label(w)
+            )
+        }
+        EventKind::Recv(w) if !sides_with_sends.contains(&peer(e.side)) => {
+            format!("{}->>{me}: {} ({at})", participant(peer(e.side)), label(w))
+        }
+        EventKind::Recv(_) => return None,
+        EventKind::Close { stream, by } => {
+            let what = stream.map_or("connection".to_string(), |s| format!("stream s{s}"));
+            format!("Note over {me}: {what} closed by {} ({at})", by.as_str())
+        }
+        EventKind::Timeout { request, reason } => format!(
+            "Note over C: timeout {} of {request} ({at})",
+            reason.as_str()
+        ),
+        EventKind::Outcome { request, outcome } => format!(
+            "Note over C: outcome {} for {request} ({at})",
+            outcome.as_str()
+        ),
+        EventKind::Work { request } => format!("S->>B: work for {request} ({at})"),
+        EventKind::Release { request } => format!("S->>B: release {request} ({at})"),
+        EventKind::Comment { stream } => {
+            format!("Note over {me}: keep-alive s{} ({at})", stream.unwrap_or(0))
+        }
+        EventKind::Status { stream, status, .. } => format!(
+            "Note over {me}: HTTP {status} s{} ({at})",
+            stream.unwrap_or(0)
+        ),
+        EventKind::Progress { request, progress } => {
+            format!("Note over C: app sees progress {progress} for {request} ({at})")
+        }
+    })
+}
+
+/// A Mermaid `sequenceDiagram` of the given events, with each violation as a note at its
+/// decisive event.
+pub fn mermaid(trace: &Trace, report: &Report, events: &[usize]) -> String {
+    let mut sides_with_sends: Vec<Side> = trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Send(_)))
+        .map(|e| e.side)
+        .collect();
+    sides_with_sends.sort();
+    sides_with_sends.dedup();
+    let mut out = String::from("sequenceDiagram\n");
+    out.push_str("    participant C as Client\n    participant P as Proxy\n    participant S as Server\n    participant B as Backend\n");
+    for &i in events {
+        if let Some(l) = line(&trace.events[i], i, &sides_with_sends) {
+            let _ = writeln!(out, "    {}", l.replace(';', ","));
+        }
+        for v in report
+            .violations
+            .iter()
+            .filter(|v| v.events.last() == Some(&i))
+        {
+            let _ = writeln!(out, "    Note over C,S: VIOLATION {} ({})", v.rule, v.level);
+        }
+    }
+    out
+}

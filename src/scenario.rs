@@ -1,0 +1,308 @@
+//! A scenario: every knob of one run as a plain value.
+//!
+//! [`Scenario::from_seed`] draws every knob from a seed with ChaCha8 (swarm testing: each seed
+//! also decides which features are on: a proxy or none, keep-alives or none, faults or none,
+//! as TigerBeetle's VOPR does), so a seed alone reproduces a run. Property tests build the
+//! same type from proptest strategies, so failures shrink to a small scenario.
+
+use std::fmt;
+use std::time::Duration;
+
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::model::{ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
+
+/// An intermediary that cuts idle HTTP streams (design.md, landscape B.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProxyConfig {
+    /// The preset's name (`nginx`, `alb`, `cloudflare`, `custom`).
+    pub name: &'static str,
+    /// Idle time after which the stream is cut.
+    pub idle_timeout: Duration,
+    /// Buffers the whole response unless the upstream sent `X-Accel-Buffering: no` (nginx).
+    pub buffers_unless_told: bool,
+    /// Answers `524` when the upstream sent no response headers before the idle timeout
+    /// (Cloudflare).
+    pub timeout_status: Option<u16>,
+}
+
+impl ProxyConfig {
+    /// nginx `proxy_read_timeout` 60 s; response buffering on unless `X-Accel-Buffering: no`.
+    pub const NGINX: ProxyConfig = ProxyConfig {
+        name: "nginx",
+        idle_timeout: Duration::from_secs(60),
+        buffers_unless_told: true,
+        timeout_status: Some(504),
+    };
+    /// AWS ALB: 60 s idle; only payload bytes count.
+    pub const ALB: ProxyConfig = ProxyConfig {
+        name: "alb",
+        idle_timeout: Duration::from_secs(60),
+        buffers_unless_told: false,
+        timeout_status: Some(504),
+    };
+    /// Cloudflare: 100 s, then HTTP 524.
+    pub const CLOUDFLARE: ProxyConfig = ProxyConfig {
+        name: "cloudflare",
+        idle_timeout: Duration::from_secs(100),
+        buffers_unless_told: false,
+        timeout_status: Some(524),
+    };
+
+    /// A plain idle cutter with the given timeout.
+    pub fn custom(idle_timeout: Duration) -> ProxyConfig {
+        ProxyConfig {
+            name: "custom",
+            idle_timeout,
+            buffers_unless_told: false,
+            timeout_status: None,
+        }
+    }
+
+    /// A preset by name: `nginx`, `alb`, `cloudflare`, or `custom:SECONDS`.
+    pub fn preset(name: &str) -> Option<ProxyConfig> {
+        match name {
+            "nginx" => Some(Self::NGINX),
+            "alb" => Some(Self::ALB),
+            "cloudflare" => Some(Self::CLOUDFLARE),
+            _ => {
+                let secs = name.strip_prefix("custom:")?.parse().ok()?;
+                Some(Self::custom(Duration::from_secs(secs)))
+            }
+        }
+    }
+}
+
+/// One tool call the client application makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlannedCall {
+    /// When the application starts it.
+    pub at: Duration,
+    /// Work steps at the server.
+    pub steps: u32,
+    /// Duration of one step.
+    pub step: Duration,
+    /// Ask for progress.
+    pub progress: bool,
+    /// The client's timeout policy for it.
+    pub policy: TimeoutPolicy,
+    /// The application cancels it this long after starting, if still outstanding.
+    pub cancel_after: Option<Duration>,
+    /// Safe to re-issue when lost.
+    pub idempotent: bool,
+}
+
+/// Something that goes wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// HTTP: the connection carrying call `call`'s current stream is reset.
+    ResetStream {
+        /// When.
+        at: Duration,
+        /// Index into [`Scenario::calls`].
+        call: usize,
+    },
+    /// The server process crashes and is restarted; stdio pipes break, HTTP streams reset.
+    CrashServer {
+        /// When.
+        at: Duration,
+    },
+    /// The network stops delivering in both directions for a while, then heals (messages
+    /// are delayed, not lost: a TCP stream recovers once the link is back).
+    Partition {
+        /// When.
+        at: Duration,
+        /// For how long.
+        duration: Duration,
+    },
+}
+
+/// Every knob of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scenario {
+    /// The seed it was drawn from (also seeds message latencies).
+    pub seed: u64,
+    /// The transport.
+    pub transport: Transport,
+    /// One-way message latency range.
+    pub latency: (Duration, Duration),
+    /// An idle-timeout proxy between client and server (HTTP only).
+    pub proxy: Option<ProxyConfig>,
+    /// The server's behaviour.
+    pub server: ServerBehaviour,
+    /// Whether the server sends `X-Accel-Buffering: no` on SSE responses (SHOULD).
+    pub no_buffering_header: bool,
+    /// The application's tool calls.
+    pub calls: Vec<PlannedCall>,
+    /// Faults, in time order.
+    pub faults: Vec<Fault>,
+}
+
+/// Seeded choices.
+struct Draw(ChaCha8Rng);
+
+impl Draw {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0.next_u64() % n.max(1)
+    }
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+    fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(self.range(lo, hi))
+    }
+}
+
+impl Scenario {
+    /// Draws every knob from `seed`. Calls last up to 90 s (30 steps of up to 3 s), up to 8
+    /// run concurrently.
+    pub fn from_seed(seed: u64) -> Scenario {
+        let mut d = Draw(ChaCha8Rng::seed_from_u64(seed));
+        let transport = if d.chance(50) {
+            Transport::Stdio
+        } else {
+            Transport::Http
+        };
+        let latency = d.pick(&[(0, 2), (1, 20), (10, 100), (20, 400), (50, 2000)]);
+        let latency = (
+            Duration::from_millis(latency.0),
+            Duration::from_millis(latency.1),
+        );
+        let proxy = match (transport, d.below(5)) {
+            (Transport::Http, 0) => Some(ProxyConfig::NGINX),
+            (Transport::Http, 1) => Some(ProxyConfig::ALB),
+            (Transport::Http, 2) => Some(ProxyConfig::CLOUDFLARE),
+            (Transport::Http, 3) => Some(ProxyConfig::custom(d.ms(5_000, 30_000))),
+            _ => None,
+        };
+        let server = ServerBehaviour {
+            progress_min_interval: Duration::from_millis(d.pick(&[0, 500, 1_000, 5_000, 15_000])),
+            keepalive_interval: d
+                .pick(&[None, Some(5_000), Some(15_000), Some(30_000)])
+                .map(Duration::from_millis),
+            response_mode: if d.chance(85) {
+                ResponseMode::Sse
+            } else {
+                ResponseMode::Json
+            },
+            ..ServerBehaviour::default()
+        };
+        let no_buffering_header = d.chance(90);
+        let concurrency = d.range(1, 8) as usize;
+        let calls = (0..concurrency)
+            .map(|_| {
+                let policy = match d.below(5) {
+                    0 => TimeoutPolicy::inspector_v1(),
+                    1 => TimeoutPolicy::typescript_sdk(),
+                    2 => TimeoutPolicy::host_idle(transport, d.ms(30_000, 120_000)),
+                    3 => TimeoutPolicy::fixed(d.ms(2_000, 100_000)),
+                    _ => TimeoutPolicy::resetting(d.ms(2_000, 20_000), d.ms(20_000, 120_000)),
+                };
+                PlannedCall {
+                    at: d.ms(0, 20_000),
+                    steps: d.range(0, 30) as u32,
+                    step: d.ms(50, 3_000),
+                    progress: d.chance(80),
+                    policy,
+                    cancel_after: d.chance(30).then(|| d.ms(0, 60_000)),
+                    idempotent: d.chance(50),
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut faults = Vec::new();
+        for _ in 0..d.pick(&[0, 0, 1, 2]) {
+            let at = d.ms(0, 60_000);
+            faults.push(match d.below(3) {
+                0 if transport == Transport::Http => Fault::ResetStream {
+                    at,
+                    call: d.below(calls.len() as u64) as usize,
+                },
+                0 | 1 => Fault::CrashServer { at },
+                _ => Fault::Partition {
+                    at,
+                    duration: d.ms(100, 30_000),
+                },
+            });
+        }
+        faults.sort_by_key(fault_time);
+        Scenario {
+            seed,
+            transport,
+            latency,
+            proxy,
+            server,
+            no_buffering_header,
+            calls,
+            faults,
+        }
+    }
+
+    /// The same scenario on another transport. A proxy exists only on HTTP, and stream resets
+    /// become server crashes on stdio.
+    pub fn with_transport(mut self, transport: Transport) -> Scenario {
+        self.transport = transport;
+        if transport == Transport::Stdio {
+            self.proxy = None;
+            for f in &mut self.faults {
+                if let Fault::ResetStream { at, .. } = *f {
+                    *f = Fault::CrashServer { at };
+                }
+            }
+        }
+        self
+    }
+
+    /// The same scenario behind another proxy (HTTP only; ignored on stdio).
+    pub fn with_proxy(mut self, proxy: Option<ProxyConfig>) -> Scenario {
+        if self.transport == Transport::Http {
+            self.proxy = proxy;
+        }
+        self
+    }
+
+    /// The longest a well-behaved client may keep any request open: the loosest hard bound
+    /// of the calls' policies (the oracle's ceiling for this run).
+    pub fn max_request(&self) -> Duration {
+        self.calls
+            .iter()
+            .filter_map(|c| c.policy.hard_bound())
+            .max()
+            .unwrap_or(Duration::from_secs(30 * 60))
+    }
+}
+
+/// When a fault happens.
+pub fn fault_time(f: &Fault) -> Duration {
+    match *f {
+        Fault::ResetStream { at, .. } | Fault::CrashServer { at } | Fault::Partition { at, .. } => {
+            at
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    /// One line with every knob that matters for reading a failure.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "seed={} transport={} latency={}..{}ms proxy={} progress_every={}ms keepalive={} mode={:?} calls={} faults={}",
+            self.seed,
+            self.transport,
+            self.latency.0.as_millis(),
+            self.latency.1.as_millis(),
+            self.proxy.map_or("none".to_string(), |p| format!("{}({}s)", p.name, p.idle_timeout.as_secs())),
+            self.server.progress_min_interval.as_millis(),
+            self.server.keepalive_interval.map_or("off".to_string(), |k| format!("{}ms", k.as_millis())),
+            self.server.response_mode,
+            self.calls.len(),
+            self.faults.len(),
+        )
+    }
+}

@@ -1,0 +1,133 @@
+//! Shared proptest strategies: they build the same [`Scenario`] type that
+//! `Scenario::from_seed` draws, so failing cases shrink to small scenarios.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use mcp_sim::model::{ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
+use mcp_sim::scenario::{Fault, PlannedCall, ProxyConfig, Scenario};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence};
+
+/// A proptest configuration that keeps its regressions in the top-level
+/// `proptest-regressions/` folder. `PROPTEST_CASES` overrides `cases`.
+pub fn config(file: &'static str, cases: u32) -> Config {
+    Config {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        ..Config::default()
+    }
+}
+
+fn ms(lo: u64, hi: u64) -> impl Strategy<Value = Duration> {
+    (lo..=hi).prop_map(Duration::from_millis)
+}
+
+pub fn arb_transport() -> impl Strategy<Value = Transport> {
+    prop_oneof![Just(Transport::Stdio), Just(Transport::Http)]
+}
+
+pub fn arb_policy() -> impl Strategy<Value = TimeoutPolicy> {
+    prop_oneof![
+        Just(TimeoutPolicy::inspector_v1()),
+        Just(TimeoutPolicy::typescript_sdk()),
+        ms(1_000, 100_000).prop_map(TimeoutPolicy::fixed),
+        (ms(1_000, 20_000), ms(20_000, 120_000)).prop_map(|(t, m)| TimeoutPolicy::resetting(t, m)),
+    ]
+}
+
+pub fn arb_proxy() -> impl Strategy<Value = Option<ProxyConfig>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(ProxyConfig::NGINX)),
+        Just(Some(ProxyConfig::ALB)),
+        Just(Some(ProxyConfig::CLOUDFLARE)),
+        ms(2_000, 30_000).prop_map(|d| Some(ProxyConfig::custom(d))),
+    ]
+}
+
+pub fn arb_call() -> impl Strategy<Value = PlannedCall> {
+    (
+        ms(0, 20_000),
+        0u32..30,
+        ms(10, 3_000),
+        any::<bool>(),
+        arb_policy(),
+        proptest::option::of(ms(0, 60_000)),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(at, steps, step, progress, policy, cancel_after, idempotent)| PlannedCall {
+                at,
+                steps,
+                step,
+                progress,
+                policy,
+                cancel_after,
+                idempotent,
+            },
+        )
+}
+
+pub fn arb_fault(calls: usize) -> impl Strategy<Value = Fault> {
+    prop_oneof![
+        (ms(0, 60_000), 0..calls.max(1)).prop_map(|(at, call)| Fault::ResetStream { at, call }),
+        ms(0, 60_000).prop_map(|at| Fault::CrashServer { at }),
+        (ms(0, 60_000), ms(10, 30_000))
+            .prop_map(|(at, duration)| Fault::Partition { at, duration }),
+    ]
+}
+
+pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
+    let knobs = (
+        any::<u64>(),
+        arb_transport(),
+        prop_oneof![
+            Just((0, 1)),
+            Just((1, 20)),
+            Just((10, 200)),
+            Just((50, 2_000))
+        ],
+        arb_proxy(),
+        prop_oneof![Just(0u64), Just(500), Just(5_000)],
+        proptest::option::of(prop_oneof![Just(1_000u64), Just(15_000), Just(30_000)]),
+        prop_oneof![4 => Just(ResponseMode::Sse), 1 => Just(ResponseMode::Json)],
+        any::<bool>(),
+    );
+    (knobs, proptest::collection::vec(arb_call(), 1..=8))
+        .prop_flat_map(|(k, calls)| {
+            let n = calls.len();
+            (
+                Just(k),
+                Just(calls),
+                proptest::collection::vec(arb_fault(n), 0..=2),
+            )
+        })
+        .prop_map(
+            |(
+                (seed, transport, (lo, hi), proxy, progress_ms, keepalive_ms, mode, no_buffering),
+                calls,
+                mut faults,
+            )| {
+                faults.sort_by_key(mcp_sim::scenario::fault_time);
+                let server = ServerBehaviour {
+                    progress_min_interval: Duration::from_millis(progress_ms),
+                    keepalive_interval: keepalive_ms.map(Duration::from_millis),
+                    response_mode: mode,
+                    ..ServerBehaviour::default()
+                };
+                let scenario = Scenario {
+                    seed,
+                    transport: Transport::Http,
+                    latency: (Duration::from_millis(lo), Duration::from_millis(hi)),
+                    proxy,
+                    server,
+                    no_buffering_header: no_buffering,
+                    calls,
+                    faults,
+                };
+                scenario.with_transport(transport)
+            },
+        )
+}
