@@ -64,6 +64,7 @@ fn replay(target: &str, body: impl Fn(&[u8])) {
         let bytes =
             std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
         if panic::catch_unwind(AssertUnwindSafe(|| body(&bytes))).is_err() {
+            eprintln!("^ {target}: the panic above comes from {}", path.display());
             failed.push(path.display().to_string());
         }
     }
