@@ -22,7 +22,11 @@ pub struct LineOptions {
 
 impl Default for LineOptions {
     fn default() -> Self {
-        LineOptions { max_line_bytes: Limits::DEFAULT.max_message_bytes, allow_crlf: false, allow_blank_lines: false }
+        LineOptions {
+            max_line_bytes: Limits::DEFAULT.max_message_bytes,
+            allow_crlf: false,
+            allow_blank_lines: false,
+        }
     }
 }
 
@@ -51,7 +55,11 @@ pub struct LineDecoder {
 impl LineDecoder {
     /// A decoder with the given options.
     pub fn new(opts: LineOptions) -> Self {
-        LineDecoder { opts, line: 1, ..Default::default() }
+        LineDecoder {
+            opts,
+            line: 1,
+            ..Default::default()
+        }
     }
 
     /// Appends received bytes.
@@ -63,7 +71,8 @@ impl LineDecoder {
     pub fn next_line(&mut self) -> Option<Result<Line, FrameError>> {
         loop {
             let data = self.buf.as_slice();
-            let Some(pos) = memchr::memchr(b'\n', &data[self.scanned..]).map(|p| p + self.scanned) else {
+            let Some(pos) = memchr::memchr(b'\n', &data[self.scanned..]).map(|p| p + self.scanned)
+            else {
                 self.scanned = data.len();
                 if !self.discarding && data.len() > self.opts.max_line_bytes {
                     self.discarding = true;
@@ -86,7 +95,11 @@ impl LineDecoder {
             } else if line.len() > self.opts.max_line_bytes {
                 Some(Err(self.too_long_at(number)))
             } else if line.last() == Some(&b'\r') && !self.opts.allow_crlf {
-                Some(Err(FrameError { rule: Rule::CrLf, line: number, detail: "line ends in CR LF".into() }))
+                Some(Err(FrameError {
+                    rule: Rule::CrLf,
+                    line: number,
+                    detail: "line ends in CR LF".into(),
+                }))
             } else {
                 if line.last() == Some(&b'\r') {
                     line = &line[..line.len() - 1];
@@ -94,9 +107,16 @@ impl LineDecoder {
                 if line.is_empty() && self.opts.allow_blank_lines {
                     None
                 } else if line.is_empty() {
-                    Some(Err(FrameError { rule: Rule::BlankLine, line: number, detail: "empty line".into() }))
+                    Some(Err(FrameError {
+                        rule: Rule::BlankLine,
+                        line: number,
+                        detail: "empty line".into(),
+                    }))
                 } else {
-                    Some(Ok(Line { number, bytes: line.to_vec() }))
+                    Some(Ok(Line {
+                        number,
+                        bytes: line.to_vec(),
+                    }))
                 }
             };
             self.buf.consume(pos + 1);

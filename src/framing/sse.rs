@@ -24,7 +24,10 @@ pub struct SseOptions {
 impl Default for SseOptions {
     fn default() -> Self {
         let max = Limits::DEFAULT.max_message_bytes;
-        SseOptions { max_line_bytes: max + 16, max_event_bytes: max }
+        SseOptions {
+            max_line_bytes: max + 16,
+            max_event_bytes: max,
+        }
     }
 }
 
@@ -74,7 +77,11 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 impl SseDecoder {
     /// A decoder with the given options.
     pub fn new(opts: SseOptions) -> Self {
-        SseDecoder { opts, line: 1, ..Default::default() }
+        SseDecoder {
+            opts,
+            line: 1,
+            ..Default::default()
+        }
     }
 
     /// Appends received bytes.
@@ -111,13 +118,18 @@ impl SseDecoder {
                 self.after_cr = false;
             }
             let data = self.buf.as_slice();
-            let Some(pos) = memchr::memchr2(b'\n', b'\r', &data[self.scanned..]).map(|p| p + self.scanned) else {
+            let Some(pos) =
+                memchr::memchr2(b'\n', b'\r', &data[self.scanned..]).map(|p| p + self.scanned)
+            else {
                 self.scanned = data.len();
                 if !self.discarding && data.len() > self.opts.max_line_bytes {
                     self.discarding = true;
                     self.buf.clear();
                     self.scanned = 0;
-                    return Some(Err(self.error(Rule::LineTooLong, format!("line exceeds {} bytes", self.opts.max_line_bytes))));
+                    return Some(Err(self.error(
+                        Rule::LineTooLong,
+                        format!("line exceeds {} bytes", self.opts.max_line_bytes),
+                    )));
                 }
                 if self.discarding {
                     self.buf.clear();
@@ -129,7 +141,10 @@ impl SseDecoder {
             let line = if std::mem::replace(&mut self.discarding, false) {
                 None
             } else if pos > self.opts.max_line_bytes {
-                Some(Err(self.error(Rule::LineTooLong, format!("line exceeds {} bytes", self.opts.max_line_bytes))))
+                Some(Err(self.error(
+                    Rule::LineTooLong,
+                    format!("line exceeds {} bytes", self.opts.max_line_bytes),
+                )))
             } else {
                 Some(Ok(String::from_utf8_lossy(&data[..pos]).into_owned()))
             };
@@ -190,8 +205,16 @@ impl SseDecoder {
         }
         let mut data = std::mem::take(&mut self.data);
         data.pop(); // the LF after the last data line
-        let event_type = if event_type.is_empty() { "message".to_owned() } else { event_type };
-        Some(SseEvent { event_type, data, last_event_id: self.last_event_id.clone() })
+        let event_type = if event_type.is_empty() {
+            "message".to_owned()
+        } else {
+            event_type
+        };
+        Some(SseEvent {
+            event_type,
+            data,
+            last_event_id: self.last_event_id.clone(),
+        })
     }
 
     /// Ends the stream: an unterminated line or an undispatched event is reported as
@@ -199,12 +222,20 @@ impl SseDecoder {
     pub fn finish(&mut self) -> Option<FrameError> {
         let partial_line = self.buf.len() > 0 && !self.discarding;
         let pending_event = !self.data.is_empty() || self.oversized;
-        *self = SseDecoder { line: self.line, ..SseDecoder::new(self.opts) };
-        (partial_line || pending_event).then(|| self.error(Rule::Truncated, "the stream ended inside an event".into()))
+        *self = SseDecoder {
+            line: self.line,
+            ..SseDecoder::new(self.opts)
+        };
+        (partial_line || pending_event)
+            .then(|| self.error(Rule::Truncated, "the stream ended inside an event".into()))
     }
 
     fn error(&self, rule: Rule, detail: String) -> FrameError {
-        FrameError { rule, line: self.line, detail }
+        FrameError {
+            rule,
+            line: self.line,
+            detail,
+        }
     }
 }
 

@@ -49,7 +49,11 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
     let (values, duplicate) = match pick(bytes, ENVELOPE).map_err(json::syntax_error)? {
         Picked::Object { values, duplicate } => (values, duplicate),
         Picked::Array => {
-            return Err(DecodeError::new(Rule::Batch, "", "a JSON array (batch) is not an MCP message"))
+            return Err(DecodeError::new(
+                Rule::Batch,
+                "",
+                "a JSON array (batch) is not an MCP message",
+            ))
         }
         Picked::Other(s) => {
             return Err(DecodeError::new(
@@ -71,12 +75,20 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
     let fail = |e: DecodeError| Err(e.with_id(readable_id.clone()));
 
     if let Some(key) = duplicate {
-        return fail(DecodeError::new(Rule::DuplicateKey, key, format!("member {key:?} appears more than once")));
+        return fail(DecodeError::new(
+            Rule::DuplicateKey,
+            key,
+            format!("member {key:?} appears more than once"),
+        ));
     }
     match jsonrpc.map(Scalar::from_raw) {
         Some(Scalar::Str(v)) if v == "2.0" => {}
         Some(other) => {
-            return fail(DecodeError::new(Rule::JsonrpcVersion, "jsonrpc", format!("expected \"2.0\", found {}", describe(&other))))
+            return fail(DecodeError::new(
+                Rule::JsonrpcVersion,
+                "jsonrpc",
+                format!("expected \"2.0\", found {}", describe(&other)),
+            ))
         }
         None => return fail(DecodeError::new(Rule::JsonrpcVersion, "jsonrpc", "missing")),
     }
@@ -87,7 +99,11 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
             other => return fail(wrong_type("method", "a string", &other)),
         };
         if result.is_some() || error.is_some() {
-            return fail(DecodeError::new(Rule::UnknownShape, "", "a message with a method cannot carry result or error"));
+            return fail(DecodeError::new(
+                Rule::UnknownShape,
+                "",
+                "a message with a method cannot carry result or error",
+            ));
         }
         return match id_scalar {
             Some(id) => {
@@ -99,18 +115,29 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
                     ));
                 }
                 let id = d.id(&id, "id")?;
-                d.request(id.clone(), method.into_owned(), params).map_err(|e| e.with_id(Some(id)))
+                d.request(id.clone(), method.into_owned(), params)
+                    .map_err(|e| e.with_id(Some(id)))
             }
             None => d.notification(&method, params),
         };
     }
 
     match (result, error) {
-        (Some(_), Some(_)) => Err(DecodeError::new(Rule::ResultAndError, "", "a response has result or error, never both")),
+        (Some(_), Some(_)) => Err(DecodeError::new(
+            Rule::ResultAndError,
+            "",
+            "a response has result or error, never both",
+        )),
         (Some(result), None) => {
             let id = match id_scalar {
                 Some(s) => d.id(&s, "id")?,
-                None => return Err(DecodeError::new(Rule::MissingField, "id", "a result response needs the request's id")),
+                None => {
+                    return Err(DecodeError::new(
+                        Rule::MissingField,
+                        "id",
+                        "a result response needs the request's id",
+                    ))
+                }
             };
             d.result(id, result)
         }
@@ -136,20 +163,42 @@ struct Decoder<'o> {
 
 impl Decoder<'_> {
     /// A request id or progress token: string or integer, never null or fractional.
-    fn id_like<T: From<i64> + From<String>>(&self, s: &Scalar<'_>, path: &str) -> Result<T, DecodeError> {
+    fn id_like<T: From<i64> + From<String>>(
+        &self,
+        s: &Scalar<'_>,
+        path: &str,
+    ) -> Result<T, DecodeError> {
         match s {
             Scalar::Int(i) => Ok(T::from(*i)),
             Scalar::Str(v) => Ok(T::from(v.to_string())),
-            Scalar::Null => Err(DecodeError::new(Rule::NullId, path, "MUST be a string or an integer, not null")),
-            Scalar::UInt(u) => Err(DecodeError::new(Rule::IntegerOutOfRange, path, format!("{u} does not fit a signed 64-bit integer"))),
+            Scalar::Null => Err(DecodeError::new(
+                Rule::NullId,
+                path,
+                "MUST be a string or an integer, not null",
+            )),
+            Scalar::UInt(u) => Err(DecodeError::new(
+                Rule::IntegerOutOfRange,
+                path,
+                format!("{u} does not fit a signed 64-bit integer"),
+            )),
             Scalar::Float(f) => {
                 let integral = f.fract() == 0.0;
                 if integral && f.abs() >= 9.223_372_036_854_775_808e18 {
-                    Err(DecodeError::new(Rule::IntegerOutOfRange, path, format!("{f} does not fit a signed 64-bit integer")))
+                    Err(DecodeError::new(
+                        Rule::IntegerOutOfRange,
+                        path,
+                        format!("{f} does not fit a signed 64-bit integer"),
+                    ))
                 } else if integral && self.opts.allow_integral_float_ids {
                     Ok(T::from(*f as i64))
                 } else {
-                    Err(DecodeError::new(Rule::FractionalId, path, format!("{f} is written as a fraction; ids and tokens are integers or strings")))
+                    Err(DecodeError::new(
+                        Rule::FractionalId,
+                        path,
+                        format!(
+                            "{f} is written as a fraction; ids and tokens are integers or strings"
+                        ),
+                    ))
                 }
             }
             other => Err(wrong_type(path, "a string or an integer", other)),
@@ -164,25 +213,55 @@ impl Decoder<'_> {
         self.id_like(s, path)
     }
 
-    fn request(&self, id: RequestId, method: String, params: Option<&RawValue>) -> Result<Message, DecodeError> {
+    fn request(
+        &self,
+        id: RequestId,
+        method: String,
+        params: Option<&RawValue>,
+    ) -> Result<Message, DecodeError> {
         let Some(params) = params else {
-            return Err(DecodeError::new(Rule::MissingMeta, "params", "every request carries params._meta"));
+            return Err(DecodeError::new(
+                Rule::MissingMeta,
+                "params",
+                "every request carries params._meta",
+            ));
         };
         let mut params = object(params, "params")?;
         let meta = match params.remove("_meta") {
             Some(Value::Object(m)) => m,
-            Some(other) => return Err(wrong_type("params._meta", "an object", &Scalar::from_value(&other))),
-            None => return Err(DecodeError::new(Rule::MissingMeta, "params._meta", "every request carries _meta")),
+            Some(other) => {
+                return Err(wrong_type(
+                    "params._meta",
+                    "an object",
+                    &Scalar::from_value(&other),
+                ))
+            }
+            None => {
+                return Err(DecodeError::new(
+                    Rule::MissingMeta,
+                    "params._meta",
+                    "every request carries _meta",
+                ))
+            }
         };
         let meta = self.request_meta(meta)?;
-        Ok(Message::Request(Request { id, method, meta, params }))
+        Ok(Message::Request(Request {
+            id,
+            method,
+            meta,
+            params,
+        }))
     }
 
     fn request_meta(&self, mut meta: Map<String, Value>) -> Result<RequestMeta, DecodeError> {
         let protocol_version = match meta.remove(META_PROTOCOL_VERSION) {
             Some(Value::String(v)) => v,
             Some(other) => {
-                return Err(wrong_type(&format!("params._meta.{META_PROTOCOL_VERSION}"), "a string", &Scalar::from_value(&other)))
+                return Err(wrong_type(
+                    &format!("params._meta.{META_PROTOCOL_VERSION}"),
+                    "a string",
+                    &Scalar::from_value(&other),
+                ))
             }
             None => {
                 return Err(DecodeError::new(
@@ -195,7 +274,11 @@ impl Decoder<'_> {
         let client_capabilities = match meta.remove(META_CLIENT_CAPABILITIES) {
             Some(Value::Object(c)) => c,
             Some(other) => {
-                return Err(wrong_type(&format!("params._meta.{META_CLIENT_CAPABILITIES}"), "an object", &Scalar::from_value(&other)))
+                return Err(wrong_type(
+                    &format!("params._meta.{META_CLIENT_CAPABILITIES}"),
+                    "an object",
+                    &Scalar::from_value(&other),
+                ))
             }
             None => {
                 return Err(DecodeError::new(
@@ -209,16 +292,28 @@ impl Decoder<'_> {
             Some(v) => Some(self.token(&Scalar::from_value(&v), "params._meta.progressToken")?),
             None => None,
         };
-        Ok(RequestMeta { protocol_version, client_capabilities, progress_token, other: meta })
+        Ok(RequestMeta {
+            protocol_version,
+            client_capabilities,
+            progress_token,
+            other: meta,
+        })
     }
 
-    fn notification(&self, method: &str, params: Option<&RawValue>) -> Result<Message, DecodeError> {
+    fn notification(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Message, DecodeError> {
         match method {
             METHOD_PROGRESS => self.progress(params),
             METHOD_CANCELLED => self.cancelled(params),
             _ => {
                 let params = params.map(|p| object(p, "params")).transpose()?;
-                Ok(Message::Notification(Notification { method: method.to_owned(), params }))
+                Ok(Message::Notification(Notification {
+                    method: method.to_owned(),
+                    params,
+                }))
             }
         }
     }
@@ -236,7 +331,13 @@ impl Decoder<'_> {
         let total = total.map(|t| number(t, "params.total")).transpose()?;
         let message = message.map(|m| string(m, "params.message")).transpose()?;
         let meta = meta.map(|m| object(m, "params._meta")).transpose()?;
-        Ok(Message::Progress(Progress { token, progress, total, message, meta }))
+        Ok(Message::Progress(Progress {
+            token,
+            progress,
+            total,
+            message,
+            meta,
+        }))
     }
 
     fn cancelled(&self, params: Option<&RawValue>) -> Result<Message, DecodeError> {
@@ -247,7 +348,11 @@ impl Decoder<'_> {
         };
         let reason = reason.map(|r| string(r, "params.reason")).transpose()?;
         let meta = meta.map(|m| object(m, "params._meta")).transpose()?;
-        Ok(Message::Cancelled(Cancelled { request_id, reason, meta }))
+        Ok(Message::Cancelled(Cancelled {
+            request_id,
+            reason,
+            meta,
+        }))
     }
 
     fn result(&self, id: RequestId, result: &RawValue) -> Result<Message, DecodeError> {
@@ -263,20 +368,43 @@ impl Decoder<'_> {
                     ))
                 }
             },
-            Some(other) => return Err(wrong_type("result.resultType", "a string", &Scalar::from_value(&other))),
+            Some(other) => {
+                return Err(wrong_type(
+                    "result.resultType",
+                    "a string",
+                    &Scalar::from_value(&other),
+                ))
+            }
             None if self.opts.require_result_type => {
-                return Err(DecodeError::new(Rule::MissingResultType, "result.resultType", "servers MUST send resultType"))
+                return Err(DecodeError::new(
+                    Rule::MissingResultType,
+                    "result.resultType",
+                    "servers MUST send resultType",
+                ))
             }
             None => None,
         };
-        Ok(Message::Result(ResultResponse { id, result_type, result }))
+        Ok(Message::Result(ResultResponse {
+            id,
+            result_type,
+            result,
+        }))
     }
 
     fn error(&self, id: Option<RequestId>, error: &RawValue) -> Result<Message, DecodeError> {
         let fields = match pick(error.get().as_bytes(), ERROR).map_err(json::syntax_error)? {
-            Picked::Object { values, duplicate: None } => values,
-            Picked::Object { duplicate: Some(k), .. } => {
-                return Err(DecodeError::new(Rule::DuplicateKey, format!("error.{k}"), "member appears more than once"))
+            Picked::Object {
+                values,
+                duplicate: None,
+            } => values,
+            Picked::Object {
+                duplicate: Some(k), ..
+            } => {
+                return Err(DecodeError::new(
+                    Rule::DuplicateKey,
+                    format!("error.{k}"),
+                    "member appears more than once",
+                ))
             }
             Picked::Array => return Err(wrong_type("error", "an object", &Scalar::Array)),
             Picked::Other(s) => return Err(wrong_type("error", "an object", &s)),
@@ -291,20 +419,45 @@ impl Decoder<'_> {
             Some(m) => string(m, "error.message")?,
             None => return Err(missing("error.message")),
         };
-        let data = data.map(|d| serde_json::from_str::<Value>(d.get()).map_err(json::syntax_error)).transpose()?;
-        Ok(Message::Error(ErrorResponse { id, error: ErrorObject { code, message, data } }))
+        let data = data
+            .map(|d| serde_json::from_str::<Value>(d.get()).map_err(json::syntax_error))
+            .transpose()?;
+        Ok(Message::Error(ErrorResponse {
+            id,
+            error: ErrorObject {
+                code,
+                message,
+                data,
+            },
+        }))
     }
 }
 
 /// Picks members of a notification's `params`, which must be present and an object.
-fn picked_params<'a>(params: Option<&'a RawValue>, keys: &'static [&'static str]) -> Result<[Option<&'a RawValue>; json::MAX_PICK], DecodeError> {
-    let Some(params) = params else { return Err(missing("params")) };
+fn picked_params<'a>(
+    params: Option<&'a RawValue>,
+    keys: &'static [&'static str],
+) -> Result<[Option<&'a RawValue>; json::MAX_PICK], DecodeError> {
+    let Some(params) = params else {
+        return Err(missing("params"));
+    };
     match pick(params.get().as_bytes(), keys).map_err(json::syntax_error)? {
-        Picked::Object { values, duplicate: None } => Ok(values),
-        Picked::Object { duplicate: Some(k), .. } => {
-            Err(DecodeError::new(Rule::DuplicateKey, format!("params.{k}"), "member appears more than once"))
-        }
-        Picked::Array => Err(DecodeError::new(Rule::PositionalParams, "params", "params is an object, never an array")),
+        Picked::Object {
+            values,
+            duplicate: None,
+        } => Ok(values),
+        Picked::Object {
+            duplicate: Some(k), ..
+        } => Err(DecodeError::new(
+            Rule::DuplicateKey,
+            format!("params.{k}"),
+            "member appears more than once",
+        )),
+        Picked::Array => Err(DecodeError::new(
+            Rule::PositionalParams,
+            "params",
+            "params is an object, never an array",
+        )),
         Picked::Other(s) => Err(wrong_type("params", "an object", &s)),
     }
 }
@@ -312,9 +465,11 @@ fn picked_params<'a>(params: Option<&'a RawValue>, keys: &'static [&'static str]
 fn object(raw: &RawValue, path: &str) -> Result<Map<String, Value>, DecodeError> {
     match serde_json::from_str::<Value>(raw.get()).map_err(json::syntax_error)? {
         Value::Object(m) => Ok(m),
-        Value::Array(_) if path == "params" => {
-            Err(DecodeError::new(Rule::PositionalParams, path, "params is an object, never an array"))
-        }
+        Value::Array(_) if path == "params" => Err(DecodeError::new(
+            Rule::PositionalParams,
+            path,
+            "params is an object, never an array",
+        )),
         other => Err(wrong_type(path, "an object", &Scalar::from_value(&other))),
     }
 }
@@ -323,7 +478,11 @@ fn number(raw: &RawValue, path: &str) -> Result<f64, DecodeError> {
     let s = Scalar::from_raw(raw);
     match s.as_number() {
         Some(n) if n.is_finite() => Ok(n),
-        Some(_) => Err(DecodeError::new(Rule::NumberOutOfRange, path, "not a finite number")),
+        Some(_) => Err(DecodeError::new(
+            Rule::NumberOutOfRange,
+            path,
+            "not a finite number",
+        )),
         None => Err(wrong_type(path, "a number", &s)),
     }
 }
@@ -340,7 +499,11 @@ fn missing(path: &str) -> DecodeError {
 }
 
 fn wrong_type(path: &str, expected: &str, found: &Scalar<'_>) -> DecodeError {
-    DecodeError::new(Rule::WrongType, path, format!("expected {expected}, found {}", found.type_name()))
+    DecodeError::new(
+        Rule::WrongType,
+        path,
+        format!("expected {expected}, found {}", found.type_name()),
+    )
 }
 
 fn describe(s: &Scalar<'_>) -> Cow<'static, str> {

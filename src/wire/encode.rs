@@ -40,7 +40,11 @@ fn validate(msg: &Message) -> Result<(), EncodeError> {
             reserved(
                 &r.meta.other,
                 "params._meta",
-                &[META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_PROGRESS_TOKEN],
+                &[
+                    META_PROTOCOL_VERSION,
+                    META_CLIENT_CAPABILITIES,
+                    META_PROGRESS_TOKEN,
+                ],
             )
         }
         Message::Progress(p) => {
@@ -49,7 +53,9 @@ fn validate(msg: &Message) -> Result<(), EncodeError> {
         }
         Message::Cancelled(_) => Ok(()),
         Message::Notification(n) => match n.method.as_str() {
-            METHOD_PROGRESS | METHOD_CANCELLED => Err(EncodeError::ReservedMethod(n.method.clone())),
+            METHOD_PROGRESS | METHOD_CANCELLED => {
+                Err(EncodeError::ReservedMethod(n.method.clone()))
+            }
             _ => Ok(()),
         },
         Message::Result(r) => reserved(&r.result, "result", &["resultType"]),
@@ -65,9 +71,16 @@ fn finite(v: f64, path: &'static str) -> Result<(), EncodeError> {
     }
 }
 
-fn reserved(map: &Map<String, Value>, path: &'static str, keys: &[&str]) -> Result<(), EncodeError> {
+fn reserved(
+    map: &Map<String, Value>,
+    path: &'static str,
+    keys: &[&str],
+) -> Result<(), EncodeError> {
     match keys.iter().find(|k| map.contains_key(**k)) {
-        Some(k) => Err(EncodeError::ReservedKey { path, key: (*k).to_owned() }),
+        Some(k) => Err(EncodeError::ReservedKey {
+            path,
+            key: (*k).to_owned(),
+        }),
         None => Ok(()),
     }
 }

@@ -121,7 +121,12 @@ pub struct DecodeError {
 
 impl DecodeError {
     pub(crate) fn new(rule: Rule, path: impl Into<String>, detail: impl Into<String>) -> Self {
-        DecodeError { rule, path: path.into(), detail: detail.into(), id: None }
+        DecodeError {
+            rule,
+            path: path.into(),
+            detail: detail.into(),
+            id: None,
+        }
     }
 
     pub(crate) fn with_id(mut self, id: Option<RequestId>) -> Self {
@@ -194,7 +199,9 @@ impl fmt::Display for EncodeError {
             EncodeError::ReservedKey { path, key } => {
                 write!(f, "{path} holds the reserved key {key:?}")
             }
-            EncodeError::ReservedMethod(m) => write!(f, "method {m:?} is reserved for another message kind"),
+            EncodeError::ReservedMethod(m) => {
+                write!(f, "method {m:?} is reserved for another message kind")
+            }
             EncodeError::Limit(e) => write!(f, "encoded message breaks a limit: {e}"),
         }
     }

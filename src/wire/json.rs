@@ -31,7 +31,10 @@ pub struct Limits {
 
 impl Limits {
     /// The default limits: 4 MiB and depth 64.
-    pub const DEFAULT: Limits = Limits { max_message_bytes: 4 << 20, max_depth: 64 };
+    pub const DEFAULT: Limits = Limits {
+        max_message_bytes: 4 << 20,
+        max_depth: 64,
+    };
 }
 
 impl Default for Limits {
@@ -52,7 +55,11 @@ pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
         return Err(DecodeError::new(
             Rule::MessageTooLarge,
             "",
-            format!("{} bytes exceed the limit of {}", bytes.len(), limits.max_message_bytes),
+            format!(
+                "{} bytes exceed the limit of {}",
+                bytes.len(),
+                limits.max_message_bytes
+            ),
         ));
     }
     let max_depth = limits.max_depth.min(SERDE_JSON_MAX_DEPTH);
@@ -247,7 +254,10 @@ pub(crate) enum Picked<'a> {
 
 /// Reads `input` (one JSON value) and borrows the raw text of the members named in `keys`.
 /// Other members are skipped without allocating.
-pub(crate) fn pick<'a>(input: &'a [u8], keys: &'static [&'static str]) -> Result<Picked<'a>, serde_json::Error> {
+pub(crate) fn pick<'a>(
+    input: &'a [u8],
+    keys: &'static [&'static str],
+) -> Result<Picked<'a>, serde_json::Error> {
     debug_assert!(keys.len() <= MAX_PICK);
     let mut de = serde_json::Deserializer::from_slice(input);
     let picked = PickSeed { keys }.deserialize(&mut de)?;

@@ -206,7 +206,13 @@ pub struct Progress {
 impl Progress {
     /// A progress notification without total or message.
     pub fn new(token: impl Into<ProgressToken>, progress: f64) -> Self {
-        Progress { token: token.into(), progress, total: None, message: None, meta: None }
+        Progress {
+            token: token.into(),
+            progress,
+            total: None,
+            message: None,
+            meta: None,
+        }
     }
 }
 
@@ -224,7 +230,11 @@ pub struct Cancelled {
 impl Cancelled {
     /// A cancellation of `request_id` without a reason.
     pub fn new(request_id: impl Into<RequestId>) -> Self {
-        Cancelled { request_id: request_id.into(), reason: None, meta: None }
+        Cancelled {
+            request_id: request_id.into(),
+            reason: None,
+            meta: None,
+        }
     }
 }
 
@@ -283,7 +293,11 @@ pub struct ResultResponse {
 impl ResultResponse {
     /// A `complete` result with no content.
     pub fn complete(id: impl Into<RequestId>) -> Self {
-        ResultResponse { id: id.into(), result_type: Some(ResultType::Complete), result: Map::new() }
+        ResultResponse {
+            id: id.into(),
+            result_type: Some(ResultType::Complete),
+            result: Map::new(),
+        }
     }
 
     /// The result type a client acts on: an absent `resultType` counts as `complete`.
@@ -315,7 +329,14 @@ pub struct ErrorObject {
 impl ErrorResponse {
     /// An error response with the given id, code and message.
     pub fn new(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Self {
-        ErrorResponse { id, error: ErrorObject { code, message: message.into(), data: None } }
+        ErrorResponse {
+            id,
+            error: ErrorObject {
+                code,
+                message: message.into(),
+                data: None,
+            },
+        }
     }
 }
 
