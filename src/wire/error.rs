@@ -135,7 +135,8 @@ impl DecodeError {
     }
 
     /// The JSON-RPC error code a receiver answers with, if it answers at all (digest §8):
-    /// -32700 for unreadable JSON, -32602 for bad request params, -32600 otherwise.
+    /// -32700 for unreadable JSON, -32602 for bad request params, -32601 for a request whose
+    /// method is a notification's (no request has that method; §10.3 item 7), -32600 otherwise.
     ///
     /// Only requests are answered; a broken notification is never answered (§8).
     pub fn jsonrpc_code(&self) -> i64 {
@@ -149,6 +150,7 @@ impl DecodeError {
             | Rule::LineTooLong
             | Rule::Truncated => codes::PARSE_ERROR,
             Rule::MissingMeta => codes::INVALID_PARAMS,
+            Rule::NotificationWithId => codes::METHOD_NOT_FOUND,
             _ if self.path.starts_with("params") => codes::INVALID_PARAMS,
             _ => codes::INVALID_REQUEST,
         }
