@@ -4,7 +4,10 @@
 //! A request is identified by the event that created it: the client's `send`, or the server's
 //! `recv` when the client side was not recorded. Later events find their request by id, by
 //! progress token or by HTTP stream; when ids or tokens were reused, the latest request
-//! created before the event is the one meant.
+//! created before the event is the one meant, except for responses: a response goes to the
+//! oldest request with its id that is still waiting for one in that view (so two requests sent
+//! with the same id while outstanding, each answered once, are not one request answered
+//! twice), else to the latest.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -152,6 +155,21 @@ impl<'t> Index<'t> {
             .rev()
             .copied()
             .find(|r| self.requests[*r].created <= i)
+    }
+
+    /// The oldest request with `id` created at or before event `i` for which `waiting` holds.
+    fn oldest_waiting(
+        &self,
+        id: &RequestId,
+        i: usize,
+        waiting: impl Fn(&Req) -> bool,
+    ) -> Option<usize> {
+        let reqs = &self.requests;
+        self.by_id
+            .get(id)?
+            .iter()
+            .copied()
+            .find(|&r| reqs[r].created <= i && waiting(&reqs[r]))
     }
 
     /// The latest request with `token` created at or before event `i`.
@@ -330,7 +348,20 @@ impl<'t> Index<'t> {
             }
             Message::Result(_) | Message::Error(_) => {
                 let Some(id) = msg.id() else { return };
-                let Some(r) = self.by_id(id, i) else { return };
+                let client_recv = side == Side::Client && !sending;
+                let waiting = |r: &Req| {
+                    if client_recv {
+                        r.client_end().is_none()
+                    } else {
+                        emission && r.responses.is_empty() && r.server_cancel_seen.is_none()
+                    }
+                };
+                let Some(r) = self
+                    .oldest_waiting(id, i, waiting)
+                    .or_else(|| self.by_id(id, i))
+                else {
+                    return;
+                };
                 let req = &mut self.requests[r];
                 if emission {
                     req.emissions.push(i);
