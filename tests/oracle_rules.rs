@@ -1,0 +1,578 @@
+//! The oracle's rule catalog, case by case.
+//!
+//! Every rule in [`RULES`] has hand-written traces in `tests/traces/`: `<rule>-violates[-N].jsonl`
+//! breaks it, `<rule>-passes[-N].jsonl` is a near-identical run that does not. [`CASES`] says,
+//! for each file, under which profile and liveness setting it is checked and exactly which rules
+//! (with which level) the report must hold, so a change that adds a spurious violation fails
+//! here as surely as one that loses a real one.
+//!
+//! Where a rule depends on the observation point, the files cover each one: both sides recorded
+//! versus the client side only (a black-box server, judged with `grace_ms`), the server side
+//! only (a black-box client), stdio versus Streamable HTTP, strict versus lenient, and
+//! `complete` for the liveness checks.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use mcp_sim::oracle::{self, rule, Level, OracleConfig, Profile, Report, RULES};
+use mcp_sim::trace::{EventKind, Side, Trace};
+
+const STRICT: Profile = Profile::Strict;
+const LENIENT: Profile = Profile::Lenient;
+const MUST: Level = Level::Must;
+const SHOULD: Level = Level::Should;
+const POLICY: Level = Level::Policy;
+
+/// One check: a trace file, the profile, whether the run is complete (liveness checks on), and
+/// the exact set of (rule, level) the report must contain.
+struct Case {
+    file: &'static str,
+    profile: Profile,
+    complete: bool,
+    expect: &'static [(&'static str, Level)],
+}
+
+const fn case(
+    file: &'static str,
+    profile: Profile,
+    complete: bool,
+    expect: &'static [(&'static str, Level)],
+) -> Case {
+    Case {
+        file,
+        profile,
+        complete,
+        expect,
+    }
+}
+
+#[rustfmt::skip]
+const CASES: &[Case] = &[
+    // message-shape: a result without resultType (both sides), a server request (black-box
+    // server), a client progress notification, a non-JSON line on stdout.
+    case("message-shape-violates.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-violates-2.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-violates-3.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-violates-4.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-passes.jsonl", STRICT, true, &[]),
+
+    // progress-token-type: a boolean token on a request, a fractional token on progress.
+    case("progress-token-type-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
+    case("progress-token-type-passes.jsonl", STRICT, true, &[]),
+    case("progress-token-type-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
+    case("progress-token-type-passes-2.jsonl", STRICT, true, &[]),
+
+    // progress-token-unique: the client's view, then the server's alone (black-box client).
+    case("progress-token-unique-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_UNIQUE, MUST)]),
+    case("progress-token-unique-passes.jsonl", STRICT, true, &[]),
+    case("progress-token-unique-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_UNIQUE, MUST)]),
+    case("progress-token-unique-passes-2.jsonl", STRICT, true, &[]),
+
+    // progress-unknown-token: an invented token (both sides), progress for a request that did
+    // not opt in (black-box server).
+    case("progress-unknown-token-violates.jsonl", STRICT, false, &[(rule::PROGRESS_UNKNOWN_TOKEN, MUST)]),
+    case("progress-unknown-token-passes.jsonl", STRICT, true, &[]),
+    case("progress-unknown-token-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_UNKNOWN_TOKEN, MUST)]),
+    case("progress-unknown-token-passes-2.jsonl", STRICT, true, &[]),
+
+    // progress-monotonic: equal values break the strict profile only; a decrease breaks both.
+    case("progress-monotonic-violates.jsonl", STRICT, false, &[(rule::PROGRESS_MONOTONIC, MUST)]),
+    case("progress-monotonic-violates.jsonl", LENIENT, false, &[]),
+    case("progress-monotonic-passes.jsonl", STRICT, true, &[]),
+    case("progress-monotonic-passes.jsonl", LENIENT, true, &[]),
+    case("progress-monotonic-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_MONOTONIC, MUST)]),
+    case("progress-monotonic-violates-2.jsonl", LENIENT, false, &[(rule::PROGRESS_MONOTONIC, MUST)]),
+    case("progress-monotonic-passes-2.jsonl", LENIENT, true, &[]),
+
+    // progress-after-completion: after a result (stdio), after an InputRequiredResult, and on
+    // an HTTP stream seen by the client alone.
+    case("progress-after-completion-violates.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
+    case("progress-after-completion-passes.jsonl", STRICT, true, &[]),
+    case("progress-after-completion-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
+    case("progress-after-completion-violates-3.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
+    case("progress-after-completion-passes-2.jsonl", STRICT, true, &[]),
+
+    // progress-stream: on another request's HTTP stream; tagged with a subscriptionId (stdio).
+    case("progress-stream-violates.jsonl", STRICT, false, &[(rule::PROGRESS_STREAM, MUST)]),
+    case("progress-stream-passes.jsonl", STRICT, true, &[]),
+    case("progress-stream-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_STREAM, MUST)]),
+    case("progress-stream-passes-2.jsonl", STRICT, true, &[]),
+
+    // response-after-cancel (stdio): MUST in strict, SHOULD in lenient; a result or progress
+    // after the cancel, seen with both sides, the client side only (grace window) and the server
+    // side only. The passing files are the graceful crossing in each of these views.
+    case("response-after-cancel-violates.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("response-after-cancel-violates.jsonl", LENIENT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("response-after-cancel-passes.jsonl", STRICT, true, &[]),
+    case("response-after-cancel-passes.jsonl", LENIENT, true, &[]),
+    case("response-after-cancel-violates-2.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("response-after-cancel-violates-2.jsonl", LENIENT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("response-after-cancel-passes-2.jsonl", STRICT, true, &[]),
+    case("response-after-cancel-violates-3.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("response-after-cancel-violates-4.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("response-after-cancel-passes-3.jsonl", STRICT, true, &[]),
+
+    // duplicate-response: stdio with both sides, HTTP seen by the client alone.
+    case("duplicate-response-violates.jsonl", STRICT, false, &[(rule::DUPLICATE_RESPONSE, MUST)]),
+    case("duplicate-response-passes.jsonl", STRICT, true, &[]),
+    case("duplicate-response-violates-2.jsonl", STRICT, false, &[(rule::DUPLICATE_RESPONSE, MUST)]),
+    case("duplicate-response-passes-2.jsonl", STRICT, true, &[]),
+
+    // server-cancel-not-listen: a cancelled tools/call, a listen cancelled after its result,
+    // an id the client never sent. Passing: the stdio teardown cancel, alone or before a result.
+    case("server-cancel-not-listen-violates.jsonl", STRICT, false, &[(rule::SERVER_CANCEL_NOT_LISTEN, MUST)]),
+    case("server-cancel-not-listen-passes.jsonl", STRICT, true, &[]),
+    case("server-cancel-not-listen-violates-2.jsonl", STRICT, false, &[(rule::SERVER_CANCEL_NOT_LISTEN, MUST)]),
+    case("server-cancel-not-listen-passes-2.jsonl", STRICT, true, &[]),
+    case("server-cancel-not-listen-violates-3.jsonl", STRICT, false, &[(rule::SERVER_CANCEL_NOT_LISTEN, MUST)]),
+
+    // cancel-unknown-request: an id never sent, a cancel after the response arrived, a second
+    // cancel, an id never sent in the server's view alone. Passing: a cancel of a request in
+    // progress, one crossing the response, one seen by the server alone.
+    case("cancel-unknown-request-violates.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    case("cancel-unknown-request-passes.jsonl", STRICT, true, &[]),
+    case("cancel-unknown-request-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    case("cancel-unknown-request-passes-2.jsonl", STRICT, true, &[]),
+    case("cancel-unknown-request-violates-3.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    case("cancel-unknown-request-violates-4.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    case("cancel-unknown-request-passes-3.jsonl", STRICT, true, &[]),
+
+    // cancel-on-timeout: MUST on stdio (timer, application cancel), SHOULD on HTTP.
+    case("cancel-on-timeout-violates.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, MUST)]),
+    case("cancel-on-timeout-passes.jsonl", STRICT, true, &[]),
+    case("cancel-on-timeout-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, SHOULD)]),
+    case("cancel-on-timeout-passes-2.jsonl", STRICT, true, &[]),
+    case("cancel-on-timeout-violates-3.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, MUST)]),
+
+    // timeout-maximum: the host ceiling without a policy; a recorded maximum that progress kept
+    // extending (the timer also missed its deadline). Passing: the maximum fires despite progress.
+    case("timeout-maximum-violates.jsonl", STRICT, false, &[(rule::TIMEOUT_MAXIMUM, SHOULD)]),
+    case("timeout-maximum-passes.jsonl", STRICT, true, &[]),
+    case("timeout-maximum-violates-2.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY), (rule::TIMEOUT_MAXIMUM, SHOULD)]),
+    case("timeout-maximum-passes-2.jsonl", STRICT, true, &[]),
+
+    // timeout-deadline: fired early; ignored reset-on-progress; reset on an SSE comment; reset
+    // on progress without reset-on-progress (which also overruns the hard bound).
+    case("timeout-deadline-violates.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY)]),
+    case("timeout-deadline-passes.jsonl", STRICT, true, &[]),
+    case("timeout-deadline-violates-2.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY)]),
+    case("timeout-deadline-passes-2.jsonl", STRICT, true, &[]),
+    case("timeout-deadline-violates-3.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY)]),
+    case("timeout-deadline-passes-3.jsonl", STRICT, true, &[]),
+    case("timeout-deadline-violates-4.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY), (rule::TIMEOUT_MAXIMUM, SHOULD)]),
+
+    // late-response-delivered: a crossing result handed to the application after a timeout;
+    // progress handed over after the outcome.
+    case("late-response-delivered-violates.jsonl", STRICT, false, &[(rule::LATE_RESPONSE_DELIVERED, SHOULD)]),
+    case("late-response-delivered-passes.jsonl", STRICT, true, &[]),
+    case("late-response-delivered-violates-2.jsonl", STRICT, false, &[(rule::LATE_RESPONSE_DELIVERED, SHOULD)]),
+    case("late-response-delivered-passes-2.jsonl", STRICT, true, &[]),
+
+    // disconnect-is-cancel (HTTP): a result, or progress, after the server saw the client close
+    // the stream; progress after a proxy cut it. Passing: the graceful crossing, both sides
+    // recorded and client side only; a close the recorded server never saw (a partition).
+    case("disconnect-is-cancel-violates.jsonl", STRICT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
+    case("disconnect-is-cancel-violates.jsonl", LENIENT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
+    case("disconnect-is-cancel-passes.jsonl", STRICT, true, &[]),
+    case("disconnect-is-cancel-passes.jsonl", LENIENT, true, &[]),
+    case("disconnect-is-cancel-violates-2.jsonl", STRICT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
+    case("disconnect-is-cancel-passes-2.jsonl", STRICT, true, &[]),
+    case("disconnect-is-cancel-violates-3.jsonl", STRICT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
+    case("disconnect-is-cancel-passes-3.jsonl", STRICT, true, &[]),
+
+    // work-after-cancel: stdio and HTTP, each with the server recorded and with the server
+    // inferred from the client's cancel plus the grace window.
+    case("work-after-cancel-violates.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
+    case("work-after-cancel-passes.jsonl", STRICT, true, &[]),
+    case("work-after-cancel-violates-2.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
+    case("work-after-cancel-passes-2.jsonl", STRICT, true, &[]),
+    case("work-after-cancel-violates-3.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
+    case("work-after-cancel-violates-4.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
+
+    // resource-leak: never released after the response; never released in a complete run of
+    // a request that never ended (liveness: only with `complete`).
+    case("resource-leak-violates.jsonl", STRICT, false, &[(rule::RESOURCE_LEAK, SHOULD)]),
+    case("resource-leak-passes.jsonl", STRICT, true, &[]),
+    case("resource-leak-violates-2.jsonl", STRICT, true, &[(rule::RESOURCE_LEAK, SHOULD)]),
+    case("resource-leak-violates-2.jsonl", STRICT, false, &[]),
+
+    // single-outcome: two outcomes; none in a complete run (liveness: only with `complete`).
+    case("single-outcome-violates.jsonl", STRICT, false, &[(rule::SINGLE_OUTCOME, POLICY)]),
+    case("single-outcome-passes.jsonl", STRICT, true, &[]),
+    case("single-outcome-violates-2.jsonl", STRICT, true, &[(rule::SINGLE_OUTCOME, POLICY)]),
+    case("single-outcome-violates-2.jsonl", STRICT, false, &[]),
+
+    // request-id-unique: both sides, then the server's view alone (black-box client).
+    case("request-id-unique-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_UNIQUE, MUST)]),
+    case("request-id-unique-passes.jsonl", STRICT, false, &[]),
+    case("request-id-unique-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_UNIQUE, MUST)]),
+    case("request-id-unique-passes-2.jsonl", STRICT, false, &[]),
+
+    // request-id-reuse: after a response; after a timeout and cancel, with both sides and with
+    // the client side only (the new request's response is not taken for the old one's).
+    case("request-id-reuse-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_REUSE, POLICY)]),
+    case("request-id-reuse-passes.jsonl", STRICT, true, &[]),
+    case("request-id-reuse-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_REUSE, POLICY)]),
+    case("request-id-reuse-passes-2.jsonl", STRICT, true, &[]),
+    case("request-id-reuse-violates-3.jsonl", STRICT, false, &[(rule::REQUEST_ID_REUSE, POLICY)]),
+    case("request-id-reuse-passes-3.jsonl", STRICT, true, &[]),
+
+    // listen-ack-first: stdio with both sides, HTTP seen by the client. Passing on stdio with
+    // another subscription's messages first.
+    case("listen-ack-first-violates.jsonl", STRICT, false, &[(rule::LISTEN_ACK_FIRST, MUST)]),
+    case("listen-ack-first-passes.jsonl", STRICT, true, &[]),
+    case("listen-ack-first-violates-2.jsonl", STRICT, false, &[(rule::LISTEN_ACK_FIRST, MUST)]),
+    case("listen-ack-first-passes-2.jsonl", STRICT, true, &[]),
+    case("listen-ack-first-passes-3.jsonl", STRICT, true, &[]),
+];
+
+fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("traces")
+}
+
+fn load(file: &str) -> Trace {
+    let path = traces_dir().join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    Trace::from_jsonl(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn config(profile: Profile, complete: bool) -> OracleConfig {
+    OracleConfig {
+        profile,
+        complete,
+        ..OracleConfig::default()
+    }
+}
+
+fn run(case: &Case) -> Report {
+    oracle::check(&load(case.file), &config(case.profile, case.complete))
+}
+
+fn reported(report: &Report) -> BTreeSet<(&'static str, Level)> {
+    report
+        .violations
+        .iter()
+        .map(|v| (v.rule, v.level))
+        .collect()
+}
+
+fn describe(case: &Case) -> String {
+    format!(
+        "{} ({:?}, complete: {})",
+        case.file, case.profile, case.complete
+    )
+}
+
+/// The trace files on disk, sorted.
+fn trace_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(traces_dir())
+        .expect("tests/traces exists")
+        .map(|e| {
+            e.expect("directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Splits `<rule>-violates[-N].jsonl` or `<rule>-passes[-N].jsonl` into the rule and whether
+/// the file violates it.
+fn parse_name(file: &str) -> Option<(&str, bool)> {
+    let stem = file.strip_suffix(".jsonl")?;
+    let numbered = |rest: &str| {
+        rest.is_empty()
+            || rest
+                .strip_prefix('-')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    for (marker, violates) in [("-violates", true), ("-passes", false)] {
+        if let Some(at) = stem.rfind(marker) {
+            if numbered(&stem[at + marker.len()..]) {
+                return Some((&stem[..at], violates));
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn every_case_reports_exactly_its_expected_rules() {
+    let mut failures = Vec::new();
+    for case in CASES {
+        let report = run(case);
+        let got = reported(&report);
+        let want: BTreeSet<(&str, Level)> = case.expect.iter().copied().collect();
+        if got != want {
+            let lines: Vec<String> = report
+                .violations
+                .iter()
+                .map(|v| format!("    {v}"))
+                .collect();
+            failures.push(format!(
+                "{}: expected {want:?}, got {got:?}\n{}",
+                describe(case),
+                lines.join("\n")
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A rule that no trace can make fail is a defect: each one has a `-violates` file that
+/// triggers it under the settings the table gives that file.
+#[test]
+fn every_rule_has_a_violating_trace_that_triggers_it() {
+    let files = trace_files();
+    let mut missing = Vec::new();
+    for info in RULES {
+        let violating: Vec<&String> = files
+            .iter()
+            .filter(|f| parse_name(f) == Some((info.name, true)))
+            .collect();
+        if violating.is_empty() {
+            missing.push(format!(
+                "{}: no {}-violates*.jsonl file",
+                info.name, info.name
+            ));
+            continue;
+        }
+        let triggered = CASES
+            .iter()
+            .filter(|c| violating.iter().any(|f| f.as_str() == c.file))
+            .any(|c| run(c).violates(info.name));
+        if !triggered {
+            missing.push(format!("{}: none of {violating:?} triggers it", info.name));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "rules no trace can break:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// Each rule also has a near-identical `-passes` file whose report does not name it.
+#[test]
+fn every_rule_has_a_passing_trace() {
+    let mut missing = Vec::new();
+    for info in RULES {
+        let passing: Vec<&Case> = CASES
+            .iter()
+            .filter(|c| parse_name(c.file) == Some((info.name, false)))
+            .collect();
+        if passing.is_empty() {
+            missing.push(format!(
+                "{}: no {}-passes*.jsonl case",
+                info.name, info.name
+            ));
+        }
+        for case in passing {
+            if run(case).violates(info.name) {
+                missing.push(format!("{}: {} breaks it", info.name, describe(case)));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// The table and `tests/traces/` agree: every file is checked, every case's file exists and is
+/// named after a rule of the catalog, and a `-violates` file is checked at least once with its
+/// own rule expected.
+#[test]
+fn table_and_trace_directory_agree() {
+    let files = trace_files();
+    let mut problems = Vec::new();
+    for file in &files {
+        if !CASES.iter().any(|c| c.file == file) {
+            problems.push(format!("{file} is not in CASES"));
+        }
+    }
+    for case in CASES {
+        if !files.iter().any(|f| f == case.file) {
+            problems.push(format!("{} does not exist", case.file));
+        }
+        match parse_name(case.file) {
+            Some((name, violates)) => {
+                if oracle::rule_info(name).is_none() {
+                    problems.push(format!("{}: {name} is not a rule", case.file));
+                }
+                let expects_own = case.expect.iter().any(|(r, _)| *r == name);
+                if !violates && expects_own {
+                    problems.push(format!(
+                        "{}: a passing file expects its own rule",
+                        describe(case)
+                    ));
+                }
+                let own_expected_somewhere = CASES
+                    .iter()
+                    .any(|c| c.file == case.file && c.expect.iter().any(|(r, _)| *r == name));
+                if violates && !own_expected_somewhere {
+                    problems.push(format!("{}: never expected to break {name}", case.file));
+                }
+            }
+            None => problems.push(format!(
+                "{}: not named <rule>-violates[-N] or <rule>-passes[-N]",
+                case.file
+            )),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A result and a cancellation cross on the wire. On stdio the server writes the result before
+/// it reads the cancel, and the client drops the late result quietly; on HTTP the client closes
+/// the stream while the result is in flight. Neither side is at fault, under either profile,
+/// and the run is complete: the application was told `cancelled` and nothing else.
+#[test]
+fn graceful_crossing_passes_on_both_transports() {
+    let kinds = |trace: &Trace, side: Side| -> Vec<String> {
+        trace
+            .events
+            .iter()
+            .filter(|e| e.side == side)
+            .map(|e| match &e.kind {
+                EventKind::Send(w) | EventKind::Recv(w) => {
+                    let dir = if matches!(e.kind, EventKind::Send(_)) {
+                        "send"
+                    } else {
+                        "recv"
+                    };
+                    let msg = w.msg.as_ref().expect("crossing traces hold JSON");
+                    let what = if msg.get("result").is_some() {
+                        "result".to_owned()
+                    } else {
+                        msg["method"].as_str().unwrap_or("?").to_owned()
+                    };
+                    format!("{dir} {what}")
+                }
+                EventKind::Close { .. } => "close".into(),
+                EventKind::Outcome { outcome, .. } => format!("outcome {}", outcome.as_str()),
+                EventKind::Status { .. } => "status".into(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+
+    let stdio = load("response-after-cancel-passes.jsonl");
+    assert_eq!(
+        kinds(&stdio, Side::Server),
+        [
+            "recv tools/call",
+            "send result",
+            "recv notifications/cancelled"
+        ]
+    );
+    assert_eq!(
+        kinds(&stdio, Side::Client),
+        [
+            "send tools/call",
+            "outcome cancelled",
+            "send notifications/cancelled",
+            "recv result"
+        ]
+    );
+
+    let http = load("disconnect-is-cancel-passes.jsonl");
+    assert_eq!(
+        kinds(&http, Side::Server),
+        ["recv tools/call", "status", "send result", "close"]
+    );
+    assert_eq!(
+        kinds(&http, Side::Client),
+        ["send tools/call", "status", "outcome cancelled", "close"]
+    );
+
+    for file in [
+        "response-after-cancel-passes.jsonl",
+        "response-after-cancel-passes-2.jsonl",
+        "disconnect-is-cancel-passes.jsonl",
+        "disconnect-is-cancel-passes-2.jsonl",
+    ] {
+        for profile in [STRICT, LENIENT] {
+            let report = oracle::check(&load(file), &config(profile, true));
+            assert!(report.is_clean(), "{file} ({profile:?}):\n{report:?}");
+        }
+    }
+}
+
+#[test]
+fn from_jsonl_rejects_bad_input_with_its_line_number() {
+    const REQ: &str = r#"{"t":0,"side":"client","kind":"send","transport":"stdio","msg":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_op","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}}"#;
+    let cases: &[(&str, String, usize, &str)] = &[
+        ("bad JSON", format!("{REQ}\n{{\"t\":5,\"side\":\"client\",\n"), 2, ""),
+        ("unknown kind", format!("{REQ}\n\n{{\"t\":5,\"side\":\"client\",\"kind\":\"sleep\"}}\n"), 3, "sleep"),
+        (
+            "t going backwards",
+            format!("{REQ}\n{{\"t\":50,\"side\":\"client\",\"kind\":\"outcome\",\"request\":1,\"outcome\":\"result\"}}\n{{\"t\":40,\"side\":\"server\",\"kind\":\"release\",\"request\":1}}\n"),
+            3,
+            "back in time",
+        ),
+        (
+            "send without msg or raw",
+            format!("{REQ}\n{{\"t\":5,\"side\":\"server\",\"kind\":\"send\",\"transport\":\"stdio\"}}\n"),
+            2,
+            "msg or raw",
+        ),
+        ("negative t", "{\"t\":-1,\"side\":\"client\",\"kind\":\"comment\"}\n".into(), 1, "non-negative"),
+        ("unknown side", "{\"t\":1,\"side\":\"browser\",\"kind\":\"comment\"}\n".into(), 1, "browser"),
+    ];
+    for (what, text, line, needle) in cases {
+        let err = Trace::from_jsonl(text).expect_err(what);
+        assert_eq!(err.line, *line, "{what}: {err}");
+        assert!(err.message.contains(needle), "{what}: {err}");
+    }
+}
+
+#[test]
+fn from_jsonl_accepts_missing_sides_and_unknown_members() {
+    // Client side only, blank lines, and members this version does not know, at the top level
+    // and inside `policy`.
+    let text = concat!(
+        r#"{"t":0,"side":"client","kind":"send","transport":"stdio","msg":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_op","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}},"policy":{"timeout_ms":1000,"jitter_ms":5},"recorded_by":"wireshark"}"#,
+        "\n\n",
+        r#"{"t":12.5,"side":"client","kind":"recv","transport":"stdio","raw":"Server started","note":"banner"}"#,
+        "\n",
+        r#"{"t":40,"side":"client","kind":"recv","transport":"stdio","msg":{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}},"latency_ms":3}"#,
+        "\n",
+        r#"{"t":40,"side":"client","kind":"outcome","request":1,"outcome":"result","app":"cli"}"#,
+        "\n",
+    );
+    let trace = Trace::from_jsonl(text).expect("accepted");
+    assert_eq!(trace.events.len(), 4);
+    assert!(trace.events.iter().all(|e| e.side == Side::Client));
+    assert_eq!(trace.events[1].t, 12);
+    // The banner line is the only problem the oracle sees.
+    let report = oracle::check(&trace, &config(STRICT, true));
+    assert_eq!(
+        reported(&report),
+        BTreeSet::from([(rule::MESSAGE_SHAPE, MUST)]),
+        "{report:?}"
+    );
+
+    // Server and backend only.
+    let text = concat!(
+        r#"{"t":1,"side":"server","kind":"recv","transport":"http","stream":1,"msg":{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow_op","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}}"#,
+        "\n",
+        r#"{"t":2,"side":"backend","kind":"work","request":"a","lock":"db"}"#,
+        "\n",
+        r#"{"t":3,"side":"backend","kind":"release","request":"a"}"#,
+        "\n",
+        r#"{"t":4,"side":"server","kind":"send","transport":"http","stream":1,"msg":{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","content":[]}}}"#,
+        "\n",
+    );
+    let trace = Trace::from_jsonl(text).expect("accepted");
+    assert_eq!(trace.events.len(), 4);
+    assert!(oracle::check(&trace, &config(STRICT, true)).is_clean());
+}
