@@ -13,6 +13,9 @@
 //! - [`trace`]: trace format v1, the JSON Lines record of a run shared by simulations,
 //!   recordings of real peers and hand-written cases;
 //! - [`scenario`]: every knob of a run as one value, drawn from a seed;
+//! - [`harness`] (feature `harness`, on by default): the same model on turmoil's simulated
+//!   hosts and sockets: hyper for Streamable HTTP, NDJSON over TCP for stdio, an
+//!   idle-timeout proxy, crashes and partitions;
 //! - [`memory`]: the in-memory discrete-event driver, the fast lane for property tests and
 //!   sweeps;
 //! - [`oracle`]: named, spec-referenced invariants checked over any trace;
@@ -23,6 +26,8 @@
 
 pub mod framing;
 pub mod fuzzing;
+#[cfg(feature = "harness")]
+pub mod harness;
 pub mod memory;
 pub mod model;
 pub mod oracle;

@@ -180,14 +180,17 @@ const CASES: &[Case] = &[
     case("disconnect-is-cancel-violates-3.jsonl", STRICT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
     case("disconnect-is-cancel-passes-3.jsonl", STRICT, true, &[]),
 
-    // work-after-cancel: stdio and HTTP, each with the server recorded and with the server
-    // inferred from the client's cancel plus the grace window.
+    // Work after an HTTP close is disconnect-is-cancel (MUST): the server did not treat the
+    // disconnect as a cancellation. Server recorded, and client only (grace window).
+    case("disconnect-is-cancel-violates-4.jsonl", STRICT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
+    case("disconnect-is-cancel-passes-4.jsonl", STRICT, true, &[]),
+    case("disconnect-is-cancel-violates-5.jsonl", STRICT, false, &[(rule::DISCONNECT_IS_CANCEL, MUST)]),
+
+    // work-after-cancel: stdio, with the server recorded and with the server inferred from the
+    // client's cancel plus the grace window.
     case("work-after-cancel-violates.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
     case("work-after-cancel-passes.jsonl", STRICT, true, &[]),
     case("work-after-cancel-violates-2.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
-    case("work-after-cancel-passes-2.jsonl", STRICT, true, &[]),
-    case("work-after-cancel-violates-3.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
-    case("work-after-cancel-violates-4.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
 
     // resource-leak: never released after the response; never released in a complete run of
     // a request that never ended (liveness: only with `complete`).

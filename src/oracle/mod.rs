@@ -117,9 +117,9 @@ catalog! {
     LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, "§3.3 item 5, §9 C27",
         "after the client abandoned a request, no response or progress for it reaches the application";
     DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, "§3.2, §5.2, §9 C25",
-        "on HTTP, after a request's stream closed the server sends nothing more for it";
-    WORK_AFTER_CANCEL = "work-after-cancel", Should, "§3.3 items 3 and 6, §5.2, §9 C25-C26",
-        "the backend does no work for a request later than the grace window after the server learned of its cancellation (stdio cancel received, HTTP stream closed)";
+        "on HTTP, after a request's stream closed the server sends nothing more for it and its work stops within the grace window";
+    WORK_AFTER_CANCEL = "work-after-cancel", Should, "§3.3 items 3 and 6, §9 C26",
+        "on stdio, the backend does no work for a request later than the grace window after the server received its cancel";
     RESOURCE_LEAK = "resource-leak", Should, "§3.3 item 3",
         "a request that did backend work releases its resource once it ends";
     SINGLE_OUTCOME = "single-outcome", Policy, "§3.3 item 7, §9 C28",

@@ -399,15 +399,20 @@ fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
         CancelPoint::Seen(i) => s.t(i) + s.config.grace_ms,
         CancelPoint::Inferred(t, _) => t,
     };
-    // Stopping work is a SHOULD on both transports (§3.3 item 6, §5.2); only further messages
-    // are a MUST.
+    // On stdio stopping work is a SHOULD (§3.3 item 6). On HTTP the MUST is to treat the
+    // disconnect as a cancellation (§3.2, §5.2); work still going on after the grace window is
+    // the evidence that it was not (rust-sdk #857: the handler runs to completion).
     if let Some(&w) = r.work.iter().find(|&&w| s.t(w) > limit) {
         let msg = format!(
             "backend work for {} {} ms after the cancellation reached the server",
             s.name(r),
             s.t(w) - (limit - s.config.grace_ms)
         );
-        s.flag(rule::WORK_AFTER_CANCEL, Level::Should, vec![anchor, w], msg);
+        let (rule, level) = match r.transport {
+            Some(Transport::Http) => (rule::DISCONNECT_IS_CANCEL, Level::Must),
+            _ => (rule::WORK_AFTER_CANCEL, Level::Should),
+        };
+        s.flag(rule, level, vec![anchor, w], msg);
     }
 }
 

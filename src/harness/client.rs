@@ -1,0 +1,560 @@
+//! The `client` host: the workload and the reference [`Client`] behind real sockets.
+//!
+//! stdio: one TCP stream to the server carrying NDJSON lines; when it breaks (the server
+//! crashed) the client reconnects, as a host restarts its subprocess, and the model loses the
+//! in-flight requests. HTTP: every POST is a task that opens its own connection (through the
+//! proxy if there is one), sends the message with the Streamable HTTP headers, and streams the
+//! response back; closing a stream aborts its task, which drops the connection.
+//!
+//! The run ends when every planned call has ended and the client has lingered with the network
+//! healed, so that late messages and late work still land in the trace.
+
+use std::collections::BTreeMap;
+use std::pin::pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::{
+    now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
+    STREAM_HEADER,
+};
+use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::sse::{SseDecoder, SseItem, SseOptions};
+use crate::model::{
+    CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL,
+};
+use crate::scenario::{Fault, Scenario};
+use crate::time::Time;
+use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire::{self, Message, RequestId, PROTOCOL_VERSION};
+
+enum Input {
+    Bytes(Vec<u8>),
+    PipeClosed,
+    Status {
+        stream: StreamId,
+        status: u16,
+        content_type: Option<String>,
+    },
+    Message {
+        stream: StreamId,
+        bytes: Vec<u8>,
+    },
+    Comment {
+        stream: StreamId,
+    },
+    Ended {
+        stream: StreamId,
+    },
+    Cut {
+        stream: StreamId,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    Start(usize),
+    Cancel(usize),
+    Reset(usize),
+}
+
+pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
+    let shared = shared.clone();
+    let scenario = scenario.clone();
+    sim.client("client", async move {
+        Driver::new(scenario, shared).run().await;
+        Ok(())
+    });
+}
+
+struct Driver {
+    scenario: Scenario,
+    shared: SharedRef,
+    client: Client,
+    tx: mpsc::UnboundedSender<Input>,
+    rx: mpsc::UnboundedReceiver<Input>,
+    stdin: Option<turmoil::net::tcp::OwnedWriteHalf>,
+    lines: LineDecoder,
+    posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
+    agenda: BTreeMap<(Time, u64), Work>,
+    call_ids: BTreeMap<usize, RequestId>,
+    streams: BTreeMap<RequestId, StreamId>,
+}
+
+impl Driver {
+    fn new(scenario: Scenario, shared: SharedRef) -> Driver {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut agenda = BTreeMap::new();
+        let mut seq = 0u64;
+        let mut add = |at: Duration, w: Work| {
+            seq += 1;
+            agenda.insert((Time::ZERO + at, seq), w);
+        };
+        for (k, call) in scenario.calls.iter().enumerate() {
+            add(call.at, Work::Start(k));
+            if let Some(after) = call.cancel_after {
+                add(call.at + after, Work::Cancel(k));
+            }
+        }
+        for f in &scenario.faults {
+            if let Fault::ResetStream { at, call } = *f {
+                add(at, Work::Reset(call));
+            }
+        }
+        Driver {
+            client: Client::new(ClientConfig::new(scenario.transport)),
+            scenario,
+            shared,
+            tx,
+            rx,
+            stdin: None,
+            lines: LineDecoder::new(LineOptions::default()),
+            posts: BTreeMap::new(),
+            agenda,
+            call_ids: BTreeMap::new(),
+            streams: BTreeMap::new(),
+        }
+    }
+
+    async fn run(mut self) {
+        if self.scenario.transport == Transport::Stdio {
+            self.connect_stdio().await;
+        }
+        loop {
+            self.flush().await;
+            if self.agenda.is_empty() && self.client.outstanding() == 0 {
+                break;
+            }
+            let next = [
+                self.agenda.keys().next().map(|k| k.0),
+                self.client.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            tokio::select! {
+                biased;
+                input = self.rx.recv() => {
+                    if let Some(input) = input { self.input(input).await; }
+                }
+                _ = sleep_until(next) => self.tick(),
+            }
+        }
+        // Linger: late messages and late work still land in the trace.
+        let (_, hi) = self.scenario.latency;
+        let until = now() + hi * 2 + Duration::from_secs(2);
+        loop {
+            tokio::select! {
+                biased;
+                input = self.rx.recv() => {
+                    if let Some(input) = input { self.input(input).await; }
+                }
+                _ = sleep_until(Some(until)) => break,
+            }
+            self.flush().await;
+        }
+        for (_, task) in std::mem::take(&mut self.posts) {
+            task.abort();
+        }
+        let mut shared = self.shared.borrow_mut();
+        shared.client_done = true;
+        shared.client_outstanding = self.client.outstanding();
+    }
+
+    fn tick(&mut self) {
+        let t = now();
+        while let Some((&key, &work)) = self.agenda.iter().next().filter(|(k, _)| k.0 <= t) {
+            self.agenda.remove(&key);
+            self.work(work);
+        }
+        self.client.handle_timeout(t);
+    }
+
+    fn work(&mut self, work: Work) {
+        let t = now();
+        match work {
+            Work::Start(k) => {
+                let call = self.scenario.calls[k];
+                let args = json!({"steps": call.steps, "step_ms": call.step.as_millis() as u64});
+                let mut spec = CallSpec::tool(SLOW_TOOL, args, call.policy);
+                spec.progress = call.progress;
+                spec.idempotent = call.idempotent;
+                let id = self.client.start_request(t, spec);
+                self.call_ids.insert(k, id);
+            }
+            Work::Cancel(k) => {
+                if let Some(id) = self.call_ids.get(&k) {
+                    let _ = self.client.cancel(t, id);
+                }
+            }
+            Work::Reset(k) => {
+                let Some(stream) = self
+                    .call_ids
+                    .get(&k)
+                    .and_then(|id| self.streams.get(id))
+                    .copied()
+                else {
+                    return;
+                };
+                if let Some(task) = self.posts.remove(&stream) {
+                    task.abort();
+                    record(
+                        &self.shared,
+                        Side::Proxy,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by: Side::Proxy,
+                        },
+                    );
+                    record(
+                        &self.shared,
+                        Side::Client,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by: Side::Proxy,
+                        },
+                    );
+                    self.client.handle_stream_closed(t, stream);
+                }
+            }
+        }
+    }
+
+    async fn connect_stdio(&mut self) {
+        let stream = loop {
+            match turmoil::net::TcpStream::connect(("server", SERVER_STDIO_PORT)).await {
+                Ok(s) => break s,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        let (mut read, write) = stream.into_split();
+        self.stdin = Some(write);
+        self.lines = LineDecoder::new(LineOptions::default());
+        let tx = self.tx.clone();
+        spawn_guarded(&self.shared, async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let _ = tx.send(Input::Bytes(buf[..n].to_vec()));
+                    }
+                }
+            }
+            let _ = tx.send(Input::PipeClosed);
+        });
+    }
+
+    async fn input(&mut self, input: Input) {
+        let t = now();
+        match input {
+            Input::Bytes(bytes) => {
+                self.lines.push(&bytes);
+                while let Some(item) = self.lines.next_line() {
+                    match item {
+                        Ok(line) => self.receive(None, &line.bytes),
+                        Err(e) => {
+                            let w =
+                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
+                            record(&self.shared, Side::Client, EventKind::Recv(w));
+                        }
+                    }
+                }
+            }
+            Input::PipeClosed => {
+                record(
+                    &self.shared,
+                    Side::Client,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Server,
+                    },
+                );
+                self.stdin = None;
+                self.connect_stdio().await;
+                self.client.handle_disconnect(now());
+            }
+            Input::Status {
+                stream,
+                status,
+                content_type,
+            } => {
+                record(
+                    &self.shared,
+                    Side::Client,
+                    EventKind::Status {
+                        stream: Some(stream.0),
+                        status,
+                        content_type,
+                    },
+                );
+            }
+            Input::Message { stream, bytes } => self.receive(Some(stream), &bytes),
+            Input::Comment { stream } => record(
+                &self.shared,
+                Side::Client,
+                EventKind::Comment {
+                    stream: Some(stream.0),
+                },
+            ),
+            Input::Ended { stream } => {
+                if self.posts.remove(&stream).is_some() {
+                    record(
+                        &self.shared,
+                        Side::Client,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by: Side::Server,
+                        },
+                    );
+                    self.client.handle_stream_closed(t, stream);
+                }
+            }
+            Input::Cut { stream } => {
+                if self.posts.remove(&stream).is_some() {
+                    let by = if self.scenario.proxy.is_some() {
+                        Side::Proxy
+                    } else {
+                        Side::Server
+                    };
+                    record(
+                        &self.shared,
+                        Side::Client,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by,
+                        },
+                    );
+                    self.client.handle_stream_closed(t, stream);
+                }
+            }
+        }
+    }
+
+    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        let transport = self.scenario.transport;
+        match wire::decode(bytes) {
+            Ok(msg) => {
+                record(
+                    &self.shared,
+                    Side::Client,
+                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
+                );
+                self.client.handle_message(now(), stream, msg);
+            }
+            Err(_) => record(
+                &self.shared,
+                Side::Client,
+                EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
+            ),
+        }
+    }
+
+    async fn flush(&mut self) {
+        loop {
+            let mut busy = false;
+            while let Some(t) = self.client.poll_transmit() {
+                busy = true;
+                self.transmit(t).await;
+            }
+            while let Some(e) = self.client.poll_event() {
+                busy = true;
+                self.event(e);
+            }
+            if !busy {
+                break;
+            }
+        }
+        self.shared.borrow_mut().client_outstanding = self.client.outstanding();
+    }
+
+    fn event(&mut self, e: ClientEvent) {
+        let kind = match e {
+            ClientEvent::Progress {
+                request, progress, ..
+            } => EventKind::Progress { request, progress },
+            ClientEvent::Timeout { request, reason } => EventKind::Timeout { request, reason },
+            ClientEvent::Outcome { request, outcome } => {
+                *self
+                    .shared
+                    .borrow_mut()
+                    .stats
+                    .outcomes
+                    .entry(outcome)
+                    .or_default() += 1;
+                EventKind::Outcome { request, outcome }
+            }
+            ClientEvent::Retried { lost, new } => {
+                if let Some((&k, _)) = self.call_ids.iter().find(|(_, id)| **id == lost) {
+                    self.call_ids.insert(k, new);
+                }
+                return;
+            }
+        };
+        record(&self.shared, Side::Client, kind);
+    }
+
+    fn record_send(&mut self, stream: Option<StreamId>, msg: &Message) {
+        let mut w = WireEvent::message(self.scenario.transport, stream, msg);
+        let mut shared = self.shared.borrow_mut();
+        shared.stats.messages += 1;
+        if let Message::Request(r) = msg {
+            shared.stats.requests += 1;
+            w.policy = self.client.policy_of(&r.id).map(Into::into);
+        }
+        drop(shared);
+        record(&self.shared, Side::Client, EventKind::Send(w));
+    }
+
+    async fn transmit(&mut self, t: ClientTransmit) {
+        match t {
+            ClientTransmit::Line(msg) => {
+                self.record_send(None, &msg);
+                if let (Some(stdin), Ok(line)) = (self.stdin.as_mut(), ndjson::encode_line(&msg)) {
+                    let _ = stdin.write_all(&line).await;
+                }
+            }
+            ClientTransmit::Post { stream, msg } => {
+                self.record_send(Some(stream), &msg);
+                if let Some(id) = msg.id() {
+                    self.streams.insert(id.clone(), stream);
+                }
+                let target = match self.scenario.proxy {
+                    Some(_) => ("proxy", PROXY_PORT),
+                    None => ("server", SERVER_HTTP_PORT),
+                };
+                let task = spawn_guarded(&self.shared, post(target, stream, msg, self.tx.clone()));
+                self.posts.insert(stream, task);
+            }
+            ClientTransmit::Close { stream } => {
+                record(
+                    &self.shared,
+                    Side::Client,
+                    EventKind::Close {
+                        stream: Some(stream.0),
+                        by: Side::Client,
+                    },
+                );
+                if let Some(task) = self.posts.remove(&stream) {
+                    task.abort();
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until(t: Option<Time>) {
+    match t {
+        Some(t) => {
+            tokio::time::sleep(Duration::from_millis(
+                t.as_millis().saturating_sub(now().as_millis()),
+            ))
+            .await
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// One POST on its own connection, its response streamed back as driver input.
+async fn post(
+    target: (&'static str, u16),
+    stream: StreamId,
+    msg: Message,
+    tx: mpsc::UnboundedSender<Input>,
+) {
+    let cut = |tx: &mpsc::UnboundedSender<Input>| {
+        let _ = tx.send(Input::Cut { stream });
+    };
+    let Ok(tcp) = turmoil::net::TcpStream::connect(target).await else {
+        return cut(&tx);
+    };
+    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await
+    else {
+        return cut(&tx);
+    };
+    let body = wire::encode(&msg).unwrap_or_default();
+    let mut request = hyper::Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL_VERSION)
+        .header(STREAM_HEADER, stream.0.to_string());
+    if let Message::Request(r) = &msg {
+        request = request.header("mcp-method", r.method.as_str());
+        if let Some(name) = r.params.get("name").and_then(|n| n.as_str()) {
+            request = request.header("mcp-name", name);
+        }
+    }
+    let Ok(request) = request.body(Full::new(Bytes::from(body))) else {
+        return cut(&tx);
+    };
+    let exchange = async {
+        let Ok(response) = sender.send_request(request).await else {
+            return cut(&tx);
+        };
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let sse = content_type.as_deref() == Some("text/event-stream");
+        let _ = tx.send(Input::Status {
+            stream,
+            status,
+            content_type,
+        });
+        let mut body = response.into_body();
+        let mut decoder = SseDecoder::new(SseOptions::default());
+        let mut json = Vec::new();
+        loop {
+            match body.frame().await {
+                None => break,
+                Some(Err(_)) => return cut(&tx),
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    if !sse {
+                        json.extend_from_slice(&data);
+                        continue;
+                    }
+                    decoder.push(&data);
+                    while let Some(item) = decoder.next_item() {
+                        let input = match item {
+                            Ok(SseItem::Event(e)) => Input::Message {
+                                stream,
+                                bytes: e.data.into_bytes(),
+                            },
+                            Ok(SseItem::Comment(_)) => Input::Comment { stream },
+                            Err(e) => Input::Message {
+                                stream,
+                                bytes: e.to_string().into_bytes(),
+                            },
+                        };
+                        let _ = tx.send(input);
+                    }
+                }
+            }
+        }
+        if !json.is_empty() {
+            let _ = tx.send(Input::Message {
+                stream,
+                bytes: json,
+            });
+        }
+        let _ = tx.send(Input::Ended { stream });
+    };
+    let mut exchange = pin!(exchange);
+    let mut conn = pin!(conn);
+    tokio::select! {
+        biased;
+        _ = &mut exchange => {}
+        _ = &mut conn => exchange.await,
+    }
+}

@@ -1,0 +1,263 @@
+//! The turmoil harness: the sans-IO model on simulated hosts and sockets under a simulated
+//! clock.
+//!
+//! Hosts: `client` (the reference client and the workload), `server` (the reference server:
+//! NDJSON over one TCP stream for stdio, hyper for Streamable HTTP), `backend` (the ledger the
+//! server's tools call over TCP) and, when the scenario has one, `proxy` (an idle-timeout
+//! intermediary between client and server). Each host runs an async driver that feeds socket
+//! input to its state machine with the current simulated time, writes its transmits to the
+//! sockets, and sleeps until the machine's `poll_timeout`.
+//!
+//! Every HTTP request is its own POST on its own connection, so closing a response stream
+//! closes a connection, as HTTP/1.1 requires; hyper notices the FIN and drops the response
+//! body, which the server driver turns into the cancellation. The stream id travels in an
+//! `x-mcp-sim-stream` header so that both sides record the same id.
+//!
+//! Faults (turmoil-notes.md): turmoil's TCP never retransmits, so a partition is modelled
+//! with `hold`/`release` (delay, not loss); a server crash is a `bounce` (its peers read EOF,
+//! it restarts empty); a stream reset is the client's connection being dropped. The safety
+//! phase runs the workload with its faults; afterwards the client lingers with the network
+//! healed, and the run must end settled (liveness) before the horizon.
+//!
+//! Determinism: `rng_seed` and a fixed `epoch`, `biased` selects, `BTreeMap`s, no threads;
+//! the crate is built with `--cfg tokio_unstable` (`.cargo/config.toml`) so that turmoil
+//! seeds tokio's scheduler too. Every spawned task runs under a panic guard that fails the
+//! run (turmoil would otherwise swallow the panic). Host clocks read `turmoil::sim_elapsed`;
+//! events are sorted by time (stably) when the run ends, since hosts run one after another
+//! within a tick.
+
+mod backend;
+mod client;
+mod proxy;
+mod server;
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use futures_util::FutureExt;
+
+use crate::memory::{RunResult, RunStats};
+use crate::model::Transport;
+use crate::scenario::{fault_time, Fault, Scenario};
+use crate::time::Time;
+use crate::trace::{EventKind, Side, Trace};
+
+/// Ports of the simulated hosts.
+pub(crate) const SERVER_HTTP_PORT: u16 = 80;
+pub(crate) const SERVER_STDIO_PORT: u16 = 9000;
+pub(crate) const PROXY_PORT: u16 = 8080;
+pub(crate) const BACKEND_PORT: u16 = 7000;
+/// Header carrying the client's stream id.
+pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
+
+/// Harness settings that are not part of the scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HarnessOptions {
+    /// turmoil's tick. Latencies and deliveries are quantised to it; timers inside a host are
+    /// exact. Costs about 1 µs per host per tick.
+    pub tick: Duration,
+}
+
+impl Default for HarnessOptions {
+    /// A 10 ms tick: idle timeouts of 60-100 s and calls of 90 s are the point, and 10 ms keeps
+    /// a 4-host run of several simulated minutes near 100 ms of wall time.
+    fn default() -> Self {
+        HarnessOptions {
+            tick: Duration::from_millis(10),
+        }
+    }
+}
+
+/// State the hosts share (all hosts run on one thread).
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub trace: Trace,
+    /// The first panic of any simulated task.
+    pub failure: Option<String>,
+    /// Tool calls running at the server now.
+    pub server_jobs: usize,
+    /// Requests holding a backend resource now.
+    pub backend_held: usize,
+    /// Requests the client still waits for.
+    pub client_outstanding: usize,
+    /// The client finished its workload and its linger.
+    pub client_done: bool,
+    /// Counters.
+    pub stats: RunStats,
+}
+
+pub(crate) type SharedRef = Rc<RefCell<Shared>>;
+
+thread_local! {
+    /// The run's tick in ms (all hosts of a run share one thread).
+    static TICK_MS: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+}
+
+/// Simulated time now, as this host's clock reads it.
+pub(crate) fn now() -> Time {
+    Time::from_millis(turmoil::sim_elapsed().unwrap_or_default().as_millis() as u64)
+}
+
+/// The time recorded in traces: [`now`] rounded down to the tick.
+///
+/// Within one tick each host's clock runs ahead on its own timers while messages are only
+/// delivered at tick boundaries, so a receiver's clock can read less than its sender's did.
+/// Rounding to the tick makes both read the same time, and the stable sort at the end of the
+/// run keeps them in the order they happened.
+fn trace_time() -> Time {
+    let ms = now().as_millis();
+    let tick = TICK_MS.with(|t| t.get()).max(1);
+    Time::from_millis(ms - ms % tick)
+}
+
+/// Appends an event at the current simulated time.
+pub(crate) fn record(shared: &SharedRef, side: Side, kind: EventKind) {
+    shared.borrow_mut().trace.push(trace_time(), side, kind);
+}
+
+/// Spawns a task on the host's local set; a panic in it is recorded as the run's failure.
+pub(crate) fn spawn_guarded<F>(shared: &SharedRef, fut: F) -> tokio::task::JoinHandle<()>
+where
+    F: Future<Output = ()> + 'static,
+{
+    let shared = shared.clone();
+    tokio::task::spawn_local(async move {
+        if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a simulated task panicked".into());
+            shared.borrow_mut().failure.get_or_insert(text);
+        }
+    })
+}
+
+/// How a harness run can fail outright (as opposed to a trace that breaks a rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HarnessError {
+    /// A simulated task panicked.
+    Panic(String),
+    /// turmoil reported an error.
+    Sim(String),
+}
+
+impl std::fmt::Display for HarnessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HarnessError::Panic(p) => write!(f, "a simulated task panicked: {p}"),
+            HarnessError::Sim(e) => write!(f, "simulation error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HarnessError {}
+
+/// The horizon: the last start or fault, plus twice the loosest timeout, plus a minute.
+fn horizon(scenario: &Scenario) -> Duration {
+    let last_start = scenario
+        .calls
+        .iter()
+        .map(|c| c.at)
+        .max()
+        .unwrap_or_default();
+    let last_fault = scenario
+        .faults
+        .iter()
+        .map(fault_time)
+        .max()
+        .unwrap_or_default();
+    last_start.max(last_fault) + scenario.max_request() * 2 + Duration::from_secs(60)
+}
+
+/// Runs `scenario` on turmoil and returns the trace.
+pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, HarnessError> {
+    let shared: SharedRef = Rc::new(RefCell::new(Shared::default()));
+    TICK_MS.with(|t| t.set(options.tick.as_millis().max(1) as u64));
+    let (lo, hi) = scenario.latency;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(scenario.seed)
+        .epoch(UNIX_EPOCH + Duration::from_secs(1_785_196_800))
+        .tick_duration(options.tick)
+        .simulation_duration(horizon(scenario))
+        .min_message_latency(lo)
+        .max_message_latency(hi.max(lo))
+        .tcp_capacity(4096)
+        .enable_random_order()
+        .build();
+
+    backend::host(&mut sim, &shared);
+    server::host(&mut sim, &shared, scenario);
+    if let (Transport::Http, Some(p)) = (scenario.transport, scenario.proxy) {
+        proxy::host(&mut sim, &shared, p);
+    }
+    client::host(&mut sim, &shared, scenario);
+
+    let mut faults: Vec<Fault> = scenario.faults.clone();
+    faults.sort_by_key(fault_time);
+    let mut held_until: Option<Duration> = None;
+    let peers = match scenario
+        .proxy
+        .filter(|_| scenario.transport == Transport::Http)
+    {
+        Some(_) => ("client", "proxy"),
+        None => ("client", "server"),
+    };
+    loop {
+        let elapsed = sim.elapsed();
+        while let Some(f) = faults.first().copied().filter(|f| fault_time(f) <= elapsed) {
+            faults.remove(0);
+            match f {
+                Fault::CrashServer { .. } => {
+                    record(
+                        &shared,
+                        Side::Server,
+                        EventKind::Close {
+                            stream: None,
+                            by: Side::Server,
+                        },
+                    );
+                    sim.bounce("server");
+                }
+                Fault::Partition { at, duration } => {
+                    sim.hold(peers.0, peers.1);
+                    held_until = Some(held_until.map_or(at + duration, |h| h.max(at + duration)));
+                }
+                // Stream resets are carried out by the client host, which owns the connection.
+                Fault::ResetStream { .. } => {}
+            }
+        }
+        if held_until.is_some_and(|h| h <= elapsed) {
+            sim.release(peers.0, peers.1);
+            held_until = None;
+        }
+        let step = sim.step();
+        if let Some(p) = shared.borrow_mut().failure.take() {
+            return Err(HarnessError::Panic(p));
+        }
+        match step {
+            Ok(true) => break,
+            Ok(false) => {}
+            // Running out of simulated time is a liveness failure, reported as an unsettled run.
+            Err(e) if e.to_string().contains("Ran for duration") => break,
+            Err(e) => return Err(HarnessError::Sim(e.to_string())),
+        }
+    }
+    let mut shared = shared.borrow_mut();
+    let complete = shared.client_done
+        && shared.client_outstanding == 0
+        && shared.server_jobs == 0
+        && shared.backend_held == 0;
+    let mut trace = std::mem::take(&mut shared.trace);
+    trace.events.sort_by_key(|e| e.t);
+    let mut stats = std::mem::take(&mut shared.stats);
+    stats.sim_ms = sim.elapsed().as_millis() as u64;
+    Ok(RunResult {
+        trace,
+        complete,
+        stats,
+    })
+}

@@ -1,0 +1,119 @@
+//! The `proxy` host: an intermediary that cuts idle upstream connections (landscape B.1).
+//!
+//! It relays bytes between one client connection and one server connection. The idle clock
+//! restarts on every byte read from the server (nginx `proxy_read_timeout`, ALB's idle
+//! timeout counts payload bytes, so SSE comments count; a stream that stays silent is cut).
+//! On expiry it drops both connections, or, if the server has not sent its response headers
+//! yet and the preset has a gateway status (Cloudflare 524, nginx 504), answers the client
+//! with that status first. A buffering proxy (nginx) holds the response body until it is
+//! complete unless the server sent `X-Accel-Buffering: no`, so progress sent in the meantime
+//! never reaches the client.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, STREAM_HEADER};
+use crate::scenario::ProxyConfig;
+use crate::trace::{EventKind, Side};
+
+pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, config: ProxyConfig) {
+    let shared = shared.clone();
+    sim.host("proxy", move || {
+        let shared = shared.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROXY_PORT)).await?;
+            loop {
+                let (down, _) = listener.accept().await?;
+                spawn_guarded(&shared, relay(down, config, shared.clone()));
+            }
+        }
+    });
+}
+
+/// Finds `x-mcp-sim-stream` in a request head.
+fn stream_id(head: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(head);
+    text.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case(STREAM_HEADER)
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
+fn head_end(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4)
+}
+
+async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: SharedRef) {
+    let Ok(up) = turmoil::net::TcpStream::connect(("server", SERVER_HTTP_PORT)).await else {
+        return;
+    };
+    let (mut down_read, mut down_write) = down.into_split();
+    let (mut up_read, mut up_write) = up.into_split();
+    let mut request_head: Vec<u8> = Vec::new();
+    let mut stream: Option<u64> = None;
+    let mut response: Vec<u8> = Vec::new();
+    // Decided once the response head is complete: hold the body until it ends?
+    let mut buffering: Option<bool> = None;
+    let mut last_activity = tokio::time::Instant::now();
+    let mut down_buf = vec![0u8; 16 * 1024];
+    let mut up_buf = vec![0u8; 16 * 1024];
+    loop {
+        let idle_at = last_activity + config.idle_timeout;
+        tokio::select! {
+            biased;
+            n = up_read.read(&mut up_buf) => {
+                let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
+                last_activity = tokio::time::Instant::now();
+                let bytes = &up_buf[..n];
+                match buffering {
+                    Some(false) => { if down_write.write_all(bytes).await.is_err() { break } }
+                    _ => {
+                        response.extend_from_slice(bytes);
+                        if buffering.is_none() {
+                            if let Some(end) = head_end(&response) {
+                                let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
+                                let told = head.contains("x-accel-buffering: no");
+                                let streaming = head.contains("text/event-stream");
+                                buffering = Some(config.buffers_unless_told && streaming && !told);
+                            }
+                        }
+                        // A complete chunked body ends in a zero-size chunk.
+                        let complete = response.ends_with(b"0\r\n\r\n");
+                        if buffering == Some(false) || (buffering == Some(true) && complete) {
+                            if down_write.write_all(&response).await.is_err() { break }
+                            response.clear();
+                        }
+                    }
+                }
+            }
+            n = down_read.read(&mut down_buf) => {
+                let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
+                if stream.is_none() {
+                    request_head.extend_from_slice(&down_buf[..n]);
+                    if head_end(&request_head).is_some() {
+                        stream = stream_id(&request_head);
+                    }
+                }
+                last_activity = tokio::time::Instant::now();
+                if up_write.write_all(&down_buf[..n]).await.is_err() { break }
+            }
+            _ = tokio::time::sleep_until(idle_at) => {
+                record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy });
+                let headers_sent = buffering.is_some();
+                if let (false, Some(status)) = (headers_sent, config.timeout_status) {
+                    let answer = format!("HTTP/1.1 {status} Gateway Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                    let _ = down_write.write_all(answer.as_bytes()).await;
+                    // Let the answer leave before the connection goes.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! The `server` host: the reference [`Server`] behind real sockets.
+//!
+//! stdio is one TCP stream of NDJSON lines (the client reconnects after a crash, as a host
+//! restarts a subprocess). Streamable HTTP is hyper's HTTP/1.1 server: each POST's body is
+//! decoded and handed to the model, whose first transmit for the stream decides the response
+//! (an SSE stream, a JSON body, or 202). When hyper drops a response body or a pending
+//! request before the server ended it, the client went away: the driver tells the model that
+//! the stream closed, which is the cancellation.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::Frame;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    backend, now, record, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT,
+    SERVER_STDIO_PORT, STREAM_HEADER,
+};
+use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::sse;
+use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
+use crate::scenario::Scenario;
+use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire;
+
+type ResponseBody = Either<SseBody, Full<Bytes>>;
+type HttpResponse = hyper::Response<ResponseBody>;
+
+/// Input of the server driver.
+enum Input {
+    /// stdio bytes.
+    Bytes(Vec<u8>),
+    /// The stdio client went away.
+    Eof,
+    /// An HTTP POST: its stream, body and the slot for its response.
+    Post {
+        stream: StreamId,
+        body: Bytes,
+        respond: oneshot::Sender<HttpResponse>,
+    },
+    /// hyper dropped a stream's response (or the pending request): the client is gone.
+    Dropped(StreamId),
+}
+
+/// Sends `Dropped` when hyper drops what it holds, unless disarmed first.
+struct DropSignal(Option<(StreamId, mpsc::UnboundedSender<Input>)>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        if let Some((stream, tx)) = self.0.take() {
+            let _ = tx.send(Input::Dropped(stream));
+        }
+    }
+}
+
+/// A streaming SSE response body fed by the driver.
+pub(crate) struct SseBody {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    _signal: DropSignal,
+}
+
+impl hyper::body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
+    let shared = shared.clone();
+    let config = ServerConfig {
+        transport: scenario.transport,
+        behaviour: scenario.server,
+    };
+    let no_buffering = scenario.no_buffering_header;
+    sim.host("server", move || {
+        let shared = shared.clone();
+        async move {
+            shared.borrow_mut().server_jobs = 0;
+            let backend = loop {
+                match turmoil::net::TcpStream::connect(("backend", BACKEND_PORT)).await {
+                    Ok(s) => break s,
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                }
+            };
+            let (tx, rx) = mpsc::unbounded_channel();
+            let driver = Driver::new(config, shared.clone(), backend, no_buffering, tx.clone());
+            match config.transport {
+                Transport::Stdio => {
+                    let listener =
+                        turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_STDIO_PORT)).await?;
+                    let shared2 = shared.clone();
+                    // One client at a time; each accepted stream is the subprocess's stdin/stdout.
+                    let (stdout_tx, mut stdout_rx) =
+                        mpsc::unbounded_channel::<turmoil::net::tcp::OwnedWriteHalf>();
+                    spawn_guarded(&shared, async move {
+                        while let Ok((stream, _)) = listener.accept().await {
+                            let (mut read, write) = stream.into_split();
+                            let _ = stdout_tx.send(write);
+                            let tx = tx.clone();
+                            spawn_guarded(&shared2, async move {
+                                let mut buf = vec![0u8; 16 * 1024];
+                                loop {
+                                    match read.read(&mut buf).await {
+                                        Ok(0) | Err(_) => break,
+                                        Ok(n) => {
+                                            let _ = tx.send(Input::Bytes(buf[..n].to_vec()));
+                                        }
+                                    }
+                                }
+                                let _ = tx.send(Input::Eof);
+                            });
+                        }
+                    });
+                    let first = stdout_rx.recv().await;
+                    driver.run(rx, first, Some(stdout_rx)).await;
+                }
+                Transport::Http => {
+                    let listener =
+                        turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_HTTP_PORT)).await?;
+                    let shared2 = shared.clone();
+                    spawn_guarded(&shared, async move {
+                        while let Ok((stream, _)) = listener.accept().await {
+                            let tx = tx.clone();
+                            spawn_guarded(&shared2, serve_connection(stream, tx));
+                        }
+                    });
+                    driver.run(rx, None, None).await;
+                }
+            }
+            Ok(())
+        }
+    });
+}
+
+/// One HTTP/1.1 connection: every request is decoded by the driver.
+async fn serve_connection(stream: turmoil::net::TcpStream, tx: mpsc::UnboundedSender<Input>) {
+    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let tx = tx.clone();
+        async move {
+            let stream = req
+                .headers()
+                .get(STREAM_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .map(StreamId)
+                .unwrap_or(StreamId(0));
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            let (respond, response) = oneshot::channel();
+            let mut signal = DropSignal(Some((stream, tx.clone())));
+            let _ = tx.send(Input::Post {
+                stream,
+                body,
+                respond,
+            });
+            let response = response.await;
+            signal.0 = None; // answered: from here on the body signals a drop
+            Ok::<_, Infallible>(response.unwrap_or_else(|_| {
+                let mut r = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
+                *r.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+                r
+            }))
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// The loop connecting the model to the sockets.
+struct Driver {
+    server: Server,
+    shared: SharedRef,
+    backend: turmoil::net::TcpStream,
+    no_buffering: bool,
+    /// The driver's own input, for the drop signals of response bodies.
+    tx: mpsc::UnboundedSender<Input>,
+    stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
+    lines: LineDecoder,
+    /// HTTP: the response slot of each stream not yet answered.
+    pending: BTreeMap<StreamId, oneshot::Sender<HttpResponse>>,
+    /// HTTP: the body of each open SSE stream.
+    bodies: BTreeMap<StreamId, mpsc::UnboundedSender<Bytes>>,
+}
+
+impl Driver {
+    fn new(
+        config: ServerConfig,
+        shared: SharedRef,
+        backend: turmoil::net::TcpStream,
+        no_buffering: bool,
+        tx: mpsc::UnboundedSender<Input>,
+    ) -> Driver {
+        Driver {
+            server: Server::new(config),
+            shared,
+            backend,
+            no_buffering,
+            tx,
+            stdout: None,
+            lines: LineDecoder::new(LineOptions::default()),
+            pending: BTreeMap::new(),
+            bodies: BTreeMap::new(),
+        }
+    }
+
+    fn transport(&self) -> Transport {
+        self.server.config().transport
+    }
+
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Input>,
+        stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
+        mut more_stdout: Option<mpsc::UnboundedReceiver<turmoil::net::tcp::OwnedWriteHalf>>,
+    ) {
+        self.stdout = stdout;
+        loop {
+            let deadline = self.server.poll_timeout();
+            let sleep = async {
+                match deadline {
+                    Some(t) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(
+                            t.as_millis().saturating_sub(now().as_millis()),
+                        ))
+                        .await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                input = rx.recv() => {
+                    let Some(input) = input else { return };
+                    self.input(input, &mut more_stdout).await;
+                }
+                _ = sleep => self.server.handle_timeout(now()),
+            }
+            self.flush().await;
+        }
+    }
+
+    async fn input(
+        &mut self,
+        input: Input,
+        more_stdout: &mut Option<mpsc::UnboundedReceiver<turmoil::net::tcp::OwnedWriteHalf>>,
+    ) {
+        let t = now();
+        match input {
+            Input::Bytes(bytes) => {
+                self.lines.push(&bytes);
+                while let Some(item) = self.lines.next_line() {
+                    match item {
+                        Ok(line) => self.receive(None, &line.bytes),
+                        Err(e) => {
+                            let w =
+                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
+                            record(&self.shared, Side::Server, EventKind::Recv(w));
+                        }
+                    }
+                }
+            }
+            Input::Eof => {
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Client,
+                    },
+                );
+                self.server.handle_disconnect(t);
+                self.lines = LineDecoder::new(LineOptions::default());
+                // Wait for the client to reconnect.
+                self.stdout = match more_stdout {
+                    Some(rx) => rx.recv().await,
+                    None => None,
+                };
+            }
+            Input::Post {
+                stream,
+                body,
+                respond,
+            } => {
+                self.pending.insert(stream, respond);
+                self.receive(Some(stream), &body);
+            }
+            Input::Dropped(stream) => {
+                let open =
+                    self.pending.remove(&stream).is_some() | self.bodies.remove(&stream).is_some();
+                if open {
+                    record(
+                        &self.shared,
+                        Side::Server,
+                        EventKind::Close {
+                            stream: Some(stream.0),
+                            by: Side::Client,
+                        },
+                    );
+                    self.server.handle_stream_closed(t, stream);
+                }
+            }
+        }
+    }
+
+    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        let transport = self.transport();
+        match wire::decode(bytes) {
+            Ok(msg) => {
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
+                );
+                self.server.handle_message(now(), stream, msg);
+            }
+            Err(e) => {
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
+                );
+                self.server.handle_invalid(now(), stream, &e);
+            }
+        }
+    }
+
+    /// Writes every transmit and backend call of the model.
+    async fn flush(&mut self) {
+        while let Some(t) = self.server.poll_transmit() {
+            self.transmit(t).await;
+        }
+        while let Some(call) = self.server.poll_backend() {
+            let _ = self
+                .backend
+                .write_all(backend::encode_call(&call).as_bytes())
+                .await;
+        }
+        self.shared.borrow_mut().server_jobs = self.server.active_jobs();
+    }
+
+    async fn transmit(&mut self, t: ServerTransmit) {
+        let transport = self.transport();
+        match t {
+            ServerTransmit::Line(msg) => {
+                self.shared.borrow_mut().stats.messages += 1;
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Send(WireEvent::message(transport, None, &msg)),
+                );
+                if let (Some(out), Ok(line)) = (self.stdout.as_mut(), ndjson::encode_line(&msg)) {
+                    let _ = out.write_all(&line).await;
+                }
+            }
+            ServerTransmit::SseStart { stream } => {
+                let kind = EventKind::Status {
+                    stream: Some(stream.0),
+                    status: 200,
+                    content_type: Some("text/event-stream".into()),
+                };
+                record(&self.shared, Side::Server, kind);
+                let (body_tx, body_rx) = mpsc::unbounded_channel();
+                let body = SseBody {
+                    rx: body_rx,
+                    _signal: DropSignal(Some((stream, self.tx.clone()))),
+                };
+                let mut builder = hyper::Response::builder()
+                    .status(200)
+                    .header("content-type", "text/event-stream");
+                if self.no_buffering {
+                    builder = builder.header("x-accel-buffering", "no");
+                }
+                let response = builder
+                    .body(Either::Left(body))
+                    .expect("static response parts are valid");
+                if let Some(slot) = self.pending.remove(&stream) {
+                    let _ = slot.send(response);
+                    self.bodies.insert(stream, body_tx);
+                }
+            }
+            ServerTransmit::SseEvent { stream, msg } => {
+                self.shared.borrow_mut().stats.messages += 1;
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
+                );
+                if let (Some(body), Ok(text)) = (self.bodies.get(&stream), wire::encode(&msg)) {
+                    let _ = body.send(Bytes::from(sse::encode_event(&text)));
+                }
+            }
+            ServerTransmit::SseComment { stream } => {
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Comment {
+                        stream: Some(stream.0),
+                    },
+                );
+                if let Some(body) = self.bodies.get(&stream) {
+                    let _ = body.send(Bytes::from(sse::encode_comment("keep-alive")));
+                }
+            }
+            ServerTransmit::SseEnd { stream } => {
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Close {
+                        stream: Some(stream.0),
+                        by: Side::Server,
+                    },
+                );
+                self.bodies.remove(&stream);
+            }
+            ServerTransmit::Json {
+                stream,
+                status,
+                msg,
+            } => {
+                self.shared.borrow_mut().stats.messages += 1;
+                let kind = EventKind::Status {
+                    stream: Some(stream.0),
+                    status,
+                    content_type: Some("application/json".into()),
+                };
+                record(&self.shared, Side::Server, kind);
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
+                );
+                let body = wire::encode(&msg).unwrap_or_default();
+                let response = hyper::Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(Either::Right(Full::new(Bytes::from(body))))
+                    .expect("static response parts are valid");
+                if let Some(slot) = self.pending.remove(&stream) {
+                    let _ = slot.send(response);
+                }
+            }
+            ServerTransmit::Accepted { stream } => {
+                record(
+                    &self.shared,
+                    Side::Server,
+                    EventKind::Status {
+                        stream: Some(stream.0),
+                        status: 202,
+                        content_type: None,
+                    },
+                );
+                let mut response = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
+                *response.status_mut() = hyper::StatusCode::ACCEPTED;
+                if let Some(slot) = self.pending.remove(&stream) {
+                    let _ = slot.send(response);
+                }
+            }
+        }
+    }
+}
