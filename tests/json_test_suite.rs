@@ -1,0 +1,141 @@
+//! The JSONTestSuite parsing corpus (`test_parsing/`) against the generic JSON layer.
+//!
+//! - `y_*`: must be accepted by [`parse_value`] with the default limits;
+//! - `n_*`: must be rejected;
+//! - `i_*`: implementation-defined; either verdict is fine, a panic is not.
+//!
+//! Every file also goes through the message decoder, which must not panic (most files are not
+//! MCP messages, so the verdict itself is not checked there).
+//!
+//! The corpus lives outside the repository, in `shared/data/JSONTestSuite`, a sibling of the
+//! repository folder. `JSON_TEST_SUITE_DIR` points the test at another copy of `test_parsing`.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use mcp_sim::wire::json::parse_value;
+use mcp_sim::wire::{decode, Limits};
+
+fn suite_dir() -> PathBuf {
+    match std::env::var_os("JSON_TEST_SUITE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("shared")
+            .join("data")
+            .join("JSONTestSuite")
+            .join("test_parsing"),
+    }
+}
+
+/// `(file name, bytes)` of every file in the corpus, sorted by name.
+fn corpus() -> Vec<(String, Vec<u8>)> {
+    let dir = suite_dir();
+    assert!(
+        dir.is_dir(),
+        "the JSONTestSuite corpus is missing: {} is not a folder. Put the suite's \
+         test_parsing folder there (shared/ is a sibling of the repository) or set \
+         JSON_TEST_SUITE_DIR to it.",
+        dir.display()
+    );
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|entry| {
+            let path = entry.expect("directory entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("UTF-8 file name")
+                .to_owned();
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {name}: {e}"));
+            (name, bytes)
+        })
+        .filter(|(name, _)| name.ends_with(".json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn json_test_suite() {
+    let limits = Limits::default();
+    let (mut yes, mut no, mut impl_defined) = (0usize, 0usize, 0usize);
+    let mut failures = Vec::new();
+
+    for (name, bytes) in corpus() {
+        let verdict = panic::catch_unwind(AssertUnwindSafe(|| parse_value(&bytes, &limits)));
+        let decoded = panic::catch_unwind(AssertUnwindSafe(|| decode(&bytes).is_ok()));
+        if decoded.is_err() {
+            failures.push(format!("{name}: decode panicked"));
+        }
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(_) => {
+                failures.push(format!("{name}: parse_value panicked"));
+                continue;
+            }
+        };
+        match &name[..2] {
+            "y_" => {
+                yes += 1;
+                if let Err(e) = verdict {
+                    failures.push(format!("{name}: must be accepted, got {e}"));
+                }
+            }
+            "n_" => {
+                no += 1;
+                if let Ok(v) = verdict {
+                    failures.push(format!("{name}: must be rejected, got {v}"));
+                }
+            }
+            "i_" => impl_defined += 1,
+            _ => failures.push(format!("{name}: not a y_, n_ or i_ file")),
+        }
+    }
+
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    assert!(
+        yes > 0 && no > 0 && impl_defined > 0,
+        "expected y_, n_ and i_ files, saw {yes}, {no} and {impl_defined} in {}",
+        suite_dir().display()
+    );
+    eprintln!("JSONTestSuite: {yes} y_, {no} n_, {impl_defined} i_ files");
+}
+
+/// The implementation-defined cases whose verdict this crate chose, pinned so that a change
+/// of serde_json or of the limits is noticed. Files absent from the corpus are skipped.
+#[test]
+fn json_test_suite_implementation_defined_verdicts() {
+    let limits = Limits::default();
+    let files = corpus();
+    let verdict = |name: &str| {
+        files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| parse_value(b, &limits).map_err(|e| e.rule.as_str()))
+    };
+    // Numbers beyond f64: rejected as out of range, never turned into infinity.
+    for name in [
+        "i_number_huge_exp.json",
+        "i_number_real_neg_overflow.json",
+        "i_number_real_pos_overflow.json",
+    ] {
+        if let Some(v) = verdict(name) {
+            assert_eq!(v.map(|_| ()), Err("number-out-of-range"), "{name}");
+        }
+    }
+    // Deep nesting: over the default depth limit of 64.
+    if let Some(v) = verdict("i_structure_500_nested_arrays.json") {
+        assert_eq!(v.map(|_| ()), Err("nesting-too-deep"));
+    }
+    // Invalid UTF-8 is rejected: MCP messages MUST be UTF-8 (digest §1.1).
+    for name in [
+        "i_string_invalid_utf-8.json",
+        "i_string_iso_latin_1.json",
+        "i_string_UTF-8_invalid_sequence.json",
+    ] {
+        if let Some(v) = verdict(name) {
+            assert!(v.is_err(), "{name}");
+        }
+    }
+}
