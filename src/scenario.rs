@@ -287,6 +287,14 @@ pub fn fault_time(f: &Fault) -> Duration {
     }
 }
 
+/// When a fault is over (a partition heals; crashes and resets are instantaneous).
+pub fn fault_end(f: &Fault) -> Duration {
+    match *f {
+        Fault::Partition { at, duration } => at + duration,
+        _ => fault_time(f),
+    }
+}
+
 impl fmt::Display for Scenario {
     /// One line with every knob that matters for reading a failure.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

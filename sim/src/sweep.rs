@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
+use mcp_sim::harness::{self, HarnessOptions};
 use mcp_sim::memory::{self, RunResult};
 use mcp_sim::model::{Outcome, Transport};
 use mcp_sim::oracle::{self, Report};
@@ -30,9 +31,24 @@ pub enum TransportArg {
     Both,
 }
 
+/// Which driver runs the scenario.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lane {
+    /// turmoil: simulated hosts, TCP, hyper, proxies, crashes (the full simulation).
+    Turmoil,
+    /// The in-memory discrete-event driver: the same model and oracle, ~100x faster.
+    Memory,
+}
+
 /// Knobs that override what the seed draws; part of the replay line.
 #[derive(clap::Args, Clone)]
 pub struct Overrides {
+    /// Driver.
+    #[arg(long, value_enum, default_value_t = Lane::Turmoil)]
+    lane: Lane,
+    /// turmoil tick in milliseconds.
+    #[arg(long, default_value_t = 10)]
+    tick_ms: u64,
     /// Transport.
     #[arg(long, value_enum, default_value_t = TransportArg::Seed)]
     transport: TransportArg,
@@ -75,6 +91,12 @@ impl Overrides {
     /// The command that replays `seed` with these overrides.
     fn replay_line(&self, seed: u64, transport: Option<Transport>) -> String {
         let mut line = format!("cargo run --release -p mcp-sim-cli -- replay --seed {seed}");
+        if self.lane == Lane::Memory {
+            line.push_str(" --lane memory");
+        }
+        if self.tick_ms != 10 {
+            let _ = write!(line, " --tick-ms {}", self.tick_ms);
+        }
         if let Some(t) = transport {
             let _ = write!(line, " --transport {t}");
         }
@@ -142,18 +164,48 @@ struct Judged {
     scenario: Scenario,
     run: RunResult,
     report: Report,
+    /// A simulated task panicked or turmoil failed: the run itself is a failure.
+    crash: Option<String>,
 }
 
 fn judge(overrides: &Overrides, seed: u64, transport: Option<Transport>) -> Judged {
     let scenario = overrides.scenario(seed, transport);
-    let run = memory::run(&scenario);
-    let report = oracle::check(&run.trace, &run.oracle_config(&scenario));
+    let (run, crash) = match overrides.lane {
+        Lane::Memory => (memory::run(&scenario), None),
+        Lane::Turmoil => {
+            let options = HarnessOptions {
+                tick: Duration::from_millis(overrides.tick_ms.max(1)),
+            };
+            match harness::run(&scenario, &options) {
+                Ok(run) => (run, None),
+                Err(e) => {
+                    let empty = RunResult {
+                        trace: Default::default(),
+                        complete: false,
+                        stats: Default::default(),
+                    };
+                    (empty, Some(e.to_string()))
+                }
+            }
+        }
+    };
+    let mut report = oracle::check(&run.trace, &run.oracle_config(&scenario));
+    if !run.complete && crash.is_none() {
+        // Liveness: after the heal phase every request must have settled.
+        report.violations.push(oracle::Violation {
+            rule: "liveness",
+            level: oracle::Level::Must,
+            events: vec![run.trace.events.len().saturating_sub(1)],
+            message: "the run did not settle after the faults healed: a request, a job or a resource is still open".into(),
+        });
+    }
     Judged {
         seed,
         transport,
         scenario,
         run,
         report,
+        crash,
     }
 }
 
@@ -175,6 +227,9 @@ fn write_report(dir: &Path, j: &Judged, replay: &str) -> std::io::Result<PathBuf
 fn summary_text(j: &Judged, replay: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "SEED={} {}", j.seed, j.scenario);
+    if let Some(c) = &j.crash {
+        let _ = writeln!(out, "CRASH: {c}");
+    }
     let _ = writeln!(
         out,
         "trace: {} events, digest {:016x}, complete={}",
@@ -202,8 +257,12 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
     let runs: Vec<(u64, Option<Transport>)> = (a..b)
         .flat_map(|s| transports.iter().map(move |t| (s, *t)))
         .collect();
+    let lane = match args.overrides.lane {
+        Lane::Turmoil => format!("turmoil, {} ms tick", args.overrides.tick_ms),
+        Lane::Memory => "in-memory driver".to_string(),
+    };
     println!(
-        "sweep: seeds {a}..{b}, {} runs, in-memory driver, {} job(s)",
+        "sweep: seeds {a}..{b}, {} runs, {lane}, {} job(s)",
         runs.len(),
         args.jobs.max(1)
     );
@@ -376,7 +435,7 @@ pub fn replay(args: &ReplayArgs) -> ExitCode {
             Err(e) => eprintln!("mcp-sim replay: cannot write the report: {e}"),
         }
     }
-    if j.report.has_must() {
+    if j.report.has_must() || j.crash.is_some() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -150,12 +150,13 @@ impl SseDecoder {
             };
             self.buf.consume(pos + 1);
             self.scanned = 0;
+            let number = self.line;
             self.line += 1;
             match line {
                 None => {}
                 Some(Err(e)) => return Some(Err(e)),
                 Some(Ok(text)) => {
-                    if let Some(item) = self.process_line(&text) {
+                    if let Some(item) = self.process_line(&text, number) {
                         return Some(item);
                     }
                 }
@@ -163,7 +164,8 @@ impl SseDecoder {
         }
     }
 
-    fn process_line(&mut self, line: &str) -> Option<Result<SseItem, FrameError>> {
+    /// Interprets one complete line; `number` is its 1-based line number.
+    fn process_line(&mut self, line: &str, number: u64) -> Option<Result<SseItem, FrameError>> {
         if line.is_empty() {
             return self.dispatch().map(|e| Ok(SseItem::Event(e)));
         }
@@ -179,10 +181,11 @@ impl SseDecoder {
                 if self.data.len() + value.len() + 1 > self.opts.max_event_bytes {
                     self.oversized = true;
                     self.data.clear();
-                    return Some(Err(self.error(
-                        Rule::LineTooLong,
-                        format!("event data exceeds {} bytes", self.opts.max_event_bytes),
-                    )));
+                    return Some(Err(FrameError {
+                        rule: Rule::LineTooLong,
+                        line: number,
+                        detail: format!("event data exceeds {} bytes", self.opts.max_event_bytes),
+                    }));
                 }
                 self.data.push_str(value);
                 self.data.push('\n');

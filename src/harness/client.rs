@@ -29,7 +29,7 @@ use crate::framing::sse::{SseDecoder, SseItem, SseOptions};
 use crate::model::{
     CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL,
 };
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::{fault_end, Fault, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{self, Message, RequestId, PROTOCOL_VERSION};
@@ -146,9 +146,17 @@ impl Driver {
                 _ = sleep_until(next) => self.tick(),
             }
         }
-        // Linger: late messages and late work still land in the trace.
+        // Heal, then linger: every fault is over, and late messages and late work still land
+        // in the trace.
         let (_, hi) = self.scenario.latency;
-        let until = now() + hi * 2 + Duration::from_secs(2);
+        let healed = self
+            .scenario
+            .faults
+            .iter()
+            .map(fault_end)
+            .max()
+            .map_or(Time::ZERO, |d| Time::ZERO + d);
+        let until = now().max(healed) + hi * 2 + Duration::from_secs(2);
         loop {
             tokio::select! {
                 biased;

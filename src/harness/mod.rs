@@ -195,6 +195,8 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
         proxy::host(&mut sim, &shared, p);
     }
     client::host(&mut sim, &shared, scenario);
+    // The backend sits next to the server (same data centre).
+    sim.set_link_latency("server", "backend", Duration::from_millis(1));
 
     let mut faults: Vec<Fault> = scenario.faults.clone();
     faults.sort_by_key(fault_time);
@@ -260,4 +262,30 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
         complete,
         stats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic inside a spawned task is not swallowed: it becomes the run's failure.
+    #[test]
+    fn a_panicking_task_fails_the_run() {
+        let shared: SharedRef = Rc::new(RefCell::new(Shared::default()));
+        let mut sim = turmoil::Builder::new()
+            .rng_seed(1)
+            .epoch(UNIX_EPOCH)
+            .build();
+        let s = shared.clone();
+        sim.client("client", async move {
+            let task = spawn_guarded(&s, async { panic!("boom in a simulated task") });
+            let _ = task.await;
+            Ok(())
+        });
+        sim.run().expect("the guard catches the panic itself");
+        assert_eq!(
+            shared.borrow().failure.as_deref(),
+            Some("boom in a simulated task")
+        );
+    }
 }

@@ -630,10 +630,13 @@ fn resources(s: &mut Sink<'_, '_>, r: &Req) {
     if r.release.iter().any(|&rel| rel > first_work) {
         return;
     }
+    // The request ended for the server when it answered or learned of the cancellation; a
+    // black-box server is assumed to learn when the client stopped waiting.
+    let client_view = (!s.ix.has(Side::Server)).then(|| r.client_end()).flatten();
     let ended = [
         r.responses.first().copied(),
         r.server_cancel_seen,
-        r.client_end(),
+        client_view,
     ]
     .into_iter()
     .flatten()

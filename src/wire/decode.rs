@@ -1,17 +1,23 @@
 //! The strict decoder: bytes of one message to a typed [`Message`] or a typed [`DecodeError`].
 //!
-//! Order of checks: size and nesting limits, JSON syntax, top-level shape (batch, non-object),
-//! `jsonrpc`, then the kind-specific members. The first broken rule is reported. When the
-//! message looked like a request and its id could be read, the error carries the id so that a
-//! server can answer it (digest §8).
+//! Order of checks: size and nesting limits, then one pass over the envelope (JSON syntax,
+//! top-level shape, duplicate members), `jsonrpc`, then the kind-specific members. The first
+//! broken rule is reported. Members the decoder interprets are kept as raw text in the first
+//! pass and fully parsed when they are read; members it does not interpret are parsed and
+//! dropped. Either way every byte of an accepted message was read as strictly as
+//! [`json::parse_value`] reads it, so the decoder never accepts text that is not JSON.
+//!
+//! When the message looked like a request and its id could be read, the error carries the id
+//! so that a server can answer it (digest §8); errors answered with -32700 never carry one.
 
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::codes;
 use super::error::{DecodeError, Rule};
-use super::json::{self, pick, Limits, Picked, Scalar};
+use super::json::{self, pick, Limits, Picked, Scalar, Watch};
 use super::message::*;
 use super::{ProgressToken, RequestId};
 
@@ -37,6 +43,24 @@ const ENVELOPE: &[&str] = &["jsonrpc", "id", "method", "params", "result", "erro
 const PROGRESS: &[&str] = &["progressToken", "progress", "total", "message", "_meta"];
 const CANCELLED: &[&str] = &["requestId", "reason", "_meta"];
 const ERROR: &[&str] = &["code", "message", "data"];
+/// Request params: `_meta` once, and its three interpreted keys once each.
+static REQUEST_PARAMS: Watch = Watch {
+    keys: &["_meta"],
+    nested: Some(("_meta", &REQUEST_META)),
+};
+static REQUEST_META: Watch = Watch {
+    keys: &[
+        META_PROTOCOL_VERSION,
+        META_CLIENT_CAPABILITIES,
+        META_PROGRESS_TOKEN,
+    ],
+    nested: None,
+};
+/// A result: `resultType` once.
+static RESULT: Watch = Watch {
+    keys: &["resultType"],
+    nested: None,
+};
 
 /// Decodes one message with the default (strict) options.
 pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
@@ -45,6 +69,16 @@ pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
 
 /// Decodes one message.
 pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, DecodeError> {
+    decode_message(bytes, opts).map_err(|mut e| {
+        // Text that is not JSON has no id one can trust: -32700 goes without one (§8).
+        if e.jsonrpc_code() == codes::PARSE_ERROR {
+            e.id = None;
+        }
+        e
+    })
+}
+
+fn decode_message(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, DecodeError> {
     json::check_limits(bytes, &opts.limits)?;
     let (values, duplicate) = match pick(bytes, ENVELOPE).map_err(json::syntax_error)? {
         Picked::Object { values, duplicate } => (values, duplicate),
@@ -67,7 +101,7 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
     let d = Decoder { opts };
 
     // The id is read early so that every later error on a request can carry it.
-    let id_scalar = id.map(Scalar::from_raw);
+    let id_scalar = id.map(Scalar::from_raw).transpose()?;
     let readable_id = match (&id_scalar, method) {
         (Some(s), Some(_)) => d.id(s, "id").ok(),
         _ => None,
@@ -81,7 +115,7 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
             format!("member {key:?} appears more than once"),
         ));
     }
-    match jsonrpc.map(Scalar::from_raw) {
+    match jsonrpc.map(Scalar::from_raw).transpose()? {
         Some(Scalar::Str(v)) if v == "2.0" => {}
         Some(other) => {
             return fail(DecodeError::new(
@@ -94,7 +128,7 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
     }
 
     if let Some(method) = method {
-        let method = match Scalar::from_raw(method) {
+        let method = match Scalar::from_raw(method)? {
             Scalar::Str(m) => m,
             other => return fail(wrong_type("method", "a string", &other)),
         };
@@ -122,6 +156,10 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
         };
     }
 
+    // A response has no use for params, but they are still part of the JSON text.
+    if let Some(p) = params {
+        json::validate(p.get().as_bytes())?;
+    }
     match (result, error) {
         (Some(_), Some(_)) => Err(DecodeError::new(
             Rule::ResultAndError,
@@ -183,7 +221,10 @@ impl Decoder<'_> {
             )),
             Scalar::Float(f) => {
                 let integral = f.fract() == 0.0;
-                if integral && f.abs() >= 9.223_372_036_854_775_808e18 {
+                // 2^63, exact as f64. Symmetric on purpose: -9223372036854775809 arrives here
+                // rounded to -2^63, so -2^63 itself cannot be told apart from an overflow.
+                let two_pow_63 = -(i64::MIN as f64);
+                if integral && f.abs() >= two_pow_63 {
                     Err(DecodeError::new(
                         Rule::IntegerOutOfRange,
                         path,
@@ -226,7 +267,7 @@ impl Decoder<'_> {
                 "every request carries params._meta",
             ));
         };
-        let mut params = object(params, "params")?;
+        let mut params = watched_object(params, "params", &REQUEST_PARAMS)?;
         let meta = match params.remove("_meta") {
             Some(Value::Object(m)) => m,
             Some(other) => {
@@ -321,7 +362,7 @@ impl Decoder<'_> {
     fn progress(&self, params: Option<&RawValue>) -> Result<Message, DecodeError> {
         let [token, progress, total, message, meta, _] = picked_params(params, PROGRESS)?;
         let token = match token {
-            Some(t) => self.token(&Scalar::from_raw(t), "params.progressToken")?,
+            Some(t) => self.token(&Scalar::from_raw(t)?, "params.progressToken")?,
             None => return Err(missing("params.progressToken")),
         };
         let progress = match progress {
@@ -343,7 +384,7 @@ impl Decoder<'_> {
     fn cancelled(&self, params: Option<&RawValue>) -> Result<Message, DecodeError> {
         let [request_id, reason, meta, ..] = picked_params(params, CANCELLED)?;
         let request_id = match request_id {
-            Some(r) => self.id(&Scalar::from_raw(r), "params.requestId")?,
+            Some(r) => self.id(&Scalar::from_raw(r)?, "params.requestId")?,
             None => return Err(missing("params.requestId")),
         };
         let reason = reason.map(|r| string(r, "params.reason")).transpose()?;
@@ -355,8 +396,8 @@ impl Decoder<'_> {
         }))
     }
 
-    fn result(&self, id: RequestId, result: &RawValue) -> Result<Message, DecodeError> {
-        let mut result = object(result, "result")?;
+    fn result(&self, id: RequestId, raw: &RawValue) -> Result<Message, DecodeError> {
+        let mut result = watched_object(raw, "result", &RESULT)?;
         let result_type = match result.remove("resultType") {
             Some(Value::String(t)) => match ResultType::parse(&t) {
                 Some(t) => Some(t),
@@ -410,8 +451,15 @@ impl Decoder<'_> {
             Picked::Other(s) => return Err(wrong_type("error", "an object", &s)),
         };
         let [code, message, data, ..] = fields;
-        let code = match code.map(Scalar::from_raw) {
+        let code = match code.map(Scalar::from_raw).transpose()? {
             Some(Scalar::Int(c)) => c,
+            Some(Scalar::UInt(u)) => {
+                return Err(DecodeError::new(
+                    Rule::IntegerOutOfRange,
+                    "error.code",
+                    format!("{u} does not fit a signed 64-bit integer"),
+                ))
+            }
             Some(other) => return Err(wrong_type("error.code", "an integer", &other)),
             None => return Err(missing("error.code")),
         };
@@ -462,9 +510,33 @@ fn picked_params<'a>(
     }
 }
 
+/// Like [`object`], and fails with [`Rule::DuplicateKey`] when a watched key appears twice.
+fn watched_object(
+    raw: &RawValue,
+    path: &str,
+    watch: &'static Watch,
+) -> Result<Map<String, Value>, DecodeError> {
+    match json::parse_watched(raw.get(), watch).map_err(json::syntax_error)? {
+        (Value::Object(_), Some(key)) => Err(DecodeError::new(
+            Rule::DuplicateKey,
+            format!("{path}.{key}"),
+            "member appears more than once",
+        )),
+        (Value::Object(m), None) => Ok(m),
+        (other, _) => not_an_object(other, path),
+    }
+}
+
 fn object(raw: &RawValue, path: &str) -> Result<Map<String, Value>, DecodeError> {
     match serde_json::from_str::<Value>(raw.get()).map_err(json::syntax_error)? {
         Value::Object(m) => Ok(m),
+        other => not_an_object(other, path),
+    }
+}
+
+/// The error for a value at `path` that should have been an object.
+fn not_an_object<T>(value: Value, path: &str) -> Result<T, DecodeError> {
+    match value {
         Value::Array(_) if path == "params" => Err(DecodeError::new(
             Rule::PositionalParams,
             path,
@@ -475,7 +547,7 @@ fn object(raw: &RawValue, path: &str) -> Result<Map<String, Value>, DecodeError>
 }
 
 fn number(raw: &RawValue, path: &str) -> Result<f64, DecodeError> {
-    let s = Scalar::from_raw(raw);
+    let s = Scalar::from_raw(raw)?;
     match s.as_number() {
         Some(n) if n.is_finite() => Ok(n),
         Some(_) => Err(DecodeError::new(
@@ -488,7 +560,7 @@ fn number(raw: &RawValue, path: &str) -> Result<f64, DecodeError> {
 }
 
 fn string(raw: &RawValue, path: &str) -> Result<String, DecodeError> {
-    match Scalar::from_raw(raw) {
+    match Scalar::from_raw(raw)? {
         Scalar::Str(s) => Ok(s.into_owned()),
         other => Err(wrong_type(path, "a string", &other)),
     }

@@ -9,9 +9,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::error::{DecodeError, Rule};
 
@@ -96,6 +96,68 @@ pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
     Ok(())
 }
 
+/// Reads one whole JSON text exactly as [`parse_value`] does, building nothing: every string
+/// is unescaped and checked (UTF-8, surrogate pairs), every number converted, and nothing may
+/// follow the value.
+///
+/// [`Validate`] is how the decoder reads the members it does not interpret: skipping them
+/// (as `IgnoredAny` does) would let through bytes that are not UTF-8, lone surrogate escapes
+/// and numbers beyond `f64`, which [`parse_value`] rejects (digest §1.1: messages MUST be
+/// UTF-8 JSON).
+pub fn validate(bytes: &[u8]) -> Result<(), DecodeError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    Validate
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(syntax_error)
+}
+
+/// A seed that reads any JSON value completely and keeps nothing.
+pub(crate) struct Validate;
+
+impl<'de> DeserializeSeed<'de> for Validate {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Validate {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Validate)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Validate)?.is_some() {
+            map.next_value_seed(Validate)?;
+        }
+        Ok(())
+    }
+}
+
 /// Parses any JSON text into a [`Value`] under the given limits.
 ///
 /// This is the generic JSON layer (it accepts scalars and arrays at the top level); it is what
@@ -168,11 +230,11 @@ impl Scalar<'_> {
         }
     }
 
-    /// Parses one raw JSON value.
-    pub fn from_raw(raw: &RawValue) -> Scalar<'_> {
-        // The raw text was already validated by serde_json, so this cannot fail; fall back to
-        // `Null` rather than panic if it ever did.
-        serde_json::from_str(raw.get()).unwrap_or(Scalar::Null)
+    /// Parses one raw JSON value. Capturing raw text only skips over it, so this is where its
+    /// strings are unescaped and checked and its numbers converted: a number beyond `f64` or a
+    /// lone surrogate escape is an error here, as in [`parse_value`].
+    pub fn from_raw(raw: &RawValue) -> Result<Scalar<'_>, DecodeError> {
+        serde_json::from_str(raw.get()).map_err(syntax_error)
     }
 
     /// The value as a finite `f64`, if it is a number.
@@ -225,11 +287,13 @@ impl<'de> Visitor<'de> for ScalarVisitor {
         Ok(Scalar::Str(Cow::Owned(v)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element_seed(Validate)?.is_some() {}
         Ok(Scalar::Array)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_key_seed(Validate)?.is_some() {
+            map.next_value_seed(Validate)?;
+        }
         Ok(Scalar::Object)
     }
 }
@@ -294,9 +358,7 @@ impl<'de> Visitor<'de> for PickSeed {
                     }
                     values[i] = Some(raw);
                 }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                None => map.next_value_seed(Validate)?,
             }
         }
         Ok(Picked::Object { values, duplicate })
@@ -344,5 +406,96 @@ impl<'de> Visitor<'de> for KeySeed {
     }
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
         Ok(self.keys.iter().position(|k| *k == v))
+    }
+}
+
+/// Which keys of an object [`parse_watched`] watches for duplicates.
+#[derive(Debug)]
+pub(crate) struct Watch {
+    /// Keys that must not appear twice in the object.
+    pub keys: &'static [&'static str],
+    /// A member whose value, when it is an object, is watched in turn.
+    pub nested: Option<(&'static str, &'static Watch)>,
+}
+
+/// Parses one JSON value into a [`Value`] in a single pass, like `serde_json::from_str`, and
+/// also returns the dotted path (relative to the value) of the first watched key that appears
+/// twice. A map keeps the last of duplicate members, so a receiver that reads the first would
+/// see another message: duplicates of the members the decoder interprets are errors.
+pub(crate) fn parse_watched(
+    text: &str,
+    watch: &'static Watch,
+) -> Result<(Value, Option<String>), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = WatchSeed(watch).deserialize(&mut de)?;
+    de.end()?;
+    Ok(parsed)
+}
+
+struct WatchSeed(&'static Watch);
+
+impl<'de> DeserializeSeed<'de> for WatchSeed {
+    type Value = (Value, Option<String>);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for WatchSeed {
+    type Value = (Value, Option<String>);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok((Value::Null, None))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok((Value::Bool(v), None))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        // serde_json never hands over a non-finite number; `from` would make it null.
+        Ok((Value::from(v), None))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok((Value::String(v), None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element::<Value>()? {
+            items.push(v);
+        }
+        Ok((Value::Array(items), None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Map::new();
+        let mut duplicate = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let value = match self.0.nested {
+                Some((name, inner)) if key == name => {
+                    let (v, d) = map.next_value_seed(WatchSeed(inner))?;
+                    if duplicate.is_none() {
+                        duplicate = d.map(|d| format!("{key}.{d}"));
+                    }
+                    v
+                }
+                _ => map.next_value::<Value>()?,
+            };
+            if duplicate.is_none() && self.0.keys.contains(&key.as_str()) && out.contains_key(&key)
+            {
+                duplicate = Some(key.clone());
+            }
+            out.insert(key, value);
+        }
+        Ok((Value::Object(out), duplicate))
     }
 }
