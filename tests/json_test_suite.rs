@@ -102,6 +102,71 @@ fn json_test_suite() {
     eprintln!("JSONTestSuite: {yes} y_, {no} n_, {impl_defined} i_ files");
 }
 
+/// Each corpus file placed as a member value of an otherwise valid message, in members the
+/// decoder interprets and in members it only skips: the decoder accepts the result only if
+/// the generic JSON layer does. Skipped members must be read as strictly as the rest.
+#[test]
+fn json_test_suite_inside_messages() {
+    const PLACES: &[(&str, &str)] = &[
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/x","extra":"#,
+            "}",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"#,
+            "}}",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"extra":"#,
+            "}}",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"_meta":{"a":"#,
+            "}}}",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"extra":"#,
+            "}}",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"arguments":"#,
+            "}}",
+        ),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{"content":"#, "}}"),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{},"params":"#, "}"),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{},"extra":"#, "}"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":"#,
+            "}}",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","extra":"#,
+            "}}",
+        ),
+    ];
+    let limits = Limits::default();
+    let mut checked = 0usize;
+    let mut failures = Vec::new();
+    for (name, bytes) in corpus() {
+        for (before, after) in PLACES {
+            let text = [before.as_bytes(), &bytes, after.as_bytes()].concat();
+            let json_ok = parse_value(&text, &limits).is_ok();
+            let decoded = panic::catch_unwind(AssertUnwindSafe(|| decode(&text)));
+            match decoded {
+                Err(_) => failures.push(format!("{name} in {before}...: decode panicked")),
+                Ok(Ok(_)) if !json_ok => failures.push(format!(
+                    "{name} in {before}...: decoded, but is not JSON: {}",
+                    String::from_utf8_lossy(&text)
+                )),
+                Ok(_) => {}
+            }
+            checked += 1;
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    assert!(checked > 0);
+}
+
 /// The implementation-defined cases whose verdict this crate chose, pinned so that a change
 /// of serde_json or of the limits is noticed. Files absent from the corpus are skipped.
 #[test]

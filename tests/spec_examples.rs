@@ -827,11 +827,11 @@ fn framing_10_5_sse_cut_short() {
     let cut = SSE_EXAMPLE
         .find("data: {\"jsonrpc\":\"2.0\",\"id\":7")
         .unwrap();
-    let (items, end) = sse_items(&[SSE_EXAMPLE[..cut].as_bytes()]);
+    let (items, end) = sse_items(&[&SSE_EXAMPLE.as_bytes()[..cut]]);
     assert_eq!(items.len(), 3);
     assert_eq!(end, None);
 
-    let (items, end) = sse_items(&[SSE_EXAMPLE[..cut + 10].as_bytes()]);
+    let (items, end) = sse_items(&[&SSE_EXAMPLE.as_bytes()[..cut + 10]]);
     assert_eq!(items.len(), 3);
     assert_eq!(end.map(|e| e.rule.as_str()), Some("truncated"));
 }
