@@ -164,6 +164,9 @@ struct Sim<'s> {
     rng: ChaCha8Rng,
     fifo: BTreeMap<Channel, Time>,
     partitions: Vec<(Time, Time)>,
+    blackholes: Vec<(Time, Time)>,
+    /// Channels that lost a message in a blackhole: TCP does not recover, nothing more passes.
+    wedged: BTreeSet<Channel>,
     client: Client,
     server: Server,
     backend: Backend,
@@ -183,6 +186,21 @@ struct Sim<'s> {
     stats: RunStats,
 }
 
+/// The time windows of the faults `f` selects.
+fn windows(scenario: &Scenario, f: impl Fn(&Fault) -> bool) -> Vec<(Time, Time)> {
+    scenario
+        .faults
+        .iter()
+        .filter(|x| f(x))
+        .map(|x| {
+            (
+                Time::ZERO + crate::scenario::fault_time(x),
+                Time::ZERO + crate::scenario::fault_end(x),
+            )
+        })
+        .collect()
+}
+
 /// Runs `scenario` to completion (or to its horizon) and returns the trace.
 pub fn run(scenario: &Scenario) -> RunResult {
     let transport = scenario.transport;
@@ -194,16 +212,9 @@ pub fn run(scenario: &Scenario) -> RunResult {
         queue: BinaryHeap::new(),
         rng: ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x6d63_702d_7369_6d00),
         fifo: BTreeMap::new(),
-        partitions: scenario
-            .faults
-            .iter()
-            .filter_map(|f| match *f {
-                Fault::Partition { at, duration } => {
-                    Some((Time::ZERO + at, Time::ZERO + at + duration))
-                }
-                _ => None,
-            })
-            .collect(),
+        partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
+        blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
+        wedged: BTreeSet::new(),
         client: Client::new(ClientConfig::new(transport)),
         server: Server::new(ServerConfig {
             transport,
@@ -229,7 +240,7 @@ pub fn run(scenario: &Scenario) -> RunResult {
         }
     }
     for (k, fault) in scenario.faults.iter().enumerate() {
-        if !matches!(fault, Fault::Partition { .. }) {
+        if !matches!(fault, Fault::Partition { .. } | Fault::Blackhole { .. }) {
             sim.schedule_at(
                 Time::ZERO + crate::scenario::fault_time(fault),
                 Action::Fault(k),
@@ -310,6 +321,15 @@ impl Sim<'_> {
         );
         let latency = lo + self.rng.next_u64() % (hi - lo + 1);
         let mut at = self.now + Duration::from_millis(latency);
+        // In flight while a blackhole is open: lost, and the connection never recovers.
+        let lost = self
+            .blackholes
+            .iter()
+            .any(|&(start, end)| self.now < end && at >= start);
+        if lost || self.wedged.contains(&channel) {
+            self.wedged.insert(channel);
+            return;
+        }
         for &(start, end) in &self.partitions {
             if at >= start && at < end {
                 at = end + Duration::from_millis(latency);
@@ -459,7 +479,7 @@ impl Sim<'_> {
                 self.cut(stream, Side::Proxy);
             }
             Fault::CrashServer { .. } => self.crash(),
-            Fault::Partition { .. } => {}
+            Fault::Partition { .. } | Fault::Blackhole { .. } => {}
         }
     }
 

@@ -137,3 +137,22 @@ fn a_cancel_well_before_the_result_stops_the_work() {
         );
     }
 }
+
+/// Replays one seed on the in-memory lane under `cargo test`:
+/// `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=stdio|http] cargo test --release --test simulation replay_one_seed -- --nocapture`.
+#[test]
+fn replay_one_seed() {
+    let seed: u64 = std::env::var("MCP_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut scenario = Scenario::from_seed(seed);
+    match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
+        Ok("stdio") => scenario = scenario.with_transport(Transport::Stdio),
+        Ok("http") => scenario = scenario.with_transport(Transport::Http),
+        _ => {}
+    }
+    println!("SEED={seed} {scenario}");
+    let run = assert_clean(&scenario);
+    println!("trace digest {:016x}", run.trace.digest());
+}

@@ -54,3 +54,23 @@ fn seeds_replay_to_identical_traces() {
         assert_eq!(first, second, "seed {seed} gave two different traces");
     }
 }
+
+/// Replays one seed under `cargo test`, as printed by `mcp-sim sweep` for a failing seed:
+/// `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=stdio|http] cargo test --release --test turmoil_sim replay_one_seed -- --nocapture`.
+/// Without `MCP_SIM_SEED` it replays seed 0.
+#[test]
+fn replay_one_seed() {
+    let seed: u64 = std::env::var("MCP_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut scenario = Scenario::from_seed(seed);
+    match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
+        Ok("stdio") => scenario = scenario.with_transport(mcp_sim::model::Transport::Stdio),
+        Ok("http") => scenario = scenario.with_transport(mcp_sim::model::Transport::Http),
+        _ => {}
+    }
+    println!("SEED={seed} {scenario}");
+    let digest = assert_clean(&scenario);
+    println!("trace digest {digest:016x}");
+}

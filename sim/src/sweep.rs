@@ -88,6 +88,19 @@ impl Overrides {
         s
     }
 
+    /// The `cargo test` command that replays `seed` (transport override only; the proxy
+    /// override has no test form).
+    fn test_line(&self, seed: u64, transport: Option<Transport>) -> String {
+        let transport = transport
+            .map(|t| format!("MCP_SIM_TRANSPORT={t} "))
+            .unwrap_or_default();
+        let test = match self.lane {
+            Lane::Turmoil => "turmoil_sim",
+            Lane::Memory => "simulation",
+        };
+        format!("MCP_SIM_SEED={seed} {transport}cargo test --release --test {test} replay_one_seed -- --nocapture")
+    }
+
     /// The command that replays `seed` with these overrides.
     fn replay_line(&self, seed: u64, transport: Option<Transport>) -> String {
         let mut line = format!("cargo run --release -p mcp-sim-cli -- replay --seed {seed}");
@@ -348,6 +361,7 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
             println!("  report: {}", folder.display());
         }
         println!("  replay: {}", s.replay);
+        println!("  test:   {}", s.test_line);
     }
     if failing.is_empty() {
         ExitCode::SUCCESS
@@ -371,12 +385,15 @@ struct Summary {
     rules: Vec<(&'static str, &'static str)>,
     must: bool,
     replay: String,
+    /// The `cargo test` form of the replay.
+    test_line: String,
     report: Option<PathBuf>,
 }
 
 impl Summary {
     fn of(j: &Judged, overrides: &Overrides, report_dir: &Path) -> Summary {
         let replay = overrides.replay_line(j.seed, j.transport);
+        let test_line = overrides.test_line(j.seed, j.transport);
         let mut rules: Vec<(&'static str, &'static str)> = j
             .report
             .violations
@@ -400,6 +417,7 @@ impl Summary {
             rules,
             must,
             replay,
+            test_line,
             report,
         }
     }

@@ -147,7 +147,8 @@ impl Driver {
             }
         }
         // Heal, then linger: every fault is over, and late messages and late work still land
-        // in the trace.
+        // in the trace. Work the server still runs (a cancel lost on a wedged connection)
+        // must finish too; the horizon bounds the wait.
         let (_, hi) = self.scenario.latency;
         let healed = self
             .scenario
@@ -156,14 +157,18 @@ impl Driver {
             .map(fault_end)
             .max()
             .map_or(Time::ZERO, |d| Time::ZERO + d);
-        let until = now().max(healed) + hi * 2 + Duration::from_secs(2);
+        let mut until = now().max(healed) + hi * 2 + Duration::from_secs(2);
         loop {
             tokio::select! {
                 biased;
                 input = self.rx.recv() => {
                     if let Some(input) = input { self.input(input).await; }
                 }
-                _ = sleep_until(Some(until)) => break,
+                _ = sleep_until(Some(until)) => {
+                    let busy = { let s = self.shared.borrow(); s.server_jobs > 0 || s.backend_held > 0 };
+                    if !busy { break; }
+                    until = now() + Duration::from_millis(100);
+                }
             }
             self.flush().await;
         }

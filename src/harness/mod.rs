@@ -195,12 +195,17 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
         proxy::host(&mut sim, &shared, p);
     }
     client::host(&mut sim, &shared, scenario);
-    // The backend sits next to the server (same data centre).
+    // The backend, and the proxy when there is one, sit next to the server (same data
+    // centre); the scenario's latency range is the client's link.
     sim.set_link_latency("server", "backend", Duration::from_millis(1));
+    if scenario.transport == Transport::Http && scenario.proxy.is_some() {
+        sim.set_link_latency("proxy", "server", Duration::from_millis(1));
+    }
 
     let mut faults: Vec<Fault> = scenario.faults.clone();
     faults.sort_by_key(fault_time);
     let mut held_until: Option<Duration> = None;
+    let mut cut_until: Option<Duration> = None;
     let peers = match scenario
         .proxy
         .filter(|_| scenario.transport == Transport::Http)
@@ -228,6 +233,10 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
                     sim.hold(peers.0, peers.1);
                     held_until = Some(held_until.map_or(at + duration, |h| h.max(at + duration)));
                 }
+                Fault::Blackhole { at, duration } => {
+                    sim.partition(peers.0, peers.1);
+                    cut_until = Some(cut_until.map_or(at + duration, |h| h.max(at + duration)));
+                }
                 // Stream resets are carried out by the client host, which owns the connection.
                 Fault::ResetStream { .. } => {}
             }
@@ -235,6 +244,10 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
         if held_until.is_some_and(|h| h <= elapsed) {
             sim.release(peers.0, peers.1);
             held_until = None;
+        }
+        if cut_until.is_some_and(|h| h <= elapsed) {
+            sim.repair(peers.0, peers.1);
+            cut_until = None;
         }
         let step = sim.step();
         if let Some(p) = shared.borrow_mut().failure.take() {

@@ -76,6 +76,8 @@ pub fn arb_fault(calls: usize) -> impl Strategy<Value = Fault> {
         ms(0, 60_000).prop_map(|at| Fault::CrashServer { at }),
         (ms(0, 60_000), ms(10, 30_000))
             .prop_map(|(at, duration)| Fault::Partition { at, duration }),
+        (ms(0, 60_000), ms(10, 10_000))
+            .prop_map(|(at, duration)| Fault::Blackhole { at, duration }),
     ]
 }
 
