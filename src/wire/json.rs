@@ -2,9 +2,11 @@
 //! lenient scalar classification.
 //!
 //! Why this shape: the decoder must name the broken rule and field, which serde's derive
-//! cannot do (its errors are strings). So objects are read with [`pick`], which borrows the raw
-//! text of a fixed set of members without allocating, and values are read as [`Scalar`], which
+//! cannot do (its errors are strings). So objects are read with `pick`, which borrows the raw
+//! text of a fixed set of members without allocating, and values are read as `Scalar`, which
 //! accepts every JSON type; the checks that follow are plain Rust returning typed errors.
+//! Members nobody interprets are still read in full (see [`validate`]), and the objects whose
+//! members the decoder interprets are read in one pass that also spots duplicate members.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -100,7 +102,7 @@ pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
 /// is unescaped and checked (UTF-8, surrogate pairs), every number converted, and nothing may
 /// follow the value.
 ///
-/// [`Validate`] is how the decoder reads the members it does not interpret: skipping them
+/// The same seed is how the decoder reads the members it does not interpret: skipping them
 /// (as `IgnoredAny` does) would let through bytes that are not UTF-8, lone surrogate escapes
 /// and numbers beyond `f64`, which [`parse_value`] rejects (digest §1.1: messages MUST be
 /// UTF-8 JSON).
