@@ -70,9 +70,12 @@ fn memory_lane(seeds: u64) -> Figures {
 
 /// What bare turmoil has to move for one run: per stream, the request size and the response
 /// pieces (time, size); the backend calls' times; the run's length.
+/// One HTTP exchange to replay: request time, request size, response pieces (time, size).
+type Exchange = (u64, usize, Vec<(u64, usize)>);
+
 #[derive(Default, Clone)]
 struct Schedule {
-    streams: BTreeMap<u64, (u64, usize, Vec<(u64, usize)>)>,
+    streams: BTreeMap<u64, Exchange>,
     backend: Vec<u64>,
     end_ms: u64,
 }

@@ -19,6 +19,9 @@
 //! - [`memory`]: the in-memory discrete-event driver, the fast lane for property tests and
 //!   sweeps;
 //! - [`oracle`]: named, spec-referenced invariants checked over any trace;
+//! - [`mutants`]: real SDK bugs as switchable faults of the reference peers, for the
+//!   mutation score of the oracle;
+//! - [`run`]: run and judge one scenario on either lane;
 //! - [`report`]: failure reports with a trace slice and a Mermaid sequence diagram;
 //! - [`fuzzing`]: the bodies of the cargo-fuzz targets, kept in the library so that stable
 //!   `cargo test` replays every committed crasher.
@@ -30,8 +33,10 @@ pub mod fuzzing;
 pub mod harness;
 pub mod memory;
 pub mod model;
+pub mod mutants;
 pub mod oracle;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod time;
 pub mod trace;

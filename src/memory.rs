@@ -21,11 +21,12 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::framing::sse::{self, SseDecoder, SseItem, SseOptions};
+use crate::framing::sse::{self, SseItem};
 use crate::model::{
-    Backend, BackendCall, CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, Outcome,
-    Server, ServerConfig, ServerTransmit, StreamId, Transport, SLOW_TOOL,
+    Backend, BackendCall, CallSpec, Client, ClientEvent, ClientTransmit, Outcome, Server,
+    ServerTransmit, StreamId, Transport, SLOW_TOOL,
 };
+use crate::mutants::ClientSseFramer;
 use crate::oracle::OracleConfig;
 use crate::scenario::{Fault, Scenario};
 use crate::time::Time;
@@ -144,7 +145,7 @@ enum Channel {
 /// The client's view of one HTTP response.
 #[derive(Debug)]
 struct ClientStream {
-    sse: Option<SseDecoder>,
+    sse: Option<ClientSseFramer>,
     json: Vec<u8>,
 }
 
@@ -203,7 +204,6 @@ fn windows(scenario: &Scenario, f: impl Fn(&Fault) -> bool) -> Vec<(Time, Time)>
 
 /// Runs `scenario` to completion (or to its horizon) and returns the trace.
 pub fn run(scenario: &Scenario) -> RunResult {
-    let transport = scenario.transport;
     let line_opts = LineOptions::default();
     let mut sim = Sim {
         scenario,
@@ -215,11 +215,8 @@ pub fn run(scenario: &Scenario) -> RunResult {
         partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
         blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
         wedged: BTreeSet::new(),
-        client: Client::new(ClientConfig::new(transport)),
-        server: Server::new(ServerConfig {
-            transport,
-            behaviour: scenario.server,
-        }),
+        client: Client::new(scenario.client_config()),
+        server: Server::new(scenario.server_config()),
         backend: Backend::new(),
         epoch: 0,
         server_lines: LineDecoder::new(line_opts),
@@ -407,6 +404,7 @@ impl Sim<'_> {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by,
+                            reason: None,
                         },
                     );
                     self.server.handle_stream_closed(self.now, stream);
@@ -435,6 +433,7 @@ impl Sim<'_> {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by,
+                            reason: None,
                         },
                     );
                     self.client_streams.remove(&stream);
@@ -447,6 +446,7 @@ impl Sim<'_> {
                     EventKind::Close {
                         stream: None,
                         by: Side::Server,
+                        reason: None,
                     },
                 );
                 self.client_lines = LineDecoder::new(LineOptions::default());
@@ -476,7 +476,7 @@ impl Sim<'_> {
                 else {
                     return;
                 };
-                self.cut(stream, Side::Proxy);
+                self.cut(stream, Side::Proxy, None);
             }
             Fault::CrashServer { .. } => self.crash(),
             Fault::Partition { .. } | Fault::Blackhole { .. } => {}
@@ -484,7 +484,7 @@ impl Sim<'_> {
     }
 
     /// The connection carrying `stream` is reset: both ends notice after a latency.
-    fn cut(&mut self, stream: StreamId, by: Side) {
+    fn cut(&mut self, stream: StreamId, by: Side, reason: Option<&str>) {
         if self.client_closed.contains(&stream) && self.server_closed.contains(&stream) {
             return;
         }
@@ -493,6 +493,7 @@ impl Sim<'_> {
             EventKind::Close {
                 stream: Some(stream.0),
                 by,
+                reason: reason.map(str::to_owned),
             },
         );
         self.proxy.remove(&stream);
@@ -515,6 +516,7 @@ impl Sim<'_> {
             EventKind::Close {
                 stream: None,
                 by: Side::Server,
+                reason: None,
             },
         );
         let held: Vec<RequestId> = self.backend.held().map(|(r, _)| r.clone()).collect();
@@ -527,10 +529,7 @@ impl Sim<'_> {
         }
         let open: Vec<StreamId> = self.proxy.keys().copied().collect();
         self.epoch += 1;
-        self.server = Server::new(ServerConfig {
-            transport: self.scenario.transport,
-            behaviour: self.scenario.server,
-        });
+        self.server = Server::new(self.scenario.server_config());
         self.server_lines = LineDecoder::new(LineOptions::default());
         match self.scenario.transport {
             Transport::Stdio => {
@@ -602,7 +601,7 @@ impl Sim<'_> {
                     content_type: Some(content_type.into()),
                 };
                 self.record(Side::Client, kind);
-                let sse = sse.then(|| SseDecoder::new(SseOptions::default()));
+                let sse = sse.then(|| ClientSseFramer::new(self.scenario.mutants));
                 self.client_streams.insert(
                     stream,
                     ClientStream {
@@ -658,6 +657,7 @@ impl Sim<'_> {
                     EventKind::Close {
                         stream: Some(stream.0),
                         by: Side::Server,
+                        reason: None,
                     },
                 );
                 self.client.handle_stream_closed(self.now, stream);
@@ -699,6 +699,30 @@ impl Sim<'_> {
     fn client_transmit(&mut self, t: ClientTransmit) {
         let epoch = self.epoch;
         match t {
+            // The client drops the pipe: the server reads EOF (a subprocess exits on it and is
+            // restarted); what was in flight on the old pipe is gone.
+            ClientTransmit::Disconnect => {
+                self.record(
+                    Side::Client,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Client,
+                        reason: None,
+                    },
+                );
+                self.epoch += 1;
+                self.client_lines = LineDecoder::new(LineOptions::default());
+                self.server_lines = LineDecoder::new(LineOptions::default());
+                self.record(
+                    Side::Server,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Client,
+                        reason: None,
+                    },
+                );
+                self.server.handle_disconnect(self.now);
+            }
             ClientTransmit::Line(msg) => {
                 self.record_client_send(None, &msg);
                 let bytes = ndjson::encode_line(&msg).expect("the client's messages encode");
@@ -744,6 +768,7 @@ impl Sim<'_> {
                     EventKind::Close {
                         stream: Some(stream.0),
                         by: Side::Client,
+                        reason: None,
                     },
                 );
                 self.client_closed.insert(stream);
@@ -818,12 +843,9 @@ impl Sim<'_> {
                     Side::Server,
                     EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
                 );
-                let text = wire::encode(&msg).expect("the server's messages encode");
-                self.send_to_client(
-                    stream,
-                    Piece::Body(sse::encode_event(&text).into_bytes()),
-                    true,
-                );
+                for piece in self.scenario.server.sse_style.encode(&msg) {
+                    self.send_to_client(stream, Piece::Body(piece), true);
+                }
             }
             ServerTransmit::SseComment { stream } => {
                 self.record(
@@ -844,6 +866,7 @@ impl Sim<'_> {
                     EventKind::Close {
                         stream: Some(stream.0),
                         by: Side::Server,
+                        reason: None,
                     },
                 );
                 self.send_to_client(stream, Piece::End, false);
@@ -941,6 +964,7 @@ impl Sim<'_> {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by: Side::Proxy,
+                            reason: Some("idle".into()),
                         },
                     );
                     self.proxy.remove(&stream);
@@ -968,7 +992,7 @@ impl Sim<'_> {
                         },
                     );
                 }
-                None => self.cut(stream, Side::Proxy),
+                None => self.cut(stream, Side::Proxy, Some("idle")),
             }
         }
     }

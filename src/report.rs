@@ -118,7 +118,7 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
             format!("{}->>{me}: {} ({at})", participant(peer(e.side)), label(w))
         }
         EventKind::Recv(_) => return None,
-        EventKind::Close { stream, by } => {
+        EventKind::Close { stream, by, .. } => {
             let what = stream.map_or("connection".to_string(), |s| format!("stream s{s}"));
             format!("Note over {me}: {what} closed by {} ({at})", by.as_str())
         }

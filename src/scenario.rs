@@ -11,7 +11,8 @@ use std::time::Duration;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::model::{ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
+use crate::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
+use crate::mutants::Mutants;
 
 /// An intermediary that cuts idle HTTP streams (design.md, landscape B.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,6 +147,8 @@ pub struct Scenario {
     pub calls: Vec<PlannedCall>,
     /// Faults, in time order.
     pub faults: Vec<Fault>,
+    /// Faulty behaviours of the peers (none: the reference peers).
+    pub mutants: Mutants,
 }
 
 /// Seeded choices.
@@ -193,15 +196,18 @@ impl Scenario {
         };
         let server = ServerBehaviour {
             progress_min_interval: Duration::from_millis(d.pick(&[0, 500, 1_000, 5_000, 15_000])),
-            keepalive_interval: d
-                .pick(&[None, Some(5_000), Some(15_000), Some(30_000)])
-                .map(Duration::from_millis),
+            // The reference follows the advice to keep streams alive; `no_keepalive` does not.
+            keepalive_interval: Some(Duration::from_millis(d.pick(&[5_000, 15_000, 30_000]))),
             response_mode: if d.chance(85) {
                 ResponseMode::Sse
             } else {
                 ResponseMode::Json
             },
-            ..ServerBehaviour::default()
+            sse_style: if d.chance(80) {
+                SseStyle::Plain
+            } else {
+                SseStyle::PrettyCrlfSplit
+            },
         };
         let no_buffering_header = d.chance(90);
         let concurrency = d.range(1, 8) as usize;
@@ -254,6 +260,24 @@ impl Scenario {
             no_buffering_header,
             calls,
             faults,
+            mutants: Mutants::NONE,
+        }
+    }
+
+    /// The server configuration this scenario runs.
+    pub fn server_config(&self) -> crate::model::ServerConfig {
+        crate::model::ServerConfig {
+            transport: self.transport,
+            behaviour: self.server,
+            mutants: self.mutants,
+        }
+    }
+
+    /// The client configuration this scenario runs.
+    pub fn client_config(&self) -> crate::model::ClientConfig {
+        crate::model::ClientConfig {
+            mutants: self.mutants,
+            ..crate::model::ClientConfig::new(self.transport)
         }
     }
 
@@ -297,6 +321,7 @@ impl Scenario {
                     call: 5,
                 },
             ],
+            mutants: Mutants::NONE,
         }
     }
 

@@ -7,7 +7,7 @@
 //! | kind | fields | meaning |
 //! | --- | --- | --- |
 //! | `send`, `recv` | `transport` (`stdio`/`http`), `stream` (HTTP), `msg` or `raw`, `policy` | a message written or read by `side`; `raw` holds text that did not decode |
-//! | `close` | `stream` (absent: the whole connection or pipe), `by` | a stream or connection ended, as seen by `side`, closed by `by` |
+//! | `close` | `stream` (absent: the whole connection or pipe), `by`, `reason` | a stream or connection ended, as seen by `side`, closed by `by` (`reason`: `idle` for an intermediary's idle timeout) |
 //! | `timeout` | `request`, `reason` (`idle`/`maximum`) | the client's timer fired |
 //! | `outcome` | `request`, `outcome` (`result`/`error`/`cancelled`/`timed_out`/`lost`) | what the client application was told |
 //! | `work`, `release` | `request` | the backend did work for, or released the resource of, a request |
@@ -88,6 +88,9 @@ pub enum EventKind {
         stream: Option<u64>,
         /// Who closed it.
         by: Side,
+        /// Why, when the closer says: `idle` for an intermediary's idle timeout.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// The client's timer fired for a request.
     Timeout {

@@ -84,6 +84,7 @@ fn crossing(transport: Transport, cancel_ms: u64) -> Scenario {
         no_buffering_header: true,
         calls: vec![call],
         faults: vec![],
+        mutants: mcp_sim::mutants::Mutants::NONE,
     }
 }
 

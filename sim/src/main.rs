@@ -29,6 +29,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Run one seed again: summary, violations, trace slice, diagram, report files.
     Replay(sweep::ReplayArgs),
+    /// Hunt every mutant (a real SDK bug) until the oracle flags it: the mutation score.
+    Mutants(sweep::MutantsArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,5 +40,6 @@ fn main() -> ExitCode {
         Command::CheckTrace(args) => check::run(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Replay(args) => sweep::replay(&args),
+        Command::Mutants(args) => sweep::mutants(&args),
     }
 }

@@ -1,4 +1,4 @@
-//! `mcp-sim sweep` and `mcp-sim replay`: run seeded scenarios, judge every trace, and make
+//! `mcp-sim sweep`, `replay` and `mutants`: run seeded scenarios, judge every trace, and make
 //! every failure reproducible from one line.
 
 use std::collections::BTreeMap;
@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use mcp_sim::harness::{self, HarnessOptions};
-use mcp_sim::memory::{self, RunResult};
 use mcp_sim::model::{Outcome, Transport};
-use mcp_sim::oracle::{self, Report};
+use mcp_sim::mutants::{self, Mutant};
 use mcp_sim::report;
+use mcp_sim::run::{self, Judged, Lane};
 use mcp_sim::scenario::{ProxyConfig, Scenario};
 
 /// Which transport to run each seed on.
@@ -33,31 +32,77 @@ pub enum TransportArg {
 
 /// Which driver runs the scenario.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Lane {
+pub enum LaneArg {
     /// turmoil: simulated hosts, TCP, hyper, proxies, crashes (the full simulation).
     Turmoil,
-    /// The in-memory discrete-event driver: the same model and oracle, ~100x faster.
+    /// The in-memory discrete-event driver: the same model and oracle, about 50x faster.
     Memory,
+}
+
+/// The driver and its settings; part of every replay line.
+#[derive(clap::Args, Clone)]
+pub struct LaneOptions {
+    /// Driver.
+    #[arg(long, value_enum, default_value_t = LaneArg::Turmoil)]
+    lane: LaneArg,
+    /// turmoil tick in milliseconds.
+    #[arg(long, default_value_t = 10)]
+    tick_ms: u64,
+}
+
+impl LaneOptions {
+    fn lane(&self) -> Lane {
+        match self.lane {
+            LaneArg::Turmoil => Lane::Turmoil {
+                tick: Duration::from_millis(self.tick_ms.max(1)),
+            },
+            LaneArg::Memory => Lane::Memory,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.lane {
+            LaneArg::Turmoil => format!("turmoil, {} ms tick", self.tick_ms),
+            LaneArg::Memory => "in-memory driver".to_string(),
+        }
+    }
+
+    fn flags(&self) -> String {
+        let mut out = String::new();
+        if self.lane == LaneArg::Memory {
+            out.push_str(" --lane memory");
+        }
+        if self.tick_ms != 10 {
+            let _ = write!(out, " --tick-ms {}", self.tick_ms);
+        }
+        out
+    }
 }
 
 /// Knobs that override what the seed draws; part of the replay line.
 #[derive(clap::Args, Clone)]
 pub struct Overrides {
-    /// Driver.
-    #[arg(long, value_enum, default_value_t = Lane::Turmoil)]
-    lane: Lane,
-    /// turmoil tick in milliseconds.
-    #[arg(long, default_value_t = 10)]
-    tick_ms: u64,
+    #[command(flatten)]
+    lane: LaneOptions,
     /// Transport.
     #[arg(long, value_enum, default_value_t = TransportArg::Seed)]
     transport: TransportArg,
     /// Idle-timeout proxy on HTTP: nginx, alb, cloudflare, custom:SECONDS or none.
     #[arg(long)]
     proxy: Option<String>,
+    /// Run a mutant (see `mcp-sim mutants`) instead of the reference peers.
+    #[arg(long)]
+    mutant: Option<String>,
 }
 
 impl Overrides {
+    /// Checks the names given on the command line.
+    fn validate(&self) -> Result<(), String> {
+        self.proxy()?;
+        self.mutant()?;
+        Ok(())
+    }
+
     fn transports(&self) -> Vec<Option<Transport>> {
         match self.transport {
             TransportArg::Seed => vec![None],
@@ -77,8 +122,20 @@ impl Overrides {
         }
     }
 
+    fn mutant(&self) -> Result<Option<Mutant>, String> {
+        match self.mutant.as_deref() {
+            None => Ok(None),
+            Some(name) => Mutant::from_name(name)
+                .map(Some)
+                .ok_or_else(|| format!("unknown mutant {name:?}")),
+        }
+    }
+
     fn scenario(&self, seed: u64, transport: Option<Transport>) -> Scenario {
-        let mut s = Scenario::from_seed(seed);
+        let mut s = match self.mutant() {
+            Ok(Some(m)) => mutants::hunt_scenario(m, seed, m.environment().with(m)),
+            _ => Scenario::from_seed(seed),
+        };
         if let Some(t) = transport {
             s = s.with_transport(t);
         }
@@ -88,35 +145,38 @@ impl Overrides {
         s
     }
 
-    /// The `cargo test` command that replays `seed` (transport override only; the proxy
-    /// override has no test form).
-    fn test_line(&self, seed: u64, transport: Option<Transport>) -> String {
-        let transport = transport
-            .map(|t| format!("MCP_SIM_TRANSPORT={t} "))
-            .unwrap_or_default();
-        let test = match self.lane {
-            Lane::Turmoil => "turmoil_sim",
-            Lane::Memory => "simulation",
-        };
-        format!("MCP_SIM_SEED={seed} {transport}cargo test --release --test {test} replay_one_seed -- --nocapture")
-    }
-
     /// The command that replays `seed` with these overrides.
     fn replay_line(&self, seed: u64, transport: Option<Transport>) -> String {
-        let mut line = format!("cargo run --release -p mcp-sim-cli -- replay --seed {seed}");
-        if self.lane == Lane::Memory {
-            line.push_str(" --lane memory");
-        }
-        if self.tick_ms != 10 {
-            let _ = write!(line, " --tick-ms {}", self.tick_ms);
-        }
+        let mut line = format!(
+            "cargo run --release -p mcp-sim-cli -- replay --seed {seed}{}",
+            self.lane.flags()
+        );
         if let Some(t) = transport {
             let _ = write!(line, " --transport {t}");
         }
         if let Some(p) = &self.proxy {
             let _ = write!(line, " --proxy {p}");
         }
+        if let Some(m) = &self.mutant {
+            let _ = write!(line, " --mutant {m}");
+        }
         line
+    }
+
+    /// The `cargo test` command that replays `seed` (the reference peers; transport override
+    /// only).
+    fn test_line(&self, seed: u64, transport: Option<Transport>) -> Option<String> {
+        if self.mutant.is_some() || self.proxy.is_some() {
+            return None;
+        }
+        let transport = transport
+            .map(|t| format!("MCP_SIM_TRANSPORT={t} "))
+            .unwrap_or_default();
+        let test = match self.lane.lane {
+            LaneArg::Turmoil => "turmoil_sim",
+            LaneArg::Memory => "simulation",
+        };
+        Some(format!("MCP_SIM_SEED={seed} {transport}cargo test --release --test {test} replay_one_seed -- --nocapture"))
     }
 }
 
@@ -153,6 +213,18 @@ pub struct ReplayArgs {
     report_dir: PathBuf,
 }
 
+#[derive(clap::Args)]
+pub struct MutantsArgs {
+    /// Seeds to try per mutant before it counts as surviving.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    #[command(flatten)]
+    lane: LaneOptions,
+    /// Hunt only these mutants (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
 fn parse_range(s: &str) -> Result<(u64, u64), String> {
     match s.split_once("..") {
         Some((a, b)) => {
@@ -170,98 +242,118 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
     }
 }
 
-/// One judged run.
-struct Judged {
+/// One judged seed.
+struct SeedRun {
     seed: u64,
     transport: Option<Transport>,
     scenario: Scenario,
-    run: RunResult,
-    report: Report,
-    /// A simulated task panicked or turmoil failed: the run itself is a failure.
-    crash: Option<String>,
+    judged: Judged,
 }
 
-fn judge(overrides: &Overrides, seed: u64, transport: Option<Transport>) -> Judged {
+fn run_seed(overrides: &Overrides, seed: u64, transport: Option<Transport>) -> SeedRun {
     let scenario = overrides.scenario(seed, transport);
-    let (run, crash) = match overrides.lane {
-        Lane::Memory => (memory::run(&scenario), None),
-        Lane::Turmoil => {
-            let options = HarnessOptions {
-                tick: Duration::from_millis(overrides.tick_ms.max(1)),
-            };
-            match harness::run(&scenario, &options) {
-                Ok(run) => (run, None),
-                Err(e) => {
-                    let empty = RunResult {
-                        trace: Default::default(),
-                        complete: false,
-                        stats: Default::default(),
-                    };
-                    (empty, Some(e.to_string()))
-                }
-            }
-        }
-    };
-    let mut report = oracle::check(&run.trace, &run.oracle_config(&scenario));
-    if !run.complete && crash.is_none() {
-        // Liveness: after the heal phase every request must have settled.
-        report.violations.push(oracle::Violation {
-            rule: "liveness",
-            level: oracle::Level::Must,
-            events: vec![run.trace.events.len().saturating_sub(1)],
-            message: "the run did not settle after the faults healed: a request, a job or a resource is still open".into(),
-        });
-    }
-    Judged {
+    let judged = run::judge(&scenario, overrides.lane.lane());
+    SeedRun {
         seed,
         transport,
         scenario,
-        run,
-        report,
-        crash,
+        judged,
     }
 }
 
 /// Writes trace, diagram and summary of a failing run; returns the folder.
-fn write_report(dir: &Path, j: &Judged, replay: &str) -> std::io::Result<PathBuf> {
-    let suffix = j.transport.map(|t| format!("-{t}")).unwrap_or_default();
-    let folder = dir.join(format!("seed-{}{suffix}", j.seed));
+fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Result<PathBuf> {
+    let suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
+    let folder = dir.join(format!("seed-{}{suffix}", r.seed));
     std::fs::create_dir_all(&folder)?;
-    std::fs::write(folder.join("trace.jsonl"), j.run.trace.to_jsonl())?;
-    let events = report::slice(&j.run.trace, &j.report);
+    let trace = &r.judged.run.trace;
+    std::fs::write(folder.join("trace.jsonl"), trace.to_jsonl())?;
+    let events = report::slice(trace, &r.judged.report);
     std::fs::write(
         folder.join("sequence.mmd"),
-        report::mermaid(&j.run.trace, &j.report, &events),
+        report::mermaid(trace, &r.judged.report, &events),
     )?;
-    std::fs::write(folder.join("summary.txt"), summary_text(j, replay))?;
+    std::fs::write(folder.join("summary.txt"), summary_text(r, replay))?;
     Ok(folder)
 }
 
-fn summary_text(j: &Judged, replay: &str) -> String {
+fn summary_text(r: &SeedRun, replay: &str) -> String {
+    let (trace, report) = (&r.judged.run.trace, &r.judged.report);
     let mut out = String::new();
-    let _ = writeln!(out, "SEED={} {}", j.seed, j.scenario);
-    if let Some(c) = &j.crash {
+    let _ = writeln!(out, "SEED={} {}", r.seed, r.scenario);
+    if let Some(c) = &r.judged.crash {
         let _ = writeln!(out, "CRASH: {c}");
     }
     let _ = writeln!(
         out,
         "trace: {} events, digest {:016x}, complete={}",
-        j.run.trace.events.len(),
-        j.run.trace.digest(),
-        j.run.complete
+        trace.events.len(),
+        trace.digest(),
+        r.judged.run.complete
     );
-    let _ = writeln!(out, "violations:\n{}", report::violations_text(&j.report));
+    let _ = writeln!(out, "violations:\n{}", report::violations_text(report));
     let _ = writeln!(out, "trace slice:");
-    for i in report::slice(&j.run.trace, &j.report) {
-        let line = serde_json::to_string(&j.run.trace.events[i]).expect("events serialize");
+    for i in report::slice(trace, report) {
+        let line = serde_json::to_string(&trace.events[i]).expect("events serialize");
         let _ = writeln!(out, "  #{i} {line}");
     }
     let _ = writeln!(out, "replay: {replay}");
     out
 }
 
+/// What a sweep keeps of one run.
+struct Summary {
+    seed: u64,
+    transport: Option<Transport>,
+    sim_ms: u64,
+    requests: u64,
+    outcomes: BTreeMap<Outcome, u64>,
+    rules: Vec<(&'static str, &'static str)>,
+    fails: bool,
+    replay: String,
+    test_line: Option<String>,
+    report: Option<PathBuf>,
+}
+
+impl Summary {
+    fn of(r: &SeedRun, overrides: &Overrides, report_dir: &Path) -> Summary {
+        let replay = overrides.replay_line(r.seed, r.transport);
+        let mut rules: Vec<(&'static str, &'static str)> = r
+            .judged
+            .report
+            .violations
+            .iter()
+            .map(|v| (v.rule, v.level.as_str()))
+            .collect();
+        if r.judged.crash.is_some() {
+            rules.push(("crash", "MUST"));
+        }
+        rules.sort();
+        rules.dedup();
+        let fails = r.judged.fails();
+        let report = if fails {
+            write_report(report_dir, r, &replay).ok()
+        } else {
+            None
+        };
+        let stats = &r.judged.run.stats;
+        Summary {
+            seed: r.seed,
+            transport: r.transport,
+            sim_ms: stats.sim_ms,
+            requests: stats.requests,
+            outcomes: stats.outcomes.clone(),
+            rules,
+            fails,
+            test_line: overrides.test_line(r.seed, r.transport),
+            replay,
+            report,
+        }
+    }
+}
+
 pub fn sweep(args: &SweepArgs) -> ExitCode {
-    if let Err(e) = args.overrides.proxy() {
+    if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim sweep: {e}");
         return ExitCode::from(2);
     }
@@ -270,13 +362,10 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
     let runs: Vec<(u64, Option<Transport>)> = (a..b)
         .flat_map(|s| transports.iter().map(move |t| (s, *t)))
         .collect();
-    let lane = match args.overrides.lane {
-        Lane::Turmoil => format!("turmoil, {} ms tick", args.overrides.tick_ms),
-        Lane::Memory => "in-memory driver".to_string(),
-    };
     println!(
-        "sweep: seeds {a}..{b}, {} runs, {lane}, {} job(s)",
+        "sweep: seeds {a}..{b}, {} runs, {}, {} job(s)",
         runs.len(),
+        args.overrides.lane.describe(),
         args.jobs.max(1)
     );
     let bar = ProgressBar::new(runs.len() as u64);
@@ -294,8 +383,8 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
                 let Some(&(seed, transport)) = runs.get(k) else {
                     break;
                 };
-                let j = judge(&args.overrides, seed, transport);
-                let s = Summary::of(&j, &args.overrides, &args.report_dir);
+                let r = run_seed(&args.overrides, seed, transport);
+                let s = Summary::of(&r, &args.overrides, &args.report_dir);
                 results
                     .lock()
                     .expect("no worker panics while holding the lock")
@@ -350,18 +439,17 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
             println!("  {rule:<28} {level:<7} {n}");
         }
     }
-    let failing: Vec<&Summary> = results.iter().filter(|s| s.must).collect();
+    let failing: Vec<&Summary> = results.iter().filter(|s| s.fails).collect();
     for s in &failing {
-        println!(
-            "FAIL seed {}: {}",
-            s.seed,
-            s.rules.iter().map(|r| r.0).collect::<Vec<_>>().join(", ")
-        );
+        let rules: Vec<&str> = s.rules.iter().map(|r| r.0).collect();
+        println!("FAIL seed {}: {}", s.seed, rules.join(", "));
         if let Some(folder) = &s.report {
             println!("  report: {}", folder.display());
         }
         println!("  replay: {}", s.replay);
-        println!("  test:   {}", s.test_line);
+        if let Some(t) = &s.test_line {
+            println!("  test:   {t}");
+        }
     }
     if failing.is_empty() {
         ExitCode::SUCCESS
@@ -375,56 +463,8 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
     }
 }
 
-/// What a sweep keeps of one run.
-struct Summary {
-    seed: u64,
-    transport: Option<Transport>,
-    sim_ms: u64,
-    requests: u64,
-    outcomes: BTreeMap<Outcome, u64>,
-    rules: Vec<(&'static str, &'static str)>,
-    must: bool,
-    replay: String,
-    /// The `cargo test` form of the replay.
-    test_line: String,
-    report: Option<PathBuf>,
-}
-
-impl Summary {
-    fn of(j: &Judged, overrides: &Overrides, report_dir: &Path) -> Summary {
-        let replay = overrides.replay_line(j.seed, j.transport);
-        let test_line = overrides.test_line(j.seed, j.transport);
-        let mut rules: Vec<(&'static str, &'static str)> = j
-            .report
-            .violations
-            .iter()
-            .map(|v| (v.rule, v.level.as_str()))
-            .collect();
-        rules.sort();
-        rules.dedup();
-        let must = j.report.has_must();
-        let report = if must {
-            write_report(report_dir, j, &replay).ok()
-        } else {
-            None
-        };
-        Summary {
-            seed: j.seed,
-            transport: j.transport,
-            sim_ms: j.run.stats.sim_ms,
-            requests: j.run.stats.requests,
-            outcomes: j.run.stats.outcomes.clone(),
-            rules,
-            must,
-            replay,
-            test_line,
-            report,
-        }
-    }
-}
-
 pub fn replay(args: &ReplayArgs) -> ExitCode {
-    if let Err(e) = args.overrides.proxy() {
+    if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim replay: {e}");
         return ExitCode::from(2);
     }
@@ -437,25 +477,108 @@ pub fn replay(args: &ReplayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let j = judge(&args.overrides, args.seed, transport);
+    let r = run_seed(&args.overrides, args.seed, transport);
     let replay = args.overrides.replay_line(args.seed, transport);
-    print!("{}", summary_text(&j, &replay));
+    print!("{}", summary_text(&r, &replay));
     if args.mermaid {
-        let events = report::slice(&j.run.trace, &j.report);
-        println!("{}", report::mermaid(&j.run.trace, &j.report, &events));
+        let events = report::slice(&r.judged.run.trace, &r.judged.report);
+        println!(
+            "{}",
+            report::mermaid(&r.judged.run.trace, &r.judged.report, &events)
+        );
     }
     if args.trace {
-        print!("{}", j.run.trace.to_jsonl());
+        print!("{}", r.judged.run.trace.to_jsonl());
     }
-    if !j.report.is_clean() {
-        match write_report(&args.report_dir, &j, &replay) {
+    if !r.judged.report.is_clean() || r.judged.crash.is_some() {
+        match write_report(&args.report_dir, &r, &replay) {
             Ok(folder) => println!("report written to {}", folder.display()),
             Err(e) => eprintln!("mcp-sim replay: cannot write the report: {e}"),
         }
     }
-    if j.report.has_must() || j.crash.is_some() {
+    if r.judged.fails() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+pub fn mutants(args: &MutantsArgs) -> ExitCode {
+    let mut chosen = Vec::new();
+    for name in &args.only {
+        match Mutant::from_name(name) {
+            Some(m) => chosen.push(m),
+            None => {
+                eprintln!("mcp-sim mutants: unknown mutant {name:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if chosen.is_empty() {
+        chosen = mutants::ALL.to_vec();
+    }
+    println!(
+        "mutants: {} mutants, up to {} seeds each, {}",
+        chosen.len(),
+        args.seeds,
+        args.lane.describe()
+    );
+    println!("| mutant | real bug | caught by | seeds to first detection | replay |");
+    println!("| --- | --- | --- | ---: | --- |");
+    let start = Instant::now();
+    let mut survivors = Vec::new();
+    let mut reference_failures = Vec::new();
+    for &m in &chosen {
+        let hunt = mutants::hunt(m, 0..args.seeds, args.lane.lane());
+        let info = m.info();
+        match &hunt.kill {
+            Some(kill) => {
+                let overrides = Overrides {
+                    lane: args.lane.clone(),
+                    transport: TransportArg::Seed,
+                    proxy: None,
+                    mutant: Some(info.name.to_string()),
+                };
+                println!(
+                    "| `{}` | {} | {} | {} | `{}` |",
+                    info.name,
+                    info.bug,
+                    kill.rules.join(", "),
+                    kill.seeds_run,
+                    overrides.replay_line(kill.seed, None)
+                );
+            }
+            None => {
+                println!("| `{}` | {} | SURVIVED | - | - |", info.name, info.bug);
+                survivors.push(info.name);
+            }
+        }
+        reference_failures.extend(
+            hunt.reference_failures
+                .iter()
+                .map(|(s, r)| (info.name, *s, r.clone())),
+        );
+    }
+    let killed = chosen.len() - survivors.len();
+    println!();
+    println!(
+        "mutation score: {killed}/{} killed ({:.0}%), {:.1} s",
+        chosen.len(),
+        100.0 * killed as f64 / chosen.len() as f64,
+        start.elapsed().as_secs_f64()
+    );
+    for (name, seed, rules) in &reference_failures {
+        println!(
+            "REFERENCE FAILS seed {seed} (hunting {name}): {}",
+            rules.join(", ")
+        );
+    }
+    if !survivors.is_empty() {
+        println!("survivors: {}", survivors.join(", "));
+    }
+    if survivors.is_empty() && reference_failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

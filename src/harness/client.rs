@@ -25,18 +25,18 @@ use super::{
     STREAM_HEADER,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::framing::sse::{SseDecoder, SseItem, SseOptions};
-use crate::model::{
-    CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL,
-};
+use crate::framing::sse::SseItem;
+use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL};
+use crate::mutants::{ClientSseFramer, Mutants};
 use crate::scenario::{fault_end, Fault, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{self, Message, RequestId, PROTOCOL_VERSION};
 
 enum Input {
-    Bytes(Vec<u8>),
-    PipeClosed,
+    Bytes(u64, Vec<u8>),
+    /// The stdio connection of this generation ended.
+    PipeClosed(u64),
     Status {
         stream: StreamId,
         status: u16,
@@ -80,6 +80,8 @@ struct Driver {
     tx: mpsc::UnboundedSender<Input>,
     rx: mpsc::UnboundedReceiver<Input>,
     stdin: Option<turmoil::net::tcp::OwnedWriteHalf>,
+    /// Generation of the stdio connection; input of older ones is stale.
+    conn_gen: u64,
     lines: LineDecoder,
     posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
     agenda: BTreeMap<(Time, u64), Work>,
@@ -108,12 +110,13 @@ impl Driver {
             }
         }
         Driver {
-            client: Client::new(ClientConfig::new(scenario.transport)),
+            client: Client::new(scenario.client_config()),
             scenario,
             shared,
             tx,
             rx,
             stdin: None,
+            conn_gen: 0,
             lines: LineDecoder::new(LineOptions::default()),
             posts: BTreeMap::new(),
             agenda,
@@ -223,6 +226,7 @@ impl Driver {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by: Side::Proxy,
+                            reason: None,
                         },
                     );
                     record(
@@ -231,6 +235,7 @@ impl Driver {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by: Side::Proxy,
+                            reason: None,
                         },
                     );
                     self.client.handle_stream_closed(t, stream);
@@ -249,6 +254,8 @@ impl Driver {
         let (mut read, write) = stream.into_split();
         self.stdin = Some(write);
         self.lines = LineDecoder::new(LineOptions::default());
+        self.conn_gen += 1;
+        let generation = self.conn_gen;
         let tx = self.tx.clone();
         spawn_guarded(&self.shared, async move {
             let mut buf = vec![0u8; 16 * 1024];
@@ -256,18 +263,20 @@ impl Driver {
                 match read.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        let _ = tx.send(Input::Bytes(buf[..n].to_vec()));
+                        let _ = tx.send(Input::Bytes(generation, buf[..n].to_vec()));
                     }
                 }
             }
-            let _ = tx.send(Input::PipeClosed);
+            let _ = tx.send(Input::PipeClosed(generation));
         });
     }
 
     async fn input(&mut self, input: Input) {
         let t = now();
         match input {
-            Input::Bytes(bytes) => {
+            Input::Bytes(generation, _) | Input::PipeClosed(generation)
+                if generation != self.conn_gen => {}
+            Input::Bytes(_, bytes) => {
                 self.lines.push(&bytes);
                 while let Some(item) = self.lines.next_line() {
                     match item {
@@ -280,13 +289,14 @@ impl Driver {
                     }
                 }
             }
-            Input::PipeClosed => {
+            Input::PipeClosed(_) => {
                 record(
                     &self.shared,
                     Side::Client,
                     EventKind::Close {
                         stream: None,
                         by: Side::Server,
+                        reason: None,
                     },
                 );
                 self.stdin = None;
@@ -324,6 +334,7 @@ impl Driver {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by: Side::Server,
+                            reason: None,
                         },
                     );
                     self.client.handle_stream_closed(t, stream);
@@ -342,6 +353,7 @@ impl Driver {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by,
+                            reason: None,
                         },
                     );
                     self.client.handle_stream_closed(t, stream);
@@ -427,6 +439,19 @@ impl Driver {
 
     async fn transmit(&mut self, t: ClientTransmit) {
         match t {
+            ClientTransmit::Disconnect => {
+                record(
+                    &self.shared,
+                    Side::Client,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Client,
+                        reason: None,
+                    },
+                );
+                self.stdin = None;
+                self.connect_stdio().await;
+            }
             ClientTransmit::Line(msg) => {
                 self.record_send(None, &msg);
                 if let (Some(stdin), Ok(line)) = (self.stdin.as_mut(), ndjson::encode_line(&msg)) {
@@ -442,7 +467,10 @@ impl Driver {
                     Some(_) => ("proxy", PROXY_PORT),
                     None => ("server", SERVER_HTTP_PORT),
                 };
-                let task = spawn_guarded(&self.shared, post(target, stream, msg, self.tx.clone()));
+                let task = spawn_guarded(
+                    &self.shared,
+                    post(target, stream, msg, self.tx.clone(), self.scenario.mutants),
+                );
                 self.posts.insert(stream, task);
             }
             ClientTransmit::Close { stream } => {
@@ -452,6 +480,7 @@ impl Driver {
                     EventKind::Close {
                         stream: Some(stream.0),
                         by: Side::Client,
+                        reason: None,
                     },
                 );
                 if let Some(task) = self.posts.remove(&stream) {
@@ -480,6 +509,7 @@ async fn post(
     stream: StreamId,
     msg: Message,
     tx: mpsc::UnboundedSender<Input>,
+    mutants: Mutants,
 ) {
     let cut = |tx: &mpsc::UnboundedSender<Input>| {
         let _ = tx.send(Input::Cut { stream });
@@ -523,7 +553,7 @@ async fn post(
             content_type,
         });
         let mut body = response.into_body();
-        let mut decoder = SseDecoder::new(SseOptions::default());
+        let mut decoder = ClientSseFramer::new(mutants);
         let mut json = Vec::new();
         loop {
             match body.frame().await {

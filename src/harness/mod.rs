@@ -225,6 +225,7 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
                         EventKind::Close {
                             stream: None,
                             by: Side::Server,
+                            reason: None,
                         },
                     );
                     sim.bounce("server");

@@ -104,7 +104,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
                 if up_write.write_all(&down_buf[..n]).await.is_err() { break }
             }
             _ = tokio::time::sleep_until(idle_at) => {
-                record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy });
+                record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy, reason: Some("idle".into()) });
                 let headers_sent = buffering.is_some();
                 if let (false, Some(status)) = (headers_sent, config.timeout_status) {
                     let answer = format!("HTTP/1.1 {status} Gateway Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");

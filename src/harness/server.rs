@@ -79,10 +79,7 @@ impl hyper::body::Body for SseBody {
 
 pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
     let shared = shared.clone();
-    let config = ServerConfig {
-        transport: scenario.transport,
-        behaviour: scenario.server,
-    };
+    let config = scenario.server_config();
     let no_buffering = scenario.no_buffering_header;
     sim.host("server", move || {
         let shared = shared.clone();
@@ -190,6 +187,8 @@ struct Driver {
     shared: SharedRef,
     backend: turmoil::net::TcpStream,
     no_buffering: bool,
+    /// How SSE events are written.
+    style: crate::model::SseStyle,
     /// The driver's own input, for the drop signals of response bodies.
     tx: mpsc::UnboundedSender<Input>,
     stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
@@ -209,6 +208,7 @@ impl Driver {
         tx: mpsc::UnboundedSender<Input>,
     ) -> Driver {
         Driver {
+            style: config.behaviour.sse_style,
             server: Server::new(config),
             shared,
             backend,
@@ -284,6 +284,7 @@ impl Driver {
                     EventKind::Close {
                         stream: None,
                         by: Side::Client,
+                        reason: None,
                     },
                 );
                 self.server.handle_disconnect(t);
@@ -312,6 +313,7 @@ impl Driver {
                         EventKind::Close {
                             stream: Some(stream.0),
                             by: Side::Client,
+                            reason: None,
                         },
                     );
                     self.server.handle_stream_closed(t, stream);
@@ -403,8 +405,10 @@ impl Driver {
                     Side::Server,
                     EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
                 );
-                if let (Some(body), Ok(text)) = (self.bodies.get(&stream), wire::encode(&msg)) {
-                    let _ = body.send(Bytes::from(sse::encode_event(&text)));
+                if let Some(body) = self.bodies.get(&stream) {
+                    for piece in self.style.encode(&msg) {
+                        let _ = body.send(Bytes::from(piece));
+                    }
                 }
             }
             ServerTransmit::SseComment { stream } => {
@@ -426,6 +430,7 @@ impl Driver {
                     EventKind::Close {
                         stream: Some(stream.0),
                         by: Side::Server,
+                        reason: None,
                     },
                 );
                 self.bodies.remove(&stream);

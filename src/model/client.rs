@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use super::policy::{TimeoutPolicy, TimeoutReason};
 use super::{StreamId, Transport};
+use crate::mutants::{Mutant, Mutants};
 use crate::time::Time;
 use crate::wire::{Cancelled, Message, ProgressToken, Request, RequestId};
 
@@ -38,6 +39,8 @@ pub struct ClientConfig {
     pub transport: Transport,
     /// How many times an idempotent request lost with its stream or pipe is re-issued.
     pub max_retries: u32,
+    /// Faulty behaviours switched on (none for the reference client).
+    pub mutants: Mutants,
 }
 
 impl ClientConfig {
@@ -46,6 +49,7 @@ impl ClientConfig {
         ClientConfig {
             transport,
             max_retries: 1,
+            mutants: Mutants::NONE,
         }
     }
 }
@@ -129,6 +133,8 @@ pub enum ClientTransmit {
         /// The stream to close.
         stream: StreamId,
     },
+    /// stdio: drop the connection (and start a new one). Only a faulty client does this.
+    Disconnect,
 }
 
 /// Output towards the application (and the trace).
@@ -193,6 +199,8 @@ struct Pending {
     last_progress_at: Option<Time>,
     last_progress: Option<f64>,
     retries_left: u32,
+    /// A message has arrived on its stream (HTTP).
+    received_any: bool,
 }
 
 /// The reference client. See the module docs for the lifecycle.
@@ -205,6 +213,10 @@ pub struct Client {
     pending: BTreeMap<RequestId, Pending>,
     by_token: BTreeMap<ProgressToken, RequestId>,
     by_stream: BTreeMap<StreamId, RequestId>,
+    /// Requests the client cancelled or timed out (what a crossing response can name).
+    abandoned: std::collections::BTreeSet<RequestId>,
+    /// Streams whose close waits for a first message (`cancel_blocked_by_pending_post`).
+    deferred_close: std::collections::BTreeSet<StreamId>,
     transmits: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
 }
@@ -220,6 +232,8 @@ impl Client {
             pending: BTreeMap::new(),
             by_token: BTreeMap::new(),
             by_stream: BTreeMap::new(),
+            abandoned: Default::default(),
+            deferred_close: Default::default(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -241,11 +255,18 @@ impl Client {
         self.next_id += 1;
         let mut request = Request::new(id.clone(), spec.method.clone());
         request.params = spec.params.clone();
-        let token = spec.progress.then(|| {
-            let t = ProgressToken::String(format!("p-{}", self.next_token));
-            self.next_token += 1;
-            t
-        });
+        // A client whose timer resets on progress must ask for progress (opencode #28186).
+        let wants_token = spec.progress || spec.policy.reset_timeout_on_progress;
+        let token = match wants_token {
+            _ if self.mutant(Mutant::ResetWithoutToken) => None,
+            true if self.mutant(Mutant::TokenReuseCrosswire) => Some(ProgressToken::from("p-1")),
+            true => {
+                let t = ProgressToken::String(format!("p-{}", self.next_token));
+                self.next_token += 1;
+                Some(t)
+            }
+            false => None,
+        };
         request.meta.progress_token = token.clone();
         if let Some(t) = &token {
             self.by_token.insert(t.clone(), id.clone());
@@ -275,6 +296,7 @@ impl Client {
             last_progress_at: None,
             last_progress: None,
             retries_left,
+            received_any: false,
         };
         self.pending.insert(id.clone(), pending);
         id
@@ -311,16 +333,32 @@ impl Client {
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
+        if let Some(s) = stream {
+            if self.deferred_close.remove(&s) {
+                self.transmits
+                    .push_back(ClientTransmit::Close { stream: s });
+            }
+            if let Some(p) = self
+                .by_stream
+                .get(&s)
+                .and_then(|id| self.pending.get_mut(id))
+            {
+                p.received_any = true;
+            }
+        }
         match msg {
-            Message::Result(r) => self.handle_response(stream, r.id, Outcome::Result),
+            Message::Result(r) => self.handle_response(now, stream, r.id, Outcome::Result),
             // An error without id answers something unreadable we sent; nothing to match.
             Message::Error(e) => {
                 if let Some(id) = e.id {
-                    self.handle_response(stream, id, Outcome::Error);
+                    self.handle_response(now, stream, id, Outcome::Error);
                 }
             }
             Message::Progress(p) => {
                 let Some(id) = self.by_token.get(&p.token).cloned() else {
+                    if self.mutant(Mutant::StaleProgressIsError) {
+                        self.fatal(now);
+                    }
                     return;
                 };
                 let Some(pending) = self.pending.get_mut(&id) else {
@@ -330,7 +368,8 @@ impl Client {
                 if stream.is_some() && stream != pending.stream {
                     return;
                 }
-                if pending.last_progress.is_some_and(|last| p.progress <= last) {
+                let accept_any = self.config.mutants.has(Mutant::AcceptNonIncreasingProgress);
+                if !accept_any && pending.last_progress.is_some_and(|last| p.progress <= last) {
                     return; // not strictly increasing: drop, and do not reset the timer
                 }
                 pending.last_progress = Some(p.progress);
@@ -347,8 +386,17 @@ impl Client {
         }
     }
 
-    fn handle_response(&mut self, stream: Option<StreamId>, id: RequestId, outcome: Outcome) {
+    fn handle_response(
+        &mut self,
+        now: Time,
+        stream: Option<StreamId>,
+        id: RequestId,
+        outcome: Outcome,
+    ) {
         let Some(pending) = self.pending.get(&id) else {
+            if self.mutant(Mutant::LateResponseIsFatal) && self.abandoned.contains(&id) {
+                self.fatal(now);
+            }
             return;
         };
         if stream.is_some() && stream != pending.stream {
@@ -393,6 +441,64 @@ impl Client {
         }
     }
 
+    fn mutant(&self, m: Mutant) -> bool {
+        self.config.mutants.has(m)
+    }
+
+    /// A faulty client's reaction to a race it should have tolerated: it drops the connection
+    /// and with it every outstanding request.
+    fn fatal(&mut self, now: Time) {
+        let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
+        match self.config.transport {
+            Transport::Stdio => self.transmits.push_back(ClientTransmit::Disconnect),
+            Transport::Http => {
+                for stream in self.by_stream.keys() {
+                    self.transmits
+                        .push_back(ClientTransmit::Close { stream: *stream });
+                }
+            }
+        }
+        for id in ids {
+            self.lose(now, &id);
+        }
+    }
+
+    /// The request's deadline as this client computes it (the policy's, unless a timer
+    /// mutant is on).
+    fn deadline(&self, p: &Pending) -> Option<(Time, TimeoutReason)> {
+        let policy = p.spec.policy;
+        let m = self.config.mutants;
+        if m.has(Mutant::NoTimeout) {
+            None
+        } else if m.has(Mutant::FixedTimeoutIgnoresProgress) {
+            Some((
+                p.sent + std::time::Duration::from_secs(60),
+                TimeoutReason::Idle,
+            ))
+        } else if m.has(Mutant::ResetNotExtending) {
+            policy.deadline(p.sent, None)
+        } else if m.has(Mutant::CapSlidesWithProgress) {
+            let idle = TimeoutPolicy {
+                max_total_timeout: None,
+                ..policy
+            }
+            .deadline(p.sent, p.last_progress_at);
+            let from = p.last_progress_at.unwrap_or(p.sent);
+            let max = policy
+                .max_total_timeout
+                .map(|d| (from + d, TimeoutReason::Maximum));
+            [idle, max].into_iter().flatten().min_by_key(|(t, _)| *t)
+        } else if m.has(Mutant::MaxCapOnlyOnProgress) && p.last_progress_at.is_none() {
+            TimeoutPolicy {
+                max_total_timeout: None,
+                ..policy
+            }
+            .deadline(p.sent, None)
+        } else {
+            policy.deadline(p.sent, p.last_progress_at)
+        }
+    }
+
     /// Forgets a request and returns its state.
     fn finish(&mut self, id: &RequestId) -> Option<Pending> {
         let pending = self.pending.remove(id)?;
@@ -410,7 +516,13 @@ impl Client {
         let Some(pending) = self.finish(id) else {
             return;
         };
+        self.abandoned.insert(id.clone());
         match pending.stream {
+            Some(stream)
+                if self.mutant(Mutant::CancelBlockedByPendingPost) && !pending.received_any =>
+            {
+                self.deferred_close.insert(stream);
+            }
             Some(stream) => self.transmits.push_back(ClientTransmit::Close { stream }),
             None => {
                 let mut cancel = Cancelled::new(id.clone());
@@ -429,7 +541,7 @@ impl Client {
     pub fn poll_timeout(&self) -> Option<Time> {
         self.pending
             .values()
-            .filter_map(|p| p.spec.policy.deadline(p.sent, p.last_progress_at))
+            .filter_map(|p| self.deadline(p))
             .map(|(t, _)| t)
             .min()
     }
@@ -440,7 +552,7 @@ impl Client {
             .pending
             .iter()
             .filter_map(|(id, p)| {
-                let (at, reason) = p.spec.policy.deadline(p.sent, p.last_progress_at)?;
+                let (at, reason) = self.deadline(p)?;
                 (at <= now).then(|| (id.clone(), reason))
             })
             .collect();
@@ -449,8 +561,27 @@ impl Client {
                 request: id.clone(),
                 reason,
             });
-            let text = format!("client {} timeout", reason.as_str());
-            self.abandon(now, &id, text, Outcome::TimedOut);
+            let silent = self.mutant(Mutant::TimeoutWithoutCancel)
+                || self.mutant(Mutant::RetryWithoutCancel);
+            if !silent {
+                let text = format!("client {} timeout", reason.as_str());
+                self.abandon(now, &id, text, Outcome::TimedOut);
+                continue;
+            }
+            // The faulty clients give up without telling the server.
+            let Some(pending) = self.finish(&id) else {
+                continue;
+            };
+            self.abandoned.insert(id.clone());
+            self.events.push_back(ClientEvent::Outcome {
+                request: id.clone(),
+                outcome: Outcome::TimedOut,
+            });
+            if self.mutant(Mutant::RetryWithoutCancel) && pending.retries_left > 0 {
+                let new = self.issue(now, pending.spec, pending.retries_left - 1);
+                self.events
+                    .push_back(ClientEvent::Retried { lost: id, new });
+            }
         }
     }
 

@@ -33,7 +33,7 @@ pub use client::{
 };
 pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
-    CancelHandling, ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SLOW_TOOL,
+    ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SseStyle, SLOW_TOOL,
 };
 
 /// The transport a client and server talk over.

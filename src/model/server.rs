@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::backend::BackendCall;
 use super::{StreamId, Transport};
+use crate::mutants::{Mutant, Mutants};
 use crate::time::Time;
 use crate::wire::{
     codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request,
@@ -43,11 +44,44 @@ pub enum ResponseMode {
     Json,
 }
 
-/// What the server does when a request is cancelled.
+/// How SSE events are written on the wire. Every style is valid WHATWG event-stream; the
+/// harder ones exercise the client's framer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CancelHandling {
-    /// Stop the work, release the resource, send nothing more (the binding MUST).
-    Stop,
+pub enum SseStyle {
+    /// Compact JSON on one `data:` line, LF line ends, one write per event.
+    Plain,
+    /// Pretty-printed JSON over several `data:` lines, CR LF line ends, each event written in
+    /// two pieces split right after its first CR.
+    PrettyCrlfSplit,
+}
+
+impl SseStyle {
+    /// The bytes of one SSE event carrying `msg`, as the pieces the server writes.
+    pub fn encode(self, msg: &Message) -> Vec<Vec<u8>> {
+        match self {
+            SseStyle::Plain => {
+                let text = crate::wire::encode(msg).unwrap_or_default();
+                vec![crate::framing::sse::encode_event(&text).into_bytes()]
+            }
+            SseStyle::PrettyCrlfSplit => {
+                let value = crate::wire::to_value(msg).unwrap_or_default();
+                let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+                let mut out = String::new();
+                for line in text.lines() {
+                    out.push_str("data: ");
+                    out.push_str(line);
+                    out.push_str("\r\n");
+                }
+                out.push_str("\r\n");
+                let bytes = out.into_bytes();
+                let cut = bytes
+                    .iter()
+                    .position(|b| *b == b'\r')
+                    .map_or(bytes.len(), |p| p + 1);
+                vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()]
+            }
+        }
+    }
 }
 
 /// Behaviour knobs.
@@ -59,18 +93,18 @@ pub struct ServerBehaviour {
     pub keepalive_interval: Option<Duration>,
     /// SSE or JSON responses over HTTP.
     pub response_mode: ResponseMode,
-    /// Reaction to a cancellation.
-    pub cancel_handling: CancelHandling,
+    /// How SSE events are written.
+    pub sse_style: SseStyle,
 }
 
 impl Default for ServerBehaviour {
-    /// Progress at most every second, keep-alives after 15 s of quiet, SSE, stop on cancel.
+    /// Progress at most every second, keep-alives after 15 s of quiet, plain SSE.
     fn default() -> Self {
         ServerBehaviour {
             progress_min_interval: Duration::from_secs(1),
             keepalive_interval: Some(Duration::from_secs(15)),
             response_mode: ResponseMode::Sse,
-            cancel_handling: CancelHandling::Stop,
+            sse_style: SseStyle::Plain,
         }
     }
 }
@@ -82,6 +116,8 @@ pub struct ServerConfig {
     pub transport: Transport,
     /// Behaviour knobs.
     pub behaviour: ServerBehaviour,
+    /// Faulty behaviours switched on (none for the reference server).
+    pub mutants: Mutants,
 }
 
 impl ServerConfig {
@@ -90,6 +126,7 @@ impl ServerConfig {
         ServerConfig {
             transport,
             behaviour: ServerBehaviour::default(),
+            mutants: Mutants::NONE,
         }
     }
 }
@@ -164,6 +201,8 @@ pub struct Server {
     config: ServerConfig,
     jobs: BTreeMap<RequestId, Job>,
     listens: BTreeMap<RequestId, Listen>,
+    /// Requests already answered (what a racing cancel can still name).
+    answered: BTreeSet<RequestId>,
     /// HTTP streams answered with `text/event-stream` and not yet ended.
     open_sse: BTreeSet<StreamId>,
     transmits: VecDeque<ServerTransmit>,
@@ -177,6 +216,7 @@ impl Server {
             config,
             jobs: BTreeMap::new(),
             listens: BTreeMap::new(),
+            answered: BTreeSet::new(),
             open_sse: BTreeSet::new(),
             transmits: VecDeque::new(),
             backend: VecDeque::new(),
@@ -204,7 +244,7 @@ impl Server {
                     self.transmits
                         .push_back(ServerTransmit::Accepted { stream: s });
                 } else {
-                    self.cancel(&c.request_id);
+                    self.cancel_notification(&c.request_id);
                 }
             }
             // Client progress is not a 2026-07-28 message and responses never come from a
@@ -255,7 +295,12 @@ impl Server {
             .find(|(_, j)| j.stream == Some(stream))
             .map(|(id, _)| id.clone());
         if let Some(id) = job {
-            self.cancel(&id);
+            if self.mutant(Mutant::WriteAfterClosePanics) {
+                panic!("ClosedResourceError: the client went away during {id}");
+            }
+            if !self.mutant(Mutant::HandlerSurvivesDisconnect) {
+                self.cancel(&id);
+            }
         }
         self.listens.retain(|_, l| l.stream != Some(stream));
     }
@@ -421,18 +466,43 @@ impl Server {
         }
     }
 
+    fn mutant(&self, m: Mutant) -> bool {
+        self.config.mutants.has(m)
+    }
+
+    /// A stdio `notifications/cancelled` arrived. Unknown and finished ids are ignored.
+    fn cancel_notification(&mut self, id: &RequestId) {
+        let known = self.jobs.contains_key(id) || self.listens.contains_key(id);
+        if self.mutant(Mutant::CancelCompleteRacePanics) && self.answered.contains(id) {
+            panic!("Request already responded to: {id}");
+        }
+        if self.mutant(Mutant::CrashOnCancelNotification) && !known {
+            panic!("cannot validate notifications/cancelled for unknown request {id}");
+        }
+        if self.mutant(Mutant::IgnoreCancel) {
+            return;
+        }
+        let stream = self.jobs.get(id).and_then(|j| j.stream);
+        let had_job = self.jobs.contains_key(id);
+        self.cancel(id);
+        if had_job && self.mutant(Mutant::RespondAfterCancel) {
+            let e = ErrorResponse::new(Some(id.clone()), 0, "Request cancelled");
+            self.respond(stream, e.into(), 200);
+        }
+    }
+
     /// Stops a request: nothing more is sent for it and its resource is released.
     fn cancel(&mut self, id: &RequestId) {
-        match self.config.behaviour.cancel_handling {
-            CancelHandling::Stop => {
-                if self.jobs.remove(id).is_some() {
-                    self.backend.push_back(BackendCall::Release {
-                        request: id.clone(),
-                    });
-                }
-                self.listens.remove(id);
+        if let Some(job) = self.jobs.remove(id) {
+            self.backend.push_back(BackendCall::Release {
+                request: id.clone(),
+            });
+            if let (Some(stream), true) = (job.stream, self.mutant(Mutant::RespondAfterCancel)) {
+                let e = ErrorResponse::new(Some(id.clone()), 0, "Request cancelled");
+                self.respond(Some(stream), e.into(), 200);
             }
         }
+        self.listens.remove(id);
     }
 
     fn complete(&mut self, id: &RequestId) {
@@ -446,6 +516,12 @@ impl Server {
         );
         res.result.insert("_meta".into(), server_info());
         self.respond(job.stream, res.into(), 200);
+        self.answered.insert(id.clone());
+        if let (Some(token), true) = (&job.token, self.mutant(Mutant::ProgressAfterCompletion)) {
+            let mut p = Progress::new(token.clone(), f64::from(job.done) + 1.0);
+            p.total = Some(f64::from(job.steps));
+            self.send(job.stream, p.into());
+        }
         if job.steps > 0 {
             self.backend.push_back(BackendCall::Release {
                 request: id.clone(),
@@ -501,6 +577,9 @@ impl Server {
     }
 
     fn keepalive_interval(&self) -> Option<Duration> {
+        if self.mutant(Mutant::NoKeepalive) {
+            return None;
+        }
         match (self.config.transport, self.config.behaviour.response_mode) {
             (Transport::Http, ResponseMode::Sse) => self.config.behaviour.keepalive_interval,
             _ => None,
@@ -543,11 +622,24 @@ impl Server {
         let due = job
             .last_progress_at
             .is_none_or(|t| now.since(t) >= min_interval);
-        let progress = match &job.token {
+        let mutants = self.config.mutants;
+        let token = match &job.token {
+            _ if mutants.has(Mutant::NoKeepalive) => None,
+            _ if mutants.has(Mutant::ForgedProgressToken) => {
+                Some(ProgressToken::String(format!("tool-call-{id}")))
+            }
+            t => t.clone(),
+        };
+        let progress = match token {
             Some(token) if due && can_stream => {
                 job.last_progress_at = Some(now);
                 job.last_write = now;
-                let mut p = Progress::new(token.clone(), f64::from(job.done));
+                let value = if mutants.has(Mutant::FlatProgress) {
+                    1.0
+                } else {
+                    f64::from(job.done)
+                };
+                let mut p = Progress::new(token, value);
                 p.total = Some(f64::from(job.steps));
                 Some((job.stream, p))
             }
@@ -562,6 +654,13 @@ impl Server {
             });
         }
         if let Some((stream, p)) = progress {
+            // The misrouting server writes progress to the newest open stream.
+            let stream = match stream {
+                Some(_) if mutants.has(Mutant::ProgressMisrouted) => {
+                    self.open_sse.iter().next_back().copied().or(stream)
+                }
+                s => s,
+            };
             self.send(stream, p.into());
         }
         if finished {

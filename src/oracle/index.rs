@@ -243,6 +243,7 @@ impl<'t> Index<'t> {
             EventKind::Close {
                 stream: Some(s),
                 by,
+                ..
             } => {
                 let Some(&r) = self.by_stream.get(s) else {
                     return;

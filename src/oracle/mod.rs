@@ -130,6 +130,14 @@ catalog! {
         "a client never reuses a request id within a run, even after the first request ended";
     LISTEN_ACK_FIRST = "listen-ack-first", Must, "§7.1, §9 G52",
         "the first server message tagged with a subscription id is its acknowledgement";
+    RACE_NOT_GRACEFUL = "race-not-graceful", Must, "§3.3 item 7, §9 C28",
+        "the client copes with races: a late response or progress never makes it drop its connection, and it gives up a request as lost only when the server or an intermediary closed it";
+    RESET_NEEDS_TOKEN = "reset-needs-token", Policy, "§2.1, §4",
+        "a request whose timer resets on progress carries a progressToken (without one no progress can come)";
+    IDLE_STREAM_CUT = "idle-stream-cut", Policy, "§5.2 (keep-alives), design.md proxy presets",
+        "no stream with an outstanding request stays silent until an intermediary's idle timeout cuts it";
+    WIRE_INTEGRITY = "wire-integrity", Must, "§5.1, §5.2, §9 E40, E44",
+        "every message the client reads is one the server wrote intact: framing never splits or corrupts a message";
 }
 
 /// Looks a rule up by name.

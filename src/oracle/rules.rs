@@ -50,11 +50,15 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         after_cancel(&mut s, req);
         cancel_on_timeout(&mut s, req);
         timeouts(&mut s, req);
+        reset_needs_token(&mut s, req);
         late_delivery(&mut s, req);
         resources(&mut s, req);
         outcomes(&mut s, req);
     }
     listen_ack_first(&mut s);
+    connection_races(&mut s);
+    idle_cuts(&mut s);
+    wire_integrity(&mut s);
     s.out
 }
 
@@ -708,6 +712,174 @@ fn listen_ack_first(s: &mut Sink<'_, '_>) {
                 vec![r.created, e],
                 format!("the first message of subscription {id} is not its acknowledgement"),
             );
+        }
+    }
+}
+
+/// The client dropped its connection because of a late message, or gave up a request as lost
+/// with no close by the server or an intermediary to explain it (claude-code #51073,
+/// typescript-sdk #2580). Closing the connection to shut down is allowed (§9 C23); closing it
+/// right after a message for a finished request, with other requests outstanding, is not.
+fn connection_races(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.has(Side::Client) {
+        return;
+    }
+    for (i, e) in ix.trace.events.iter().enumerate() {
+        let (
+            Side::Client,
+            EventKind::Close {
+                stream: None,
+                by: Side::Client,
+                ..
+            },
+        ) = (e.side, &e.kind)
+        else {
+            continue;
+        };
+        let outstanding = ix
+            .requests
+            .iter()
+            .any(|r| r.client_send.is_some() && outstanding_at(ix, r, i));
+        let late = (0..i)
+            .rev()
+            .take_while(|&j| s.t(j) + s.config.grace_ms >= e.t)
+            .find(|&j| late_message(ix, j));
+        if let (true, Some(late)) = (outstanding, late) {
+            let msg = "the client dropped its connection, and the requests on it, after a message for a finished request";
+            s.flag(
+                rule::RACE_NOT_GRACEFUL,
+                Level::Must,
+                vec![late, i],
+                msg.into(),
+            );
+        }
+    }
+    for r in &ix.requests {
+        for &o in &r.outcomes {
+            if !matches!(
+                ix.trace.events[o].kind,
+                EventKind::Outcome {
+                    outcome: Outcome::Lost,
+                    ..
+                }
+            ) {
+                continue;
+            }
+            let explained = ix.trace.events[r.created..o]
+                .iter()
+                .any(|e| match (&e.kind, e.side) {
+                    (
+                        EventKind::Close {
+                            stream: None, by, ..
+                        },
+                        Side::Client,
+                    ) => *by != Side::Client,
+                    (
+                        EventKind::Close {
+                            stream: Some(st),
+                            by,
+                            ..
+                        },
+                        Side::Client,
+                    ) => Some(*st) == r.stream && *by != Side::Client,
+                    _ => false,
+                });
+            if !explained {
+                s.flag(rule::RACE_NOT_GRACEFUL, Level::Must, vec![r.created, o], format!("the client gave up {} as lost although nothing closed its stream or connection", s.name(r)));
+            }
+        }
+    }
+}
+
+/// Whether event `j` is the client reading a response or progress for a request it no longer
+/// waits for.
+fn late_message(ix: &Index<'_>, j: usize) -> bool {
+    let e = &ix.trace.events[j];
+    if !matches!((&e.kind, e.side), (EventKind::Recv(_), Side::Client)) {
+        return false;
+    }
+    let req = match ix.msg(j) {
+        Some(m @ (Message::Result(_) | Message::Error(_))) => m.id().and_then(|id| ix.by_id(id, j)),
+        Some(Message::Progress(p)) => ix.by_token(&p.token, j),
+        _ => return false,
+    };
+    req.is_none_or(|r| ix.requests[r].client_end().is_some_and(|end| end < j))
+}
+
+fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
+    let (Some(sent), Some(policy)) = (r.client_send, r.policy) else {
+        return;
+    };
+    if policy.reset_timeout_on_progress && r.token.is_none() {
+        s.flag(
+            rule::RESET_NEEDS_TOKEN,
+            Level::Policy,
+            vec![sent],
+            format!(
+                "{} resets its timer on progress but asks for none",
+                s.name(r)
+            ),
+        );
+    }
+}
+
+/// An intermediary cut a stream for idleness while its request was still outstanding.
+fn idle_cuts(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    for (i, e) in ix.trace.events.iter().enumerate() {
+        let EventKind::Close {
+            stream: Some(st),
+            reason: Some(reason),
+            ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        if reason != "idle" {
+            continue;
+        }
+        let Some(r) = ix
+            .requests
+            .iter()
+            .rev()
+            .find(|r| r.stream == Some(*st) && r.created < i)
+        else {
+            continue;
+        };
+        let answered =
+            r.responses.iter().any(|&d| d < i) || r.client_response.is_some_and(|c| c < i);
+        let first_report = r.closes.iter().find(|&&c| matches!(&ix.trace.events[c].kind, EventKind::Close { reason: Some(x), .. } if x == "idle")) == Some(&i);
+        if !answered && first_report {
+            s.flag(rule::IDLE_STREAM_CUT, Level::Policy, vec![r.created, i], format!("the stream of {} stayed silent until an intermediary cut it for idleness; send progress or keep-alives more often", s.name(r)));
+        }
+    }
+}
+
+/// The client read text that does not decode on a channel where the server wrote only valid
+/// messages: the framing in between split or corrupted one.
+fn wire_integrity(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.has(Side::Server) || !ix.has(Side::Client) {
+        return;
+    }
+    for (i, e) in ix.trace.events.iter().enumerate() {
+        let (Side::Client, EventKind::Recv(w)) = (e.side, &e.kind) else {
+            continue;
+        };
+        if !matches!(ix.msgs[i], Some(Err(_))) {
+            continue;
+        }
+        let server_sent_valid = ix.trace.events[..i].iter().enumerate().any(|(j, x)| {
+            matches!(&x.kind, EventKind::Send(sw) if x.side == Side::Server && sw.stream == w.stream && sw.transport == w.transport)
+                && matches!(ix.msgs[j], Some(Ok(_)))
+        });
+        let server_sent_invalid = ix.trace.events[..i].iter().enumerate().any(|(j, x)| {
+            matches!(&x.kind, EventKind::Send(sw) if x.side == Side::Server && sw.stream == w.stream && sw.transport == w.transport)
+                && matches!(ix.msgs[j], Some(Err(_)))
+        });
+        if server_sent_valid && !server_sent_invalid {
+            s.flag(rule::WIRE_INTEGRITY, Level::Must, vec![i], "the client read text the server never wrote: the framing split or corrupted a message".into());
         }
     }
 }

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use mcp_sim::model::{ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
+use mcp_sim::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
+use mcp_sim::mutants::Mutants;
 use mcp_sim::scenario::{Fault, PlannedCall, ProxyConfig, Scenario};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
@@ -93,7 +94,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
         ],
         arb_proxy(),
         prop_oneof![Just(0u64), Just(500), Just(5_000)],
-        proptest::option::of(prop_oneof![Just(1_000u64), Just(15_000), Just(30_000)]),
+        prop_oneof![Just(1_000u64), Just(15_000), Just(30_000)],
         prop_oneof![4 => Just(ResponseMode::Sse), 1 => Just(ResponseMode::Json)],
         any::<bool>(),
     );
@@ -115,9 +116,13 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                 faults.sort_by_key(mcp_sim::scenario::fault_time);
                 let server = ServerBehaviour {
                     progress_min_interval: Duration::from_millis(progress_ms),
-                    keepalive_interval: keepalive_ms.map(Duration::from_millis),
+                    keepalive_interval: Some(Duration::from_millis(keepalive_ms)),
                     response_mode: mode,
-                    ..ServerBehaviour::default()
+                    sse_style: if seed % 4 == 0 {
+                        SseStyle::PrettyCrlfSplit
+                    } else {
+                        SseStyle::Plain
+                    },
                 };
                 let scenario = Scenario {
                     seed,
@@ -128,6 +133,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     no_buffering_header: no_buffering,
                     calls,
                     faults,
+                    mutants: Mutants::NONE,
                 };
                 scenario.with_transport(transport)
             },

@@ -1,0 +1,139 @@
+//! Running and judging one scenario on either lane: the one function that sweeps, replays,
+//! mutant hunts and tests share.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
+use std::time::Duration;
+
+use crate::memory::{self, RunResult};
+use crate::oracle::{self, Level, Report, Violation};
+use crate::scenario::Scenario;
+
+/// Which driver runs a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// turmoil: simulated hosts, TCP, hyper, proxies, crashes (the full simulation).
+    #[cfg(feature = "harness")]
+    Turmoil {
+        /// turmoil's tick.
+        tick: Duration,
+    },
+    /// The in-memory discrete-event driver: the same model and oracle, much faster.
+    Memory,
+}
+
+impl Lane {
+    /// The turmoil lane with the default tick.
+    #[cfg(feature = "harness")]
+    pub fn turmoil() -> Lane {
+        Lane::Turmoil {
+            tick: crate::harness::HarnessOptions::default().tick,
+        }
+    }
+}
+
+/// A run and its verdict.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The run (an empty trace if it crashed).
+    pub run: RunResult,
+    /// The oracle's report, plus a `liveness` violation if the run did not settle.
+    pub report: Report,
+    /// A peer or the harness panicked: the run itself failed.
+    pub crash: Option<String>,
+}
+
+impl Judged {
+    /// Whether the run failed at MUST level (a MUST rule, a crash, or no liveness).
+    pub fn fails(&self) -> bool {
+        self.crash.is_some() || self.report.has_must()
+    }
+
+    /// Names of the violated rules (and `crash`), sorted, without repeats.
+    pub fn rules(&self) -> Vec<&'static str> {
+        let mut rules: Vec<&'static str> = self.report.violations.iter().map(|v| v.rule).collect();
+        if self.crash.is_some() {
+            rules.push("crash");
+        }
+        rules.sort_unstable();
+        rules.dedup();
+        rules
+    }
+}
+
+/// The name of the liveness check added when a run does not settle.
+pub const LIVENESS: &str = "liveness";
+
+thread_local! {
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The first panic message seen while quiet (a runtime may re-raise it in other words).
+    static FIRST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Panics of the peers are results here, not noise: keep them off stderr while judging.
+fn quiet_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET.with(|q| q.get()) {
+                let text = panic_text(info.payload());
+                FIRST_PANIC.with(|f| f.borrow_mut().get_or_insert(text).clone());
+            } else {
+                default(info);
+            }
+        }));
+    });
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Runs `scenario` on `lane` and judges the trace. A panic of a peer is caught and reported
+/// as a crash; a run that does not settle after its faults healed gets a `liveness`
+/// violation.
+pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
+    quiet_panics();
+    QUIET.with(|q| q.set(true));
+    FIRST_PANIC.with(|f| f.borrow_mut().take());
+    let outcome = catch_unwind(AssertUnwindSafe(|| match lane {
+        #[cfg(feature = "harness")]
+        Lane::Turmoil { tick } => {
+            crate::harness::run(scenario, &crate::harness::HarnessOptions { tick })
+                .map_err(|e| e.to_string())
+        }
+        Lane::Memory => Ok(memory::run(scenario)),
+    }));
+    QUIET.with(|q| q.set(false));
+    let first = FIRST_PANIC.with(|f| f.borrow_mut().take());
+    let (run, crash) = match outcome {
+        Ok(Ok(run)) => (run, None),
+        Ok(Err(e)) => (empty(), Some(first.unwrap_or(e))),
+        Err(p) => (
+            empty(),
+            Some(first.unwrap_or_else(|| panic_text(p.as_ref()))),
+        ),
+    };
+    let mut report = oracle::check(&run.trace, &run.oracle_config(scenario));
+    if !run.complete && crash.is_none() {
+        report.violations.push(Violation {
+            rule: LIVENESS,
+            level: Level::Must,
+            events: vec![run.trace.events.len().saturating_sub(1)],
+            message: "the run did not settle after the faults healed: a request, a job or a resource is still open".into(),
+        });
+    }
+    Judged { run, report, crash }
+}
+
+fn empty() -> RunResult {
+    RunResult {
+        trace: Default::default(),
+        complete: false,
+        stats: Default::default(),
+    }
+}

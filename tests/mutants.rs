@@ -1,0 +1,63 @@
+//! The mutation score: every mutant (a real SDK bug) is caught by the oracle within its seed
+//! budget, and the unmutated reference is clean on the same seeds.
+
+use mcp_sim::mutants::{self, Mutant};
+use mcp_sim::run::Lane;
+
+/// Seeds each mutant may take on the in-memory lane before it counts as surviving.
+const BUDGET: u64 = 100;
+
+#[test]
+fn every_mutant_is_killed_and_the_reference_is_clean() {
+    let mut problems = Vec::new();
+    for &m in mutants::ALL {
+        let hunt = mutants::hunt(m, 0..BUDGET, Lane::Memory);
+        if hunt.kill.is_none() {
+            problems.push(format!("{m} ({}) survived {BUDGET} seeds", m.info().bug));
+        }
+        for (seed, rules) in &hunt.reference_failures {
+            problems.push(format!(
+                "the reference fails seed {seed} while hunting {m}: {rules:?}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_catalog_has_at_least_twenty_distinct_mutants_with_sources() {
+    assert!(mutants::ALL.len() >= 20);
+    let mut names: Vec<&str> = mutants::ALL.iter().map(|m| m.info().name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), mutants::ALL.len(), "mutant names are unique");
+    for m in mutants::ALL {
+        assert!(
+            m.info().bug.contains('#'),
+            "{m} names its issue or pull request"
+        );
+        assert_eq!(Mutant::from_name(m.info().name), Some(*m));
+    }
+}
+
+/// The same hunt through turmoil's sockets, hyper and proxies for mutants whose fault lives
+/// in the transport: the HTTP disconnect, the SSE framer and the proxy's idle timer.
+#[test]
+fn transport_mutants_are_killed_on_turmoil_too() {
+    let transport_mutants = [
+        Mutant::HandlerSurvivesDisconnect,
+        Mutant::SseCrlfChunkSplit,
+        Mutant::NoKeepalive,
+        Mutant::CancelBlockedByPendingPost,
+        Mutant::WriteAfterClosePanics,
+    ];
+    for m in transport_mutants {
+        let hunt = mutants::hunt(m, 0..20, Lane::turmoil());
+        assert!(hunt.kill.is_some(), "{m} survived 20 seeds on turmoil");
+        assert!(
+            hunt.reference_failures.is_empty(),
+            "{:?}",
+            hunt.reference_failures
+        );
+    }
+}
