@@ -227,6 +227,44 @@ const CASES: &[Case] = &[
     case("listen-ack-first-violates-2.jsonl", STRICT, false, &[(rule::LISTEN_ACK_FIRST, MUST)]),
     case("listen-ack-first-passes-2.jsonl", STRICT, true, &[]),
     case("listen-ack-first-passes-3.jsonl", STRICT, true, &[]),
+
+    // race-not-graceful: a stdio client drops the pipe on a late result that crossed its
+    // timeout's cancel (and loses the other request in flight); an HTTP client closes its own
+    // stream and calls the request lost; a crash explains the loss of a request on the old pipe
+    // only, not of one sent after the reconnect (client side only). Passing: the late result
+    // dropped quietly and the pipe closed to shut down once nothing is outstanding; lost after
+    // the server crashed (stdio) or a proxy reset the stream (HTTP).
+    case("race-not-graceful-violates.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+    case("race-not-graceful-violates.jsonl", LENIENT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+    case("race-not-graceful-passes.jsonl", STRICT, true, &[]),
+    case("race-not-graceful-violates-2.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+    case("race-not-graceful-passes-2.jsonl", STRICT, true, &[]),
+    case("race-not-graceful-passes-3.jsonl", STRICT, true, &[]),
+    case("race-not-graceful-violates-3.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+
+    // reset-needs-token: reset-on-progress without a progressToken (stdio, both sides; HTTP
+    // seen by the client, where the timer then fires at the send's idle deadline). Passing: the
+    // same request with a token; one without a policy.
+    case("reset-needs-token-violates.jsonl", STRICT, false, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
+    case("reset-needs-token-passes.jsonl", STRICT, true, &[]),
+    case("reset-needs-token-passes-2.jsonl", STRICT, true, &[]),
+    case("reset-needs-token-violates-2.jsonl", STRICT, false, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
+
+    // idle-stream-cut: a proxy's idle timeout cuts a silent stream before its response (both
+    // sides; a black-box server whose progress stopped, the cut reported by proxy and client).
+    // Passing: an idle cut after the response; a proxy reset without a reason.
+    case("idle-stream-cut-violates.jsonl", STRICT, true, &[(rule::IDLE_STREAM_CUT, POLICY)]),
+    case("idle-stream-cut-passes.jsonl", STRICT, true, &[]),
+    case("idle-stream-cut-passes-2.jsonl", STRICT, true, &[]),
+    case("idle-stream-cut-violates-2.jsonl", STRICT, true, &[(rule::IDLE_STREAM_CUT, POLICY)]),
+
+    // wire-integrity: a stdio line read split in two, an SSE event read truncated, where the
+    // server wrote valid messages. Passing: the same channel read intact; a line the server
+    // itself wrote invalid (message-shape instead).
+    case("wire-integrity-violates.jsonl", STRICT, true, &[(rule::WIRE_INTEGRITY, MUST)]),
+    case("wire-integrity-passes.jsonl", STRICT, true, &[]),
+    case("wire-integrity-passes-2.jsonl", STRICT, true, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("wire-integrity-violates-2.jsonl", STRICT, true, &[(rule::WIRE_INTEGRITY, MUST)]),
 ];
 
 fn traces_dir() -> PathBuf {
