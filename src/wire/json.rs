@@ -7,6 +7,12 @@
 //! accepts every JSON type; the checks that follow are plain Rust returning typed errors.
 //! Members nobody interprets are still read in full (see [`validate`]), and the objects whose
 //! members the decoder interprets are read in one pass that also spots duplicate members.
+//!
+//! Reading raw text first means reading it twice, so for messages in the usual shape the
+//! decoder first tries one pass of its own, built from the same parts (the key readers, the
+//! `Scalar` reader and the validating read): it classifies members as they are met and reads
+//! the params it knows straight into typed fields. That pass only ever gives up, never
+//! reports; the reading described above then runs and names the rule.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -50,8 +56,8 @@ const SERDE_JSON_MAX_DEPTH: usize = 127;
 
 /// Checks the size and nesting limits without parsing.
 ///
-/// The scan only tracks strings and brackets, so it runs in one tight pass; malformed JSON is
-/// left for the parser to report.
+/// The scan only tracks strings and brackets, eight bytes at a time where it can, so it runs in
+/// one tight pass; malformed JSON is left for the parser to report.
 pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
     if bytes.len() > limits.max_message_bytes {
         return Err(DecodeError::new(
@@ -65,37 +71,116 @@ pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
         ));
     }
     let max_depth = limits.max_depth.min(SERDE_JSON_MAX_DEPTH);
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                // Skip the string, honouring escapes.
-                i += 1;
-                while i < bytes.len() {
-                    match bytes[i] {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
-                    }
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max_depth {
-                    return Err(DecodeError::new(
-                        Rule::NestingTooDeep,
-                        "",
-                        format!("nesting exceeds the limit of {max_depth}"),
-                    ));
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
+    if deepest(bytes) > max_depth {
+        return Err(DecodeError::new(
+            Rule::NestingTooDeep,
+            "",
+            format!("nesting exceeds the limit of {max_depth}"),
+        ));
     }
     Ok(())
+}
+
+/// A 1 in every byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every byte of a word.
+const HIGH: u64 = ONES * 0x80;
+
+/// The deepest nesting of `[` and `{` outside strings, where a `]` or `}` closes one level (if
+/// any is open) and a backslash in a string hides the byte after it.
+///
+/// Eight bytes are looked at at once: a word without backslashes is classified with bit
+/// tricks (which bytes lie inside strings, which may be brackets), and only the bytes that may
+/// be brackets outside strings are looked at one by one. Words with a backslash, and the last
+/// few bytes, go byte by byte.
+fn deepest(bytes: &[u8]) -> usize {
+    /// The high bit of every zero byte of `v`, and possibly of a 0x01 byte above a zero byte.
+    fn zeros(v: u64) -> u64 {
+        v.wrapping_sub(ONES) & !v & HIGH
+    }
+    /// The high bit of each byte of `w` that equals `c`, and no other bit.
+    fn equal(w: u64, c: u8) -> u64 {
+        let v = w ^ (ONES * u64::from(c));
+        // A byte's low seven bits plus 0x7f reach the high bit unless they are all zero; no
+        // carry crosses into the next byte.
+        !(((v & !HIGH) + !HIGH) | v) & HIGH
+    }
+
+    let mut scan = Scan::default();
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        if scan.escaped || zeros(w ^ (ONES * u64::from(b'\\'))) != 0 {
+            word.iter().for_each(|&b| scan.byte(b));
+            continue;
+        }
+        // Byte i of `count` is the number of quotes at or before byte i (at most eight, so
+        // nothing carries into the next byte); an odd count means inside a string, flipped if
+        // a string was open before the word. Opening quotes count as inside, closing ones as
+        // outside.
+        let count = (equal(w, b'"') >> 7).wrapping_mul(ONES);
+        let odd = (count << 7) & HIGH;
+        let inside = odd ^ scan.string;
+        // An odd number of quotes in the word flips the state for the next one.
+        scan.string ^= ((odd as i64 >> 63) as u64) & HIGH;
+        // `[`, `]`, `{` and `}` are the bytes that agree with 0x59 outside the bits 0x26, with
+        // `Y`, `_`, `y` and DEL, which JSON has only inside strings: every bracket is found, and
+        // each byte found is looked at.
+        let mut found = zeros((w & (ONES * 0xd9)) ^ (ONES * 0x59)) & !inside;
+        while found != 0 {
+            // Setting bit 5 maps `[` to `{` and `]` to `}`, and no other byte to either.
+            let b = (w >> (found.trailing_zeros() - 7)) as u8 | 0x20;
+            if b == b'{' {
+                scan.open();
+            } else if b == b'}' {
+                scan.close();
+            }
+            found &= found - 1;
+        }
+    }
+    words.remainder().iter().for_each(|&b| scan.byte(b));
+    scan.deepest
+}
+
+/// The state of [`deepest`] between bytes.
+#[derive(Default)]
+struct Scan {
+    depth: usize,
+    deepest: usize,
+    /// 0, or every byte's high bit inside a string (the form the word loop uses).
+    string: u64,
+    /// The previous byte was a backslash in a string.
+    escaped: bool,
+}
+
+impl Scan {
+    fn byte(&mut self, b: u8) {
+        if self.escaped {
+            self.escaped = false;
+        } else if self.string != 0 {
+            match b {
+                b'\\' => self.escaped = true,
+                b'"' => self.string = 0,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => self.string = HIGH,
+                b'[' | b'{' => self.open(),
+                b']' | b'}' => self.close(),
+                _ => {}
+            }
+        }
+    }
+
+    fn open(&mut self) {
+        self.depth += 1;
+        self.deepest = self.deepest.max(self.depth);
+    }
+
+    fn close(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
 }
 
 /// Reads one whole JSON text exactly as [`parse_value`] does, building nothing: every string
@@ -390,8 +475,8 @@ impl<'de> Visitor<'de> for PickSeed {
 
 /// Maps an object key to its index in `keys` without allocating (escaped keys are compared
 /// after unescaping, as serde_json hands them over).
-struct KeySeed {
-    keys: &'static [&'static str],
+pub(crate) struct KeySeed {
+    pub keys: &'static [&'static str],
 }
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
@@ -408,6 +493,32 @@ impl<'de> Visitor<'de> for KeySeed {
     }
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
         Ok(self.keys.iter().position(|k| *k == v))
+    }
+}
+
+/// Reads an object key, borrowing it from the input unless it holds escapes.
+pub(crate) struct KeyCow;
+
+impl<'de> DeserializeSeed<'de> for KeyCow {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyCow {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
     }
 }
 
@@ -499,5 +610,69 @@ impl<'de> Visitor<'de> for WatchSeed {
             out.insert(key, value);
         }
         Ok((Value::Object(out), duplicate))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::deepest;
+
+    /// The nesting scan one byte at a time, as plainly as it can be written.
+    fn deepest_bytewise(bytes: &[u8]) -> usize {
+        let (mut depth, mut deepest, mut i) = (0usize, 0, 0);
+        while i < bytes.len() {
+            match bytes[i] {
+                b'"' => {
+                    i += 1;
+                    while i < bytes.len() {
+                        match bytes[i] {
+                            b'\\' => i += 2,
+                            b'"' => break,
+                            _ => i += 1,
+                        }
+                    }
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        deepest
+    }
+
+    #[test]
+    fn deepest_examples() {
+        for (text, depth) in [
+            (&br#""#[..], 0),
+            (br#"{"a":[1,{"b":"]]}[{"}]}"#, 3),
+            (br#"{"a\"[":["\\",[[]]],"z":"\u005b"}"#, 4),
+            (br#"]]]][["#, 2),
+            (br#""unterminated [[[ \"#, 0),
+            (br#"{"k":"x\\\"{{{{{{{{{{"}"#, 1),
+        ] {
+            assert_eq!(deepest(text), depth, "{}", String::from_utf8_lossy(text));
+            assert_eq!(deepest_bytewise(text), depth);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn deepest_matches_bytewise_scan(
+            bytes in proptest::collection::vec(
+                prop_oneof![
+                    Just(b'"'), Just(b'\\'), Just(b'['), Just(b']'), Just(b'{'), Just(b'}'),
+                    Just(b'a'), Just(0xdb), Just(0xfd), any::<u8>(),
+                ],
+                0..200,
+            )
+        ) {
+            prop_assert_eq!(deepest(&bytes), deepest_bytewise(&bytes));
+        }
     }
 }
