@@ -31,6 +31,8 @@ enum Command {
     Replay(sweep::ReplayArgs),
     /// Hunt every mutant (a real SDK bug) until the oracle flags it: the mutation score.
     Mutants(sweep::MutantsArgs),
+    /// Print the oracle's rule catalog as a Markdown table.
+    Rules,
 }
 
 fn main() -> ExitCode {
@@ -41,5 +43,16 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Replay(args) => sweep::replay(&args),
         Command::Mutants(args) => sweep::mutants(&args),
+        Command::Rules => {
+            println!("| rule | level | spec | what it demands |");
+            println!("| --- | --- | --- | --- |");
+            for r in mcp_sim::oracle::RULES {
+                println!(
+                    "| `{}` | {} | {} | {} |",
+                    r.name, r.level, r.spec, r.summary
+                );
+            }
+            ExitCode::SUCCESS
+        }
     }
 }

@@ -80,6 +80,8 @@ struct Driver {
     tx: mpsc::UnboundedSender<Input>,
     rx: mpsc::UnboundedReceiver<Input>,
     stdin: Option<turmoil::net::tcp::OwnedWriteHalf>,
+    /// Lines written while the stdio connection was down, sent once it is back.
+    unsent: Vec<Vec<u8>>,
     /// Generation of the stdio connection; input of older ones is stale.
     conn_gen: u64,
     lines: LineDecoder,
@@ -116,6 +118,7 @@ impl Driver {
             tx,
             rx,
             stdin: None,
+            unsent: Vec::new(),
             conn_gen: 0,
             lines: LineDecoder::new(LineOptions::default()),
             posts: BTreeMap::new(),
@@ -251,7 +254,10 @@ impl Driver {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         };
-        let (mut read, write) = stream.into_split();
+        let (mut read, mut write) = stream.into_split();
+        for line in std::mem::take(&mut self.unsent) {
+            let _ = write.write_all(&line).await;
+        }
         self.stdin = Some(write);
         self.lines = LineDecoder::new(LineOptions::default());
         self.conn_gen += 1;
@@ -299,9 +305,12 @@ impl Driver {
                         reason: None,
                     },
                 );
+                // The requests are lost the moment the pipe breaks; their retries are sent
+                // then too and wait for the new connection.
                 self.stdin = None;
+                self.client.handle_disconnect(t);
+                self.flush().await;
                 self.connect_stdio().await;
-                self.client.handle_disconnect(now());
             }
             Input::Status {
                 stream,
@@ -454,8 +463,13 @@ impl Driver {
             }
             ClientTransmit::Line(msg) => {
                 self.record_send(None, &msg);
-                if let (Some(stdin), Ok(line)) = (self.stdin.as_mut(), ndjson::encode_line(&msg)) {
-                    let _ = stdin.write_all(&line).await;
+                if let Ok(line) = ndjson::encode_line(&msg) {
+                    match self.stdin.as_mut() {
+                        Some(stdin) => {
+                            let _ = stdin.write_all(&line).await;
+                        }
+                        None => self.unsent.push(line),
+                    }
                 }
             }
             ClientTransmit::Post { stream, msg } => {
