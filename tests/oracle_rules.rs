@@ -257,6 +257,8 @@ const CASES: &[Case] = &[
     case("idle-stream-cut-passes.jsonl", STRICT, true, &[]),
     case("idle-stream-cut-passes-2.jsonl", STRICT, true, &[]),
     case("idle-stream-cut-violates-2.jsonl", STRICT, true, &[(rule::IDLE_STREAM_CUT, POLICY)]),
+    // The server side is recorded but never received the request: nothing it could keep alive.
+    case("idle-stream-cut-passes-3.jsonl", STRICT, true, &[]),
 
     // wire-integrity: a stdio line read split in two, an SSE event read truncated, where the
     // server wrote valid messages. Passing: the same channel read intact; a line the server

@@ -870,6 +870,10 @@ fn idle_cuts(s: &mut Sink<'_, '_>) {
         };
         let answered =
             r.responses.iter().any(|&d| d < i) || r.client_response.is_some_and(|c| c < i);
+        // A server that never received the request (the network lost it) cannot keep it alive.
+        if ix.has(Side::Server) && r.server_recv.is_none_or(|recv| recv > i) {
+            continue;
+        }
         let first_report = r.closes.iter().find(|&&c| matches!(&ix.trace.events[c].kind, EventKind::Close { reason: Some(x), .. } if x == "idle")) == Some(&i);
         if !answered && first_report {
             s.flag(rule::IDLE_STREAM_CUT, Level::Policy, vec![r.created, i], format!("the stream of {} stayed silent until an intermediary cut it for idleness; send progress or keep-alives more often", s.name(r)));
