@@ -135,3 +135,46 @@ fn sweep_and_replay_agree() {
     assert!(digest(&a).is_some());
     assert_eq!(digest(&a), digest(&b), "a replay gives the identical trace");
 }
+
+#[test]
+fn the_readme_lists_every_rule_and_every_mutant() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
+    for r in mcp_sim::oracle::RULES {
+        assert!(
+            readme.contains(&format!("`{}`", r.name)),
+            "README lacks rule {}",
+            r.name
+        );
+    }
+    for m in mcp_sim::mutants::ALL {
+        assert!(
+            readme.contains(&format!("`{}`", m.info().name)),
+            "README lacks mutant {m}"
+        );
+    }
+}
+
+#[test]
+fn mutants_command_reports_the_score() {
+    let out = mcp_sim(
+        &[
+            "mutants",
+            "--seeds",
+            "50",
+            "--lane",
+            "memory",
+            "--only",
+            "flat_progress,no_timeout",
+        ],
+        b"",
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("mutation score: 2/2 killed"), "{text}");
+    assert!(text.contains("progress-monotonic"), "{text}");
+    let unknown = mcp_sim(&["mutants", "--only", "nope"], b"");
+    assert_eq!(unknown.status.code(), Some(2));
+}
