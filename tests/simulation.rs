@@ -8,23 +8,15 @@ use std::time::Duration;
 
 use mcp_sim::memory;
 use mcp_sim::model::{Outcome, ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
-use mcp_sim::oracle::{self, Level};
+use mcp_sim::oracle;
+use mcp_sim::run::Lane;
 use mcp_sim::scenario::{PlannedCall, Scenario};
 use mcp_sim::trace::EventKind;
 use proptest::prelude::*;
 
 fn assert_clean(scenario: &Scenario) -> memory::RunResult {
-    let run = memory::run(scenario);
-    let report = oracle::check(&run.trace, &run.oracle_config(scenario));
-    let musts: Vec<String> = report
-        .violations
-        .iter()
-        .filter(|v| v.level == Level::Must)
-        .map(|v| v.to_string())
-        .collect();
-    assert!(musts.is_empty(), "{scenario}\n{}", musts.join("\n"));
-    assert!(run.complete, "the run did not settle: {scenario}");
-    run
+    common::assert_clean(scenario, Lane::Memory);
+    memory::run(scenario)
 }
 
 proptest! {
@@ -45,18 +37,11 @@ proptest! {
 
 #[test]
 fn seeded_scenarios_are_clean_and_deterministic() {
-    let n: u64 = std::env::var("MCP_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(500);
-    for seed in 0..n {
+    for seed in 0..common::seed_count(500) {
         let scenario = Scenario::from_seed(seed);
-        let run = assert_clean(&scenario);
-        assert_eq!(
-            run.trace.digest(),
-            memory::run(&Scenario::from_seed(seed)).trace.digest(),
-            "seed {seed}"
-        );
+        let first = common::assert_clean(&scenario, Lane::Memory);
+        let second = memory::run(&Scenario::from_seed(seed)).trace.digest();
+        assert_eq!(first, second, "seed {seed}");
     }
 }
 
@@ -143,17 +128,10 @@ fn a_cancel_well_before_the_result_stops_the_work() {
 /// `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=stdio|http] cargo test --release --test simulation replay_one_seed -- --nocapture`.
 #[test]
 fn replay_one_seed() {
-    let seed: u64 = std::env::var("MCP_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut scenario = Scenario::from_seed(seed);
-    match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
-        Ok("stdio") => scenario = scenario.with_transport(Transport::Stdio),
-        Ok("http") => scenario = scenario.with_transport(Transport::Http),
-        _ => {}
-    }
-    println!("SEED={seed} {scenario}");
-    let run = assert_clean(&scenario);
-    println!("trace digest {:016x}", run.trace.digest());
+    let scenario = common::scenario_from_env();
+    println!("{scenario}");
+    println!(
+        "trace digest {:016x}",
+        common::assert_clean(&scenario, Lane::Memory)
+    );
 }

@@ -7,26 +7,12 @@
 mod common;
 
 use mcp_sim::harness::{self, HarnessOptions};
-use mcp_sim::oracle::{self, Level};
+use mcp_sim::run::Lane;
 use mcp_sim::scenario::Scenario;
 use proptest::prelude::*;
 
 fn assert_clean(scenario: &Scenario) -> u64 {
-    let run = harness::run(scenario, &HarnessOptions::default())
-        .unwrap_or_else(|e| panic!("{scenario}: {e}"));
-    let report = oracle::check(&run.trace, &run.oracle_config(scenario));
-    let musts: Vec<String> = report
-        .violations
-        .iter()
-        .filter(|v| v.level == Level::Must)
-        .map(|v| v.to_string())
-        .collect();
-    assert!(musts.is_empty(), "{scenario}\n{}", musts.join("\n"));
-    assert!(
-        run.complete,
-        "the run did not settle after the faults healed: {scenario}"
-    );
-    run.trace.digest()
+    common::assert_clean(scenario, Lane::turmoil())
 }
 
 proptest! {
@@ -40,11 +26,7 @@ proptest! {
 
 #[test]
 fn seeds_replay_to_identical_traces() {
-    let n: u64 = std::env::var("MCP_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
-    for seed in 0..n {
+    for seed in 0..common::seed_count(12) {
         let scenario = Scenario::from_seed(seed);
         let first = assert_clean(&scenario);
         let second = harness::run(&scenario, &HarnessOptions::default())
@@ -60,17 +42,7 @@ fn seeds_replay_to_identical_traces() {
 /// Without `MCP_SIM_SEED` it replays seed 0.
 #[test]
 fn replay_one_seed() {
-    let seed: u64 = std::env::var("MCP_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut scenario = Scenario::from_seed(seed);
-    match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
-        Ok("stdio") => scenario = scenario.with_transport(mcp_sim::model::Transport::Stdio),
-        Ok("http") => scenario = scenario.with_transport(mcp_sim::model::Transport::Http),
-        _ => {}
-    }
-    println!("SEED={seed} {scenario}");
-    let digest = assert_clean(&scenario);
-    println!("trace digest {digest:016x}");
+    let scenario = common::scenario_from_env();
+    println!("{scenario}");
+    println!("trace digest {:016x}", assert_clean(&scenario));
 }
