@@ -97,17 +97,36 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 /// as a crash; a run that does not settle after its faults healed gets a `liveness`
 /// violation.
 pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
-    quiet_panics();
-    QUIET.with(|q| q.set(true));
-    FIRST_PANIC.with(|f| f.borrow_mut().take());
-    let outcome = catch_unwind(AssertUnwindSafe(|| match lane {
+    judge_by(scenario, || match lane {
         #[cfg(feature = "harness")]
         Lane::Turmoil { tick } => {
             crate::harness::run(scenario, &crate::harness::HarnessOptions { tick })
                 .map_err(|e| e.to_string())
         }
         Lane::Memory => Ok(memory::run(scenario)),
-    }));
+    })
+}
+
+/// Runs `scenario` on turmoil with `server` on the `server` host and judges the trace, as
+/// [`judge`] does. With a [`ServerUnderTest::Custom`](crate::harness::ServerUnderTest) server
+/// the trace holds the client's side only, and the oracle infers the server's observations
+/// (see [`crate::oracle`], observation points).
+#[cfg(feature = "harness")]
+pub fn judge_with(
+    scenario: &Scenario,
+    options: &crate::harness::HarnessOptions,
+    server: &crate::harness::ServerUnderTest,
+) -> Judged {
+    judge_by(scenario, || {
+        crate::harness::run_with(scenario, options, server).map_err(|e| e.to_string())
+    })
+}
+
+fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>) -> Judged {
+    quiet_panics();
+    QUIET.with(|q| q.set(true));
+    FIRST_PANIC.with(|f| f.borrow_mut().take());
+    let outcome = catch_unwind(AssertUnwindSafe(run));
     QUIET.with(|q| q.set(false));
     let first = FIRST_PANIC.with(|f| f.borrow_mut().take());
     let (run, crash) = match outcome {

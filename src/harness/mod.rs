@@ -25,11 +25,50 @@
 //! run (turmoil would otherwise swallow the panic). Host clocks read `turmoil::sim_elapsed`;
 //! events are sorted by time (stably) when the run ends, since hosts run one after another
 //! within a tick.
+//!
+//! # Your own server under test
+//!
+//! [`run_with`] puts any server on the `server` host in place of the reference one; the
+//! reference client drives it under the same scenarios, seeds, faults and oracle. The server
+//! is a factory taking a [`ServerIo`]: for stdio, one accepted byte stream per "subprocess"
+//! (NDJSON lines; `turmoil::net::TcpStream` implements tokio's `AsyncRead`/`AsyncWrite`);
+//! for Streamable HTTP, the bound `turmoil::net::TcpListener` (the client POSTs to `/`).
+//!
+//! ```no_run
+//! use mcp_sim::harness::{run_with, HarnessOptions, ServerIo, ServerUnderTest};
+//! use mcp_sim::scenario::Scenario;
+//!
+//! async fn my_server(io: ServerIo) {
+//!     if let ServerIo::Stdio(stream) = io {
+//!         // read requests from `stream`, write responses and notifications to it
+//!         # drop(stream);
+//!     }
+//! }
+//!
+//! let server = ServerUnderTest::custom(my_server);
+//! let scenario = Scenario::from_seed(7);
+//! let run = run_with(&scenario, &HarnessOptions::default(), &server).unwrap();
+//! // or judged by the oracle, with the liveness check:
+//! let judged = mcp_sim::run::judge_with(&scenario, &HarnessOptions::default(), &server);
+//! # let _ = (run, judged);
+//! ```
+//!
+//! A custom server is a black box: the trace holds the client's side (and the proxy's), the
+//! oracle infers what the server saw (see [`crate::oracle`], observation points), no `backend`
+//! host runs, and the run is complete once the client has ended every call and lingered. A
+//! server crash (`Fault::CrashServer`) restarts the host: the factory runs again on the next
+//! connection (stdio) or with a fresh listener (HTTP). Everything the server spawns must run
+//! on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with turmoil's sockets and
+//! tokio's timers, so that the run stays deterministic. `examples/custom_server.rs` is a
+//! complete stdio server in a few dozen lines; `tests/rmcp_peer.rs` runs an rmcp server.
 
 mod backend;
 mod client;
+mod custom;
 mod proxy;
 mod server;
+
+pub use custom::{ServerFactory, ServerIo, ServerUnderTest};
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -173,8 +212,23 @@ fn horizon(scenario: &Scenario) -> Duration {
     last_start.max(last_fault) + scenario.max_request() * 2 + Duration::from_secs(60)
 }
 
-/// Runs `scenario` on turmoil and returns the trace.
+/// Runs `scenario` on turmoil against the reference server and returns the trace.
+///
+/// The shorthand for [`run_with`] and [`ServerUnderTest::Reference`].
 pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, HarnessError> {
+    run_with(scenario, options, &ServerUnderTest::Reference)
+}
+
+/// Runs `scenario` on turmoil with `server` on the `server` host and returns the trace.
+///
+/// With [`ServerUnderTest::Custom`] the trace holds the client's side (and the proxy's, when
+/// the scenario has one) and no `backend` host runs; the run is complete once the client has
+/// ended every call and lingered.
+pub fn run_with(
+    scenario: &Scenario,
+    options: &HarnessOptions,
+    server: &ServerUnderTest,
+) -> Result<RunResult, HarnessError> {
     let shared: SharedRef = Rc::new(RefCell::new(Shared::default()));
     TICK_MS.with(|t| t.set(options.tick.as_millis().max(1) as u64));
     let (lo, hi) = scenario.latency;
@@ -189,15 +243,23 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
         .enable_random_order()
         .build();
 
-    backend::host(&mut sim, &shared);
-    server::host(&mut sim, &shared, scenario);
+    let reference = matches!(server, ServerUnderTest::Reference);
+    match server {
+        ServerUnderTest::Reference => {
+            backend::host(&mut sim, &shared);
+            server::host(&mut sim, &shared, scenario);
+        }
+        ServerUnderTest::Custom(factory) => custom::host(&mut sim, &shared, scenario, factory),
+    }
     if let (Transport::Http, Some(p)) = (scenario.transport, scenario.proxy) {
         proxy::host(&mut sim, &shared, p);
     }
     client::host(&mut sim, &shared, scenario);
     // The backend, and the proxy when there is one, sit next to the server (same data
     // centre); the scenario's latency range is the client's link.
-    sim.set_link_latency("server", "backend", Duration::from_millis(1));
+    if reference {
+        sim.set_link_latency("server", "backend", Duration::from_millis(1));
+    }
     if scenario.transport == Transport::Http && scenario.proxy.is_some() {
         sim.set_link_latency("proxy", "server", Duration::from_millis(1));
     }
@@ -219,15 +281,18 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
             faults.remove(0);
             match f {
                 Fault::CrashServer { .. } => {
-                    record(
-                        &shared,
-                        Side::Server,
-                        EventKind::Close {
-                            stream: None,
-                            by: Side::Server,
-                            reason: None,
-                        },
-                    );
+                    // A custom server is a black box: its side stays unrecorded.
+                    if reference {
+                        record(
+                            &shared,
+                            Side::Server,
+                            EventKind::Close {
+                                stream: None,
+                                by: Side::Server,
+                                reason: None,
+                            },
+                        );
+                    }
                     sim.bounce("server");
                 }
                 Fault::Partition { at, duration } => {
