@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod decode;
+mod probe;
 mod sweep;
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
@@ -31,6 +32,9 @@ enum Command {
     Replay(sweep::ReplayArgs),
     /// Hunt every mutant (a real SDK bug) until the oracle flags it: the mutation score.
     Mutants(sweep::MutantsArgs),
+    /// Drive a real stdio MCP server (`-- COMMAND ARGS...`) with a seeded schedule and judge
+    /// the trace.
+    Probe(probe::Args),
     /// Print the oracle's rule catalog as a Markdown table.
     Rules,
 }
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Replay(args) => sweep::replay(&args),
         Command::Mutants(args) => sweep::mutants(&args),
+        Command::Probe(args) => probe::run(&args),
         Command::Rules => {
             println!("| rule | level | spec | what it demands |");
             println!("| --- | --- | --- | --- |");

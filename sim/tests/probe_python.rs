@@ -1,0 +1,90 @@
+//! `mcp-sim probe` against a real server from another ecosystem: the Python SDK's `MCPServer`
+//! (PyPI `mcp` 2.3.0) with a slow tool that reports progress (`tests/peers/python_slow_server.py`).
+//!
+//! Needs `python3` with `mcp` 2.3.0 importable (`python3 -m pip install mcp==2.3.0`; CI installs
+//! it). Set `MCP_SIM_SKIP_PYTHON=1` to skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcp_sim::trace::{EventKind, Trace};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Whether the test should run; panics when the Python SDK is missing and skipping was not
+/// asked for.
+fn python_sdk_ready() -> bool {
+    if std::env::var("MCP_SIM_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("MCP_SIM_SKIP_PYTHON=1: skipping the Python SDK probe");
+        return false;
+    }
+    let check = Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output();
+    match check {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => panic!(
+            "the Python package `mcp` is not importable: run `python3 -m pip install mcp==2.3.0` \
+             (or set MCP_SIM_SKIP_PYTHON=1 to skip)\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!(
+            "python3 cannot be run ({e}): install Python 3 and `python3 -m pip install mcp==2.3.0` \
+             (or set MCP_SIM_SKIP_PYTHON=1 to skip)"
+        ),
+    }
+}
+
+#[test]
+fn probe_drives_the_python_sdk_server() {
+    if !python_sdk_ready() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mcp-sim-probe-python-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let trace_path = dir.join("trace.jsonl");
+    let server = repo().join("tests/peers/python_slow_server.py");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--seed", "1", "--calls", "3", "--tool", "slow_op"])
+        .args(["--args", r#"{"steps":4,"step_ms":100}"#])
+        .args(["--timeout-ms", "3000", "--max-total-ms", "10000"])
+        .args(["--max-seconds", "20", "--drain-ms", "1200"])
+        .arg("--trace")
+        .arg(&trace_path)
+        .arg("--")
+        .arg("python3")
+        .arg(&server)
+        .output()
+        .expect("mcp-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "probe exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status.code()
+    );
+    assert!(stdout.contains("outcomes:"), "report:\n{stdout}");
+    let text = std::fs::read_to_string(&trace_path).expect("the probe wrote its trace");
+    let trace = Trace::from_jsonl(&text).expect("the trace reads back");
+    let sends = trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Send(_)))
+        .count();
+    let recvs = trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Recv(_)))
+        .count();
+    let outcomes = trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Outcome { .. }))
+        .count();
+    assert!(sends >= 3, "at least the three requests were sent:\n{text}");
+    assert!(recvs >= 1, "the server answered something:\n{text}");
+    assert_eq!(outcomes, 3, "every call has one outcome:\n{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

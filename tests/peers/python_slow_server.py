@@ -1,0 +1,32 @@
+"""A stdio MCP server built with the Python SDK (PyPI `mcp` 2.3.0), for `mcp-sim probe`.
+
+One tool, `slow_op(steps, step_ms)`: it sleeps `step_ms` milliseconds per step and reports
+progress `1..steps` of `steps` through the SDK's progress API (`Context.report_progress`,
+which sends `notifications/progress` only when the request carries a progressToken). A
+`notifications/cancelled` for the call cancels the handler's task inside the SDK, so the
+sleep is interrupted and the loop stops.
+
+Run: `python3 tests/peers/python_slow_server.py` (needs `pip install mcp==2.3.0`).
+Logging goes to stderr, which the probe captures and ignores.
+"""
+
+import anyio
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("python-slow-server")
+
+
+@server.tool()
+async def slow_op(ctx: Context, steps: int = 5, step_ms: int = 200) -> str:
+    """Sleep `step_ms` ms per step for `steps` steps, reporting progress after each."""
+    steps = max(0, min(int(steps), 1000))
+    step_ms = max(0, min(int(step_ms), 60_000))
+    for i in range(1, steps + 1):
+        await anyio.sleep(step_ms / 1000)
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+    return f"done {steps} steps"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
