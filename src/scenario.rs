@@ -382,7 +382,7 @@ impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "seed={} transport={} latency={}..{}ms proxy={} progress_every={}ms keepalive={} mode={:?} calls={} faults={}",
+            "seed={} transport={} latency={}..{}ms proxy={} progress_every={}ms keepalive={} mode={:?} sse={:?} calls={} faults={:?} mutants={}",
             self.seed,
             self.transport,
             self.latency.0.as_millis(),
@@ -391,8 +391,10 @@ impl fmt::Display for Scenario {
             self.server.progress_min_interval.as_millis(),
             self.server.keepalive_interval.map_or("off".to_string(), |k| format!("{}ms", k.as_millis())),
             self.server.response_mode,
+            self.server.sse_style,
             self.calls.len(),
-            self.faults.len(),
+            self.faults,
+            self.mutants,
         )
     }
 }
