@@ -24,7 +24,7 @@ pub enum ServerIo {
     Stdio(turmoil::net::TcpStream),
     /// Streamable HTTP: the listener bound on the server's HTTP port. The factory is called
     /// once per server boot and should accept connections until it is dropped. The client
-    /// POSTs every request on its own connection to `/`.
+    /// POSTs every message on its own connection to `/mcp`, with no `Host` header.
     Http(turmoil::net::TcpListener),
 }
 

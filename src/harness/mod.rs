@@ -32,7 +32,8 @@
 //! reference client drives it under the same scenarios, seeds, faults and oracle. The server
 //! is a factory taking a [`ServerIo`]: for stdio, one accepted byte stream per "subprocess"
 //! (NDJSON lines; `turmoil::net::TcpStream` implements tokio's `AsyncRead`/`AsyncWrite`);
-//! for Streamable HTTP, the bound `turmoil::net::TcpListener` (the client POSTs to `/`).
+//! for Streamable HTTP, the bound `turmoil::net::TcpListener` (the client POSTs to `/mcp`,
+//! without a `Host` header).
 //!
 //! ```no_run
 //! use mcp_sim::harness::{run_with, HarnessOptions, ServerIo, ServerUnderTest};
