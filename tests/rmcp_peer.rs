@@ -139,7 +139,7 @@ fn rmcp_runs_replay() {
         let b = sweep([seed]).remove(0).1;
         assert_eq!(a.run.trace.digest(), b.run.trace.digest(), "seed {seed}");
     }
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, true, None));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, None));
     for seed in [1, 9] {
         let a = sweep_http([seed], &server).remove(0).2;
         let b = sweep_http([seed], &server).remove(0).2;
@@ -154,14 +154,14 @@ fn rmcp_runs_replay() {
 /// One server boot over Streamable HTTP: rmcp's `StreamableHttpService` (stateless, as
 /// 2026-07-28 has no sessions) behind hyper on the simulated listener.
 ///
-/// `add_host`: the reference client sends HTTP/1.1 requests without a `Host` header, which
-/// rmcp answers with `400 Bad Request: missing Host header` (RFC 9112 §3.2 makes the header a
-/// client MUST); the shim adds `Host: server` in front of rmcp. `keep_alive`: rmcp's SSE
+/// `strip_host`: a shim removes the `Host` header before rmcp sees it, as a client that omits it
+/// would (RFC 9112 §3.2 makes the header a client MUST; the reference client once omitted it,
+/// which is how this was found). `keep_alive`: rmcp's SSE
 /// keep-alive (sse-stream 0.2's `KeepAliveStream`) re-arms its tokio timer from
 /// `std::time::Instant::now()`, the wall clock, so under a simulated clock that runs ahead of
 /// the wall clock every deadline is already past and the stream emits keep-alive comments in a
 /// busy loop; the sweeps turn it off.
-async fn rmcp_http(io: ServerIo, add_host: bool, keep_alive: Option<Duration>) {
+async fn rmcp_http(io: ServerIo, strip_host: bool, keep_alive: Option<Duration>) {
     use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
@@ -180,10 +180,8 @@ async fn rmcp_http(io: ServerIo, add_host: bool, keep_alive: Option<Duration>) {
         tokio::task::spawn_local(async move {
             let hyper_service = hyper::service::service_fn(
                 move |mut req: hyper::Request<hyper::body::Incoming>| {
-                    if add_host {
-                        req.headers_mut()
-                            .entry(hyper::header::HOST)
-                            .or_insert(hyper::header::HeaderValue::from_static("server"));
+                    if strip_host {
+                        req.headers_mut().remove(hyper::header::HOST);
                     }
                     let service = service.clone();
                     async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
@@ -216,15 +214,14 @@ fn sweep_http(
 /// application cancels (a closed stream), client timeouts, crashes.
 const HTTP_SEEDS: std::ops::Range<u64> = 0..16;
 
-/// rmcp's Streamable HTTP server, stateless, with a `Host` header added in front of it and
-/// its SSE keep-alive off: every 2026-07-28 request is served as it comes (SSE response,
+/// rmcp's Streamable HTTP server, stateless, with its SSE keep-alive off: every 2026-07-28 request is served as it comes (SSE response,
 /// progress on the request's stream, `resultType: "complete"`), a closed stream fires the
 /// handler's cancellation token, and the oracle finds nothing on any seed.
 #[test]
 fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     HANDLER_CANCELLED.with(|c| c.set(0));
     HANDLER_DONE.with(|c| c.set(0));
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, true, None));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, None));
     let mut results = 0;
     let mut proxies = 0;
     for (seed, scenario, judged) in sweep_http(HTTP_SEEDS, &server) {
@@ -260,10 +257,10 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
 
 /// Without a `Host` header rmcp refuses every request: `400` with a `text/plain` body, which
 /// the oracle reports as `message-shape` (MUST: the body is not a JSON-RPC message) and the
-/// client as lost requests. The reference client omits the header; rmcp is right to refuse.
+/// client as lost requests. rmcp is right to refuse.
 #[test]
 fn rmcp_http_refuses_requests_without_a_host_header() {
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, None));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, true, None));
     for (seed, _, judged) in sweep_http([1, 3], &server) {
         let text = judged.run.trace.to_jsonl();
         assert!(text.contains("\"status\":400"), "seed {seed}");
@@ -287,7 +284,7 @@ fn rmcp_http_refuses_requests_without_a_host_header() {
 #[test]
 #[ignore = "wall-clock dependent and slow: shows rmcp's SSE keep-alive storm"]
 fn rmcp_http_keep_alive_storms_under_simulated_time() {
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, true, Some(Duration::from_secs(15))));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, Some(Duration::from_secs(15))));
     let (_, _, judged) = sweep_http([2], &server).remove(0);
     let comments = judged.run.trace.to_jsonl().matches("\"comment\"").count();
     assert!(comments > 10_000, "{comments} keep-alive comments");

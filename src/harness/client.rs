@@ -537,6 +537,9 @@ async fn post(
     };
     let body = wire::encode(&msg).unwrap_or_default();
     let mut request = hyper::Request::post("/mcp")
+        // HTTP/1.1 requires Host (RFC 9112 §3.2); strict servers (rmcp) refuse requests
+        // without it.
+        .header("host", "server")
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", PROTOCOL_VERSION)
