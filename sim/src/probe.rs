@@ -23,7 +23,9 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_sim::framing::ndjson::{self, LineDecoder, LineOptions};
@@ -131,13 +133,14 @@ struct Probe {
     started: Instant,
     client: Client,
     trace: Trace,
-    stdin: Option<ChildStdin>,
+    /// Lines for the writer thread; dropping it closes the server's stdin.
+    stdin: Option<mpsc::Sender<Vec<u8>>>,
     lines: LineDecoder,
     verbose: bool,
     /// Per planned call: its request id once started.
     ids: Vec<Option<RequestId>>,
     progress: usize,
-    write_errors: usize,
+    write_errors: Arc<AtomicUsize>,
 }
 
 impl Probe {
@@ -187,12 +190,9 @@ impl Probe {
                 let Ok(line) = ndjson::encode_line(&msg) else {
                     return;
                 };
-                let ok = self
-                    .stdin
-                    .as_mut()
-                    .is_some_and(|s| s.write_all(&line).and_then(|()| s.flush()).is_ok());
-                if !ok {
-                    self.write_errors += 1;
+                let queued = self.stdin.as_ref().is_some_and(|s| s.send(line).is_ok());
+                if !queued {
+                    self.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
             // The reference client on stdio never posts, closes streams or disconnects.
@@ -297,6 +297,20 @@ fn pump(mut from: impl Read + Send + 'static, tx: Option<mpsc::Sender<Input>>) {
     });
 }
 
+/// Writes lines to the server's stdin in a thread, so a server that stops reading never blocks
+/// the probe's clock; stdin closes when the sender is dropped (or the server is killed).
+fn writer(mut stdin: ChildStdin, errors: Arc<AtomicUsize>) -> mpsc::Sender<Vec<u8>> {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        for line in rx {
+            if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+                errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    tx
+}
+
 fn usage(msg: &str) -> ExitCode {
     eprintln!("mcp-sim probe: {msg}");
     ExitCode::from(2)
@@ -341,6 +355,7 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let write_errors = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::channel();
     pump(child.stdout.take().expect("stdout is piped"), Some(tx));
     pump(child.stderr.take().expect("stderr is piped"), None);
@@ -349,12 +364,15 @@ pub fn run(args: &Args) -> ExitCode {
         started: Instant::now(),
         client: Client::new(ClientConfig::new(Transport::Stdio)),
         trace: Trace::new(),
-        stdin: child.stdin.take(),
+        stdin: Some(writer(
+            child.stdin.take().expect("stdin is piped"),
+            Arc::clone(&write_errors),
+        )),
         lines: LineDecoder::new(LineOptions::default()),
         verbose: args.verbose,
         ids: vec![None; plan.len()],
         progress: 0,
-        write_errors: 0,
+        write_errors,
     };
     let closed = drive(&mut probe, args, &plan, &policy, &arguments, &rx);
     let ended = shutdown(&mut probe, &mut child, closed);
@@ -536,13 +554,20 @@ fn finish(probe: Probe, args: &Args, plan: &[Planned], ended: &str) -> ExitCode 
         .iter()
         .map(|(o, n)| format!("{} {n}", o.as_str()))
         .collect();
-    println!("outcomes: {}", outcome_text.join(", "));
+    let started = probe.ids.iter().flatten().count();
+    println!(
+        "calls: {started} of {} started; outcomes: {}",
+        plan.len(),
+        if outcome_text.is_empty() {
+            "none".to_string()
+        } else {
+            outcome_text.join(", ")
+        }
+    );
     println!("server: {ended}");
-    if probe.write_errors > 0 {
-        println!(
-            "writes to the server's stdin that failed: {}",
-            probe.write_errors
-        );
+    let write_errors = probe.write_errors.load(Ordering::Relaxed);
+    if write_errors > 0 {
+        println!("writes to the server's stdin that failed: {write_errors}");
     }
     if let Some(path) = &args.trace {
         println!("trace: {}", path.display());

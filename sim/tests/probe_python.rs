@@ -88,3 +88,32 @@ fn probe_drives_the_python_sdk_server() {
     assert_eq!(outcomes, 3, "every call has one outcome:\n{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn probe_exits_2_when_the_server_cannot_start() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--calls", "1", "--", "/nonexistent/mcp-server"])
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot start"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn probe_exits_2_on_bad_arguments() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--args", "[1]", "--", "true"])
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--calls", "2"])
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no server command is a usage error"
+    );
+}
