@@ -3,7 +3,6 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
-use std::time::Duration;
 
 use crate::memory::{self, RunResult};
 use crate::oracle::{self, Level, Report, Violation};
@@ -16,7 +15,7 @@ pub enum Lane {
     #[cfg(feature = "harness")]
     Turmoil {
         /// turmoil's tick.
-        tick: Duration,
+        tick: std::time::Duration,
     },
     /// The in-memory discrete-event driver: the same model and oracle, much faster.
     Memory,
