@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod decode;
 mod probe;
+mod probe_http;
 mod sweep;
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
@@ -32,8 +33,8 @@ enum Command {
     Replay(sweep::ReplayArgs),
     /// Hunt every mutant (a real SDK bug) until the oracle flags it: the mutation score.
     Mutants(sweep::MutantsArgs),
-    /// Drive a real stdio MCP server (`-- COMMAND ARGS...`) with a seeded schedule and judge
-    /// the trace.
+    /// Drive a real MCP server (stdio: `-- COMMAND ARGS...`; Streamable HTTP: `--url URL`) with
+    /// a seeded schedule and judge the trace.
     Probe(probe::Args),
     /// Print the oracle's rule catalog as a Markdown table.
     Rules,

@@ -1,4 +1,6 @@
-//! `mcp-sim probe -- COMMAND ARGS...`: drive a real stdio MCP server and judge what it did.
+//! `mcp-sim probe -- COMMAND ARGS...`: drive a real stdio MCP server and judge what it did;
+//! `mcp-sim probe --url URL`: the same against a live Streamable HTTP server (see
+//! [`crate::probe_http`]).
 //!
 //! The probe starts the server as a subprocess and talks to it with the library's reference
 //! [`Client`] over NDJSON on its stdin and stdout (spec §5.1), in real time: the model's clock is
@@ -17,8 +19,13 @@
 //! arrive after a cancellation are seen), or at `--max-seconds`, when the calls still open are
 //! cancelled and the drain window runs. Shutdown follows §5.1: close stdin, wait, then kill.
 //!
-//! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the server cannot be started or
-//! the arguments are wrong.
+//! Over HTTP every request is a POST on a connection of its own and a cancellation closes that
+//! connection; the trace records each response's status, its messages and comments, and how
+//! its stream ended. The server is not the probe's to stop: the run ends by dropping the
+//! connections still open.
+//!
+//! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the server cannot be started
+//! (or, with `--url`, accepts no connection) or the arguments are wrong.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -30,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use mcp_sim::framing::ndjson::{self, LineDecoder, LineOptions};
 use mcp_sim::model::client::{CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit};
-use mcp_sim::model::{Outcome, TimeoutPolicy, Transport};
+use mcp_sim::model::{Outcome, StreamId, TimeoutPolicy, Transport};
 use mcp_sim::oracle::{self, OracleConfig, Profile};
 use mcp_sim::report;
 use mcp_sim::time::Time;
@@ -41,6 +48,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::check::ProfileArg;
+use crate::probe_http::{self, Http};
 
 /// The longest hard maximum a call may be given, in ms (one hour).
 const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;
@@ -90,8 +98,16 @@ pub struct Args {
     /// Print every trace event as it is recorded (to stderr).
     #[arg(long)]
     verbose: bool,
+    /// Probe the Streamable HTTP server at this endpoint (`http://HOST:PORT/PATH`) instead of
+    /// starting a command.
+    #[arg(long, conflicts_with = "command")]
+    url: Option<String>,
+    /// With `--url`: relay through a local proxy on 127.0.0.1 that cuts a connection after
+    /// this many ms without bytes from the server (an intermediary's idle timeout).
+    #[arg(long)]
+    proxy_idle_ms: Option<u64>,
     /// The server command and its arguments (after `--`).
-    #[arg(required = true, last = true, num_args = 1..)]
+    #[arg(required_unless_present = "url", last = true, num_args = 1..)]
     command: Vec<String>,
 }
 
@@ -123,18 +139,41 @@ fn schedule(args: &Args) -> Vec<Planned> {
         .collect()
 }
 
-/// What the reader threads report.
-enum Input {
+/// What the reader threads (stdio) and the POST tasks (HTTP) report.
+pub(crate) enum Input {
+    /// stdio: bytes from the server's stdout.
     Bytes(Vec<u8>),
+    /// stdio: the server closed its stdout.
     Eof,
+    /// HTTP: a response's status and content type.
+    Status {
+        stream: StreamId,
+        status: u16,
+        content_type: Option<String>,
+    },
+    /// HTTP: one message (an SSE event's data, or a JSON body).
+    Message { stream: StreamId, bytes: Vec<u8> },
+    /// HTTP: an SSE comment.
+    Comment { stream: StreamId },
+    /// HTTP: the response ended.
+    Ended { stream: StreamId },
+    /// HTTP: the connection broke (or could not be opened) before the response ended.
+    Cut { stream: StreamId, by_proxy: bool },
+}
+
+/// How the probe reaches the server.
+enum Conn {
+    /// Lines for the writer thread; dropping the sender closes the server's stdin.
+    Stdio(Option<mpsc::Sender<Vec<u8>>>),
+    Http(Box<Http>),
 }
 
 struct Probe {
     started: Instant,
     client: Client,
     trace: Trace,
-    /// Lines for the writer thread; dropping it closes the server's stdin.
-    stdin: Option<mpsc::Sender<Vec<u8>>>,
+    transport: Transport,
+    conn: Conn,
     lines: LineDecoder,
     verbose: bool,
     /// Per planned call: its request id once started.
@@ -190,20 +229,42 @@ impl Probe {
                 let Ok(line) = ndjson::encode_line(&msg) else {
                     return;
                 };
-                let queued = self.stdin.as_ref().is_some_and(|s| s.send(line).is_ok());
+                let queued = match &self.conn {
+                    Conn::Stdio(stdin) => stdin.as_ref().is_some_and(|s| s.send(line).is_ok()),
+                    Conn::Http(_) => false,
+                };
                 if !queued {
                     self.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            // The reference client on stdio never posts, closes streams or disconnects.
-            ClientTransmit::Post { .. } | ClientTransmit::Close { .. } => {}
+            ClientTransmit::Post { stream, msg } => {
+                let mut w = WireEvent::message(Transport::Http, Some(stream), &msg);
+                if let Message::Request(r) = &msg {
+                    w.policy = self.client.policy_of(&r.id).map(Into::into);
+                }
+                self.record(EventKind::Send(w));
+                if let Conn::Http(http) = &mut self.conn {
+                    http.post(stream, msg);
+                }
+            }
+            ClientTransmit::Close { stream } => {
+                self.record(EventKind::Close {
+                    stream: Some(stream.0),
+                    by: Side::Client,
+                    reason: None,
+                });
+                if let Conn::Http(http) = &mut self.conn {
+                    http.close(stream);
+                }
+            }
+            // The reference client never drops the pipe.
             ClientTransmit::Disconnect => {
                 self.record(EventKind::Close {
                     stream: None,
                     by: Side::Client,
                     reason: None,
                 });
-                self.stdin = None;
+                self.conn = Conn::Stdio(None);
             }
         }
     }
@@ -235,7 +296,7 @@ impl Probe {
         self.lines.push(bytes);
         while let Some(item) = self.lines.next_line() {
             match item {
-                Ok(line) => self.receive(&line.bytes),
+                Ok(line) => self.receive(None, &line.bytes),
                 Err(e) => {
                     let w = WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
                     self.record(EventKind::Recv(w));
@@ -244,17 +305,62 @@ impl Probe {
         }
     }
 
-    fn receive(&mut self, bytes: &[u8]) {
-        // The line as written (its JSON, or its text when it is not JSON), not a re-encoding.
+    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        // The message as written (its JSON, or its text when it is not JSON), not a
+        // re-encoding.
         self.record(EventKind::Recv(WireEvent::raw(
-            Transport::Stdio,
-            None,
+            self.transport,
+            stream,
             bytes,
         )));
         if let Ok(msg) = wire::decode(bytes) {
             let now = self.now();
-            self.client.handle_message(now, None, msg);
+            self.client.handle_message(now, stream, msg);
         }
+        self.flush();
+    }
+
+    /// Input from an HTTP response.
+    fn http_input(&mut self, input: Input) {
+        match input {
+            Input::Bytes(_) | Input::Eof => {}
+            Input::Status {
+                stream,
+                status,
+                content_type,
+            } => self.record(EventKind::Status {
+                stream: Some(stream.0),
+                status,
+                content_type,
+            }),
+            Input::Message { stream, bytes } => self.receive(Some(stream), &bytes),
+            Input::Comment { stream } => self.record(EventKind::Comment {
+                stream: Some(stream.0),
+            }),
+            Input::Ended { stream } => self.stream_ended(stream, Side::Server, None),
+            Input::Cut { stream, by_proxy } => match by_proxy {
+                true => self.stream_ended(stream, Side::Proxy, Some("idle".into())),
+                false => self.stream_ended(stream, Side::Server, None),
+            },
+        }
+    }
+
+    /// A response stream ended on the server's (or the relay's) side.
+    fn stream_ended(&mut self, stream: StreamId, by: Side, reason: Option<String>) {
+        let open = match &mut self.conn {
+            Conn::Http(http) => http.ended(stream),
+            Conn::Stdio(_) => false,
+        };
+        if !open {
+            return; // the client closed it first
+        }
+        self.record(EventKind::Close {
+            stream: Some(stream.0),
+            by,
+            reason,
+        });
+        let now = self.now();
+        self.client.handle_stream_closed(now, stream);
         self.flush();
     }
 
@@ -268,7 +374,7 @@ impl Probe {
             by: Side::Server,
             reason: None,
         });
-        self.stdin = None;
+        self.conn = Conn::Stdio(None);
         let now = self.now();
         self.client.handle_disconnect(now);
         self.flush();
@@ -337,8 +443,95 @@ pub fn run(args: &Args) -> ExitCode {
         Duration::from_millis(args.timeout_ms),
         Duration::from_millis(args.max_total_ms),
     );
+    if args.proxy_idle_ms.is_some() && args.url.is_none() {
+        return usage("--proxy-idle-ms needs --url");
+    }
+    if args.proxy_idle_ms == Some(0) {
+        return usage("--proxy-idle-ms must be positive");
+    }
     let plan = schedule(args);
+    match &args.url {
+        Some(url) => run_http(args, url, &plan, &policy, &arguments),
+        None => run_stdio(args, &plan, &policy, &arguments),
+    }
+}
 
+fn new_probe(transport: Transport, conn: Conn, args: &Args, plan: &[Planned]) -> Probe {
+    Probe {
+        started: Instant::now(),
+        client: Client::new(ClientConfig::new(transport)),
+        trace: Trace::new(),
+        transport,
+        conn,
+        lines: LineDecoder::new(LineOptions::default()),
+        verbose: args.verbose,
+        ids: vec![None; plan.len()],
+        progress: 0,
+        write_errors: Arc::new(AtomicUsize::new(0)),
+    }
+}
+
+fn run_http(
+    args: &Args,
+    url: &str,
+    plan: &[Planned],
+    policy: &TimeoutPolicy,
+    arguments: &Value,
+) -> ExitCode {
+    let endpoint = match probe_http::parse_url(url) {
+        Ok(e) => e,
+        Err(e) => return usage(&e),
+    };
+    let (tx, rx) = mpsc::channel();
+    let http = match Http::start(endpoint, args.proxy_idle_ms.map(Duration::from_millis), tx) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("mcp-sim probe: {url}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut probe = new_probe(Transport::Http, Conn::Http(Box::new(http)), args, plan);
+    drive(&mut probe, args, plan, policy, arguments, &rx);
+    // The streams still open are the client's to drop.
+    let Conn::Http(mut http) = std::mem::replace(&mut probe.conn, Conn::Stdio(None)) else {
+        unreachable!("the HTTP probe keeps its connection");
+    };
+    for stream in http.open() {
+        probe.record(EventKind::Close {
+            stream: Some(stream.0),
+            by: Side::Client,
+            reason: None,
+        });
+    }
+    http.shutdown();
+    let mut ended = format!(
+        "server: {} connections, {} refused",
+        http.connections.load(Ordering::Relaxed),
+        http.refused.load(Ordering::Relaxed)
+    );
+    if let (Some(addr), Some(ms)) = (http.proxy, args.proxy_idle_ms) {
+        let cuts = probe
+            .trace
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Close {
+                        by: Side::Proxy,
+                        ..
+                    }
+                )
+            })
+            .count();
+        ended.push_str(&format!(
+            "; through the idle-timeout proxy on {addr} ({ms} ms): {cuts} cut"
+        ));
+    }
+    finish(probe, args, url, plan, &ended)
+}
+
+fn run_stdio(args: &Args, plan: &[Planned], policy: &TimeoutPolicy, arguments: &Value) -> ExitCode {
     let mut child = match Command::new(&args.command[0])
         .args(&args.command[1..])
         .stdin(Stdio::piped())
@@ -355,31 +548,23 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let write_errors = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::channel();
     pump(child.stdout.take().expect("stdout is piped"), Some(tx));
     pump(child.stderr.take().expect("stderr is piped"), None);
 
-    let mut probe = Probe {
-        started: Instant::now(),
-        client: Client::new(ClientConfig::new(Transport::Stdio)),
-        trace: Trace::new(),
-        stdin: Some(writer(
-            child.stdin.take().expect("stdin is piped"),
-            Arc::clone(&write_errors),
-        )),
-        lines: LineDecoder::new(LineOptions::default()),
-        verbose: args.verbose,
-        ids: vec![None; plan.len()],
-        progress: 0,
-        write_errors,
-    };
-    let closed = drive(&mut probe, args, &plan, &policy, &arguments, &rx);
+    let mut probe = new_probe(Transport::Stdio, Conn::Stdio(None), args, plan);
+    let stdin = writer(
+        child.stdin.take().expect("stdin is piped"),
+        Arc::clone(&probe.write_errors),
+    );
+    probe.conn = Conn::Stdio(Some(stdin));
+    let closed = drive(&mut probe, args, plan, policy, arguments, &rx);
     let ended = shutdown(&mut probe, &mut child, closed);
-    finish(probe, args, &plan, &ended)
+    let label = args.command.join(" ");
+    finish(probe, args, &label, plan, &format!("server: {ended}"))
 }
 
-/// The event loop; returns whether the server closed its stdout.
+/// The event loop; returns whether the server closed its stdout (stdio).
 fn drive(
     probe: &mut Probe,
     args: &Args,
@@ -463,6 +648,7 @@ fn drive(
                 probe.eof();
                 return true;
             }
+            Ok(input) => probe.http_input(input),
             Err(RecvTimeoutError::Timeout) => {}
         }
         if gave_up && probe.now().as_millis() > hard_end.as_millis() + 10_000 {
@@ -481,7 +667,7 @@ fn shutdown(probe: &mut Probe, child: &mut Child, closed: bool) -> String {
             reason: None,
         });
     }
-    probe.stdin = None;
+    probe.conn = Conn::Stdio(None);
     let closed_at = Instant::now();
     let deadline = closed_at + Duration::from_secs(2);
     while Instant::now() < deadline {
@@ -499,7 +685,7 @@ fn shutdown(probe: &mut Probe, child: &mut Child, closed: bool) -> String {
     "still running 2 s after its stdin closed: killed".into()
 }
 
-fn finish(probe: Probe, args: &Args, plan: &[Planned], ended: &str) -> ExitCode {
+fn finish(probe: Probe, args: &Args, label: &str, plan: &[Planned], ended: &str) -> ExitCode {
     let trace = probe.trace;
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
@@ -531,7 +717,7 @@ fn finish(probe: Probe, args: &Args, plan: &[Planned], ended: &str) -> ExitCode 
     let planned_cancels = plan.iter().filter(|p| p.cancel_after_ms.is_some()).count();
     println!(
         "probe: {} (seed {}, {} calls of {}, {} planned cancels)",
-        args.command.join(" "),
+        label,
         args.seed,
         plan.len(),
         args.tool,
@@ -564,7 +750,7 @@ fn finish(probe: Probe, args: &Args, plan: &[Planned], ended: &str) -> ExitCode 
             outcome_text.join(", ")
         }
     );
-    println!("server: {ended}");
+    println!("{ended}");
     let write_errors = probe.write_errors.load(Ordering::Relaxed);
     if write_errors > 0 {
         println!("writes to the server's stdin that failed: {write_errors}");

@@ -1,0 +1,216 @@
+//! `mcp-sim probe --url` against a real Streamable HTTP server from another ecosystem: the
+//! Python SDK's `MCPServer` (PyPI `mcp` 2.3.0) served by uvicorn on 127.0.0.1, stateless, with
+//! a slow tool that reports progress (`tests/peers/python_slow_http_server.py`).
+//!
+//! Needs `python3` with `mcp` 2.3.0 and uvicorn importable (`python3 -m pip install mcp==2.3.0`,
+//! which brings uvicorn; CI installs it). Set `MCP_SIM_SKIP_PYTHON=1` to skip.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_sim::trace::{EventKind, Side, Trace};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Whether the test should run; panics when the Python SDK is missing and skipping was not
+/// asked for.
+fn python_sdk_ready() -> bool {
+    if std::env::var("MCP_SIM_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("MCP_SIM_SKIP_PYTHON=1: skipping the Python SDK HTTP probe");
+        return false;
+    }
+    let check = Command::new("python3")
+        .args(["-c", "import mcp.server.mcpserver, uvicorn"])
+        .output();
+    match check {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => panic!(
+            "the Python packages `mcp` and `uvicorn` are not importable: run \
+             `python3 -m pip install mcp==2.3.0` (or set MCP_SIM_SKIP_PYTHON=1 to skip)\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!(
+            "python3 cannot be run ({e}): install Python 3 and `python3 -m pip install mcp==2.3.0` \
+             (or set MCP_SIM_SKIP_PYTHON=1 to skip)"
+        ),
+    }
+}
+
+/// The server process, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the server on a free port of 127.0.0.1 and waits (at most 30 s) until it accepts
+/// connections.
+fn start_server() -> (Server, u16) {
+    let port = TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let script = repo().join("tests/peers/python_slow_http_server.py");
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 starts");
+    let mut server = Server(child);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return (server, port);
+        }
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("the Python HTTP server exited before accepting connections: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Python HTTP server did not accept connections on {addr} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn probe(port: u16, extra: &[&str], trace: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+        .args(["--seed", "1", "--calls", "3", "--tool", "slow_op"])
+        .args(["--timeout-ms", "3000", "--max-total-ms", "10000"])
+        .args(["--max-seconds", "20", "--drain-ms", "800"])
+        .args(extra)
+        .arg("--trace")
+        .arg(trace)
+        .output()
+        .expect("mcp-sim runs")
+}
+
+/// Checks the exit code and reads the trace back.
+fn judged(out: &Output, trace: &Path) -> Trace {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "probe exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status.code()
+    );
+    assert!(stdout.contains("outcomes:"), "report:\n{stdout}");
+    let text = std::fs::read_to_string(trace).expect("the probe wrote its trace");
+    Trace::from_jsonl(&text).expect("the trace reads back")
+}
+
+fn count(trace: &Trace, f: impl Fn(&EventKind) -> bool) -> usize {
+    trace.events.iter().filter(|e| f(&e.kind)).count()
+}
+
+#[test]
+fn probe_drives_the_python_sdk_http_server() {
+    if !python_sdk_ready() {
+        return;
+    }
+    let (_server, port) = start_server();
+    let dir = std::env::temp_dir().join(format!("mcp-sim-probe-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+
+    // Direct: progress over SSE, some calls cancelled by closing their connection.
+    let path = dir.join("direct.jsonl");
+    let out = probe(port, &["--args", r#"{"steps":4,"step_ms":100}"#], &path);
+    let trace = judged(&out, &path);
+    let text = trace.to_jsonl();
+    assert!(
+        count(&trace, |k| matches!(k, EventKind::Send(_))) >= 3,
+        "the three requests were sent:\n{text}"
+    );
+    assert!(
+        count(&trace, |k| matches!(k, EventKind::Recv(_))) >= 1,
+        "the server answered something:\n{text}"
+    );
+    assert!(
+        count(&trace, |k| matches!(k, EventKind::Status { .. })) >= 1,
+        "a response status was recorded:\n{text}"
+    );
+    assert_eq!(
+        count(&trace, |k| matches!(k, EventKind::Outcome { .. })),
+        3,
+        "every call has one outcome:\n{text}"
+    );
+
+    // Through the idle-timeout relay: steps slower than its timeout, so streams get cut.
+    let path = dir.join("proxy.jsonl");
+    let out = probe(
+        port,
+        &[
+            "--args",
+            r#"{"steps":2,"step_ms":600}"#,
+            "--cancel-percent",
+            "0",
+            "--proxy-idle-ms",
+            "200",
+        ],
+        &path,
+    );
+    let trace = judged(&out, &path);
+    let text = trace.to_jsonl();
+    assert!(
+        count(&trace, |k| matches!(k, EventKind::Send(_))) >= 3,
+        "the three requests were sent:\n{text}"
+    );
+    assert!(
+        count(&trace, |k| matches!(
+            k,
+            EventKind::Close {
+                by: Side::Proxy,
+                reason: Some(r),
+                ..
+            } if r == "idle"
+        )) >= 1,
+        "the relay cut an idle stream:\n{text}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("idle-stream-cut"), "report:\n{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn probe_exits_2_when_nothing_listens_at_the_url() {
+    let port = TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--calls", "1", "--url"])
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot connect"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn probe_url_argument_errors_exit_2() {
+    for args in [
+        &["probe", "--url", "https://127.0.0.1:1/mcp"][..],
+        &["probe", "--url", "127.0.0.1:1/mcp"],
+        &["probe", "--proxy-idle-ms", "100", "--", "true"],
+        &["probe", "--url", "http://127.0.0.1:1/", "--", "true"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+            .args(args)
+            .output()
+            .expect("mcp-sim runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
