@@ -1,17 +1,29 @@
-//! The `server` host running a user's server instead of the reference one.
+//! A user's peer on a simulated host instead of the reference one.
 //!
-//! The harness hands the user's factory the server's end of the transport and records nothing
-//! on its behalf: the server is a black box, seen only through what the client (and the
-//! proxy) observe.
+//! [`ServerUnderTest::Custom`] runs on the `server` host: the harness hands the user's factory
+//! the server's end of the transport and records nothing on its behalf, so the server is a
+//! black box seen only through what the client (and the proxy) observe.
+//!
+//! [`ClientUnderTest::Custom`] runs on the `client` host against the reference server over
+//! stdio: the harness hands the factory a stream connected to the server's stdio port and
+//! records nothing on the client's behalf, so the trace holds the server's and the backend's
+//! observations only.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use super::{spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
+use std::time::Duration;
+
+use super::{now, spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
 use crate::model::Transport;
-use crate::scenario::Scenario;
+use crate::scenario::{fault_end, Scenario};
+use crate::time::Time;
+
+/// The address of the reference server's stdio "subprocess" on the simulated network, for a
+/// [`ClientUnderTest::Custom`] client that reconnects (`turmoil::net::TcpStream::connect`).
+pub const SERVER_STDIO_ADDR: (&str, u16) = ("server", SERVER_STDIO_PORT);
 
 /// The server's end of the scenario's transport, handed to a [`ServerUnderTest::Custom`]
 /// factory.
@@ -74,6 +86,92 @@ impl fmt::Debug for ServerUnderTest {
     }
 }
 
+/// The future a [`ClientFactory`] returns: the whole client, run on the `client` host
+/// (single-threaded, so it need not be `Send`). The run ends when it returns.
+pub type ClientFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Builds the user's client for a stream connected to the server's stdio port.
+pub type ClientFactory = Rc<dyn Fn(turmoil::net::TcpStream) -> ClientFuture>;
+
+/// Which client runs on the simulated `client` host.
+#[derive(Clone, Default)]
+pub enum ClientUnderTest {
+    /// The crate's reference client and the scenario's workload, recorded.
+    #[default]
+    Reference,
+    /// A user's client, run as a black box over stdio.
+    Custom(ClientFactory),
+}
+
+impl ClientUnderTest {
+    /// A custom client from a closure returning any future.
+    ///
+    /// The closure is called once, with a `turmoil::net::TcpStream` connected to the reference
+    /// server's stdio port ([`SERVER_STDIO_ADDR`]): NDJSON lines both ways, the subprocess's
+    /// stdin and stdout. After a server crash the stream reads EOF; reconnecting is the
+    /// client's business.
+    pub fn custom<F, Fut>(factory: F) -> ClientUnderTest
+    where
+        F: Fn(turmoil::net::TcpStream) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        ClientUnderTest::Custom(Rc::new(move |stream| Box::pin(factory(stream))))
+    }
+}
+
+impl fmt::Debug for ClientUnderTest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientUnderTest::Reference => f.write_str("Reference"),
+            ClientUnderTest::Custom(_) => f.write_str("Custom(..)"),
+        }
+    }
+}
+
+/// The `client` host running a user's client: connect, run the client to its end, then linger
+/// with the network healed until the server's work is over, so that late server work lands in
+/// the trace.
+pub(crate) fn client_host(
+    sim: &mut turmoil::Sim<'_>,
+    shared: &SharedRef,
+    scenario: &Scenario,
+    factory: &ClientFactory,
+) {
+    let shared = shared.clone();
+    let factory = factory.clone();
+    let (_, hi) = scenario.latency;
+    let healed = scenario
+        .faults
+        .iter()
+        .map(fault_end)
+        .max()
+        .map_or(Time::ZERO, |d| Time::ZERO + d);
+    sim.client("client", async move {
+        let stream = loop {
+            match turmoil::net::TcpStream::connect(SERVER_STDIO_ADDR).await {
+                Ok(s) => break s,
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        };
+        let _ = spawn_guarded(&shared, factory(stream)).await;
+        let mut until = now().max(healed) + hi * 2 + Duration::from_secs(2);
+        loop {
+            let wait = until.as_millis().saturating_sub(now().as_millis());
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            let busy = {
+                let s = shared.borrow();
+                s.server_jobs > 0 || s.backend_held > 0
+            };
+            if !busy {
+                break;
+            }
+            until = now() + Duration::from_millis(100);
+        }
+        shared.borrow_mut().client_done = true;
+        Ok(())
+    });
+}
+
 pub(crate) fn host(
     sim: &mut turmoil::Sim<'_>,
     shared: &SharedRef,
@@ -111,7 +209,7 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
-    use crate::harness::{run, run_with, HarnessOptions};
+    use crate::harness::{run, run_with, run_with_client, HarnessOptions};
     use crate::trace::Side;
 
     /// A server that answers every request with "method not found".
@@ -128,6 +226,62 @@ mod tests {
                     return;
                 }
             }
+        }
+    }
+
+    /// A client that discovers, calls `slow_op` twice with a progress token, cancels the
+    /// second, waits for the first's result and returns.
+    async fn raw_client(stream: turmoil::net::TcpStream) {
+        let (read, mut write) = stream.into_split();
+        let mut lines = BufReader::new(read).lines();
+        let meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}});
+        let send = |v: serde_json::Value| format!("{v}\n").into_bytes();
+        let discover = send(serde_json::json!({"jsonrpc": "2.0", "id": 1,
+            "method": "server/discover", "params": {"_meta": meta}}));
+        let _ = write.write_all(&discover).await;
+        for id in [2, 3] {
+            let mut m = meta.clone();
+            m["progressToken"] = serde_json::json!(id);
+            let call = send(
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "slow_op", "arguments": {"steps": 3, "step_ms": 300},
+                "_meta": m}}),
+            );
+            let _ = write.write_all(&call).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let cancel = send(serde_json::json!({"jsonrpc": "2.0",
+            "method": "notifications/cancelled", "params": {"requestId": 3}}));
+        let _ = write.write_all(&cancel).await;
+        while let Ok(Some(line)) = lines.next_line().await {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            if v.get("id") == Some(&serde_json::json!(2)) {
+                return;
+            }
+        }
+    }
+
+    /// A custom client leaves no client events; the server and backend are recorded, the run
+    /// settles, and the oracle finds nothing.
+    #[test]
+    fn a_custom_client_is_a_black_box_and_the_run_settles() {
+        let options = HarnessOptions::default();
+        let client = ClientUnderTest::custom(raw_client);
+        for seed in [1, 3] {
+            let scenario = Scenario::from_seed(seed);
+            let run = run_with_client(&scenario, &options, &client).expect("the run");
+            assert!(run.complete, "seed {seed} did not settle");
+            let events = &run.trace.events;
+            assert!(events.iter().all(|e| e.side != Side::Client));
+            assert!(events.iter().any(|e| e.side == Side::Server));
+            assert!(events.iter().any(|e| e.side == Side::Backend));
+            let text = run.trace.to_jsonl();
+            assert!(text.contains("notifications/progress"), "seed {seed}");
+            assert!(text.contains("notifications/cancelled"), "seed {seed}");
+            let report = crate::oracle::check(&run.trace, &run.oracle_config(&scenario));
+            assert!(report.violations.is_empty(), "seed {seed}: {report:?}");
         }
     }
 

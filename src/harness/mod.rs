@@ -62,6 +62,39 @@
 //! on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with turmoil's sockets and
 //! tokio's timers, so that the run stays deterministic. `examples/custom_server.rs` is a
 //! complete stdio server in a few dozen lines; `tests/rmcp_peer.rs` runs an rmcp server.
+//!
+//! # Your own client under test
+//!
+//! [`run_with_client`] puts any client on the `client` host in place of the reference one,
+//! against the reference server and its backend, under the scenario's latency and faults. The
+//! client is a factory called once with a `turmoil::net::TcpStream` connected to the server's
+//! stdio port (NDJSON lines both ways); after a server crash the stream reads EOF, and
+//! reconnecting to [`SERVER_STDIO_ADDR`] is the client's business. The client brings its own
+//! workload: the scenario's planned calls and stream resets are not made, and the scenario runs
+//! over stdio.
+//!
+//! ```no_run
+//! use mcp_sim::harness::{run_with_client, ClientUnderTest, HarnessOptions};
+//! use mcp_sim::scenario::Scenario;
+//!
+//! async fn my_client(stream: turmoil::net::TcpStream) {
+//!     // write `server/discover` and `tools/call` requests, read the server's lines
+//!     # drop(stream);
+//! }
+//!
+//! let client = ClientUnderTest::custom(my_client);
+//! let scenario = Scenario::from_seed(7);
+//! let run = run_with_client(&scenario, &HarnessOptions::default(), &client).unwrap();
+//! let report = mcp_sim::oracle::check(&run.trace, &run.oracle_config(&scenario));
+//! # let _ = report;
+//! ```
+//!
+//! A custom client is a black box: the trace holds the server's and the backend's observations
+//! only, and the oracle's client-side rules infer or skip (see [`crate::oracle`], observation
+//! points). The run ends when the client's future returns and the client host has lingered
+//! with the network healed until the server's work is over, so that late server work lands in
+//! the trace; the run is complete if that happens before the horizon. `tests/rmcp_client.rs`
+//! runs an rmcp client.
 
 mod backend;
 mod client;
@@ -69,7 +102,10 @@ mod custom;
 mod proxy;
 mod server;
 
-pub use custom::{ServerFactory, ServerIo, ServerUnderTest};
+pub use custom::{
+    ClientFactory, ClientFuture, ClientUnderTest, ServerFactory, ServerFuture, ServerIo,
+    ServerUnderTest, SERVER_STDIO_ADDR,
+};
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -230,6 +266,40 @@ pub fn run_with(
     options: &HarnessOptions,
     server: &ServerUnderTest,
 ) -> Result<RunResult, HarnessError> {
+    run_hosts(scenario, options, server, &ClientUnderTest::Reference)
+}
+
+/// Runs the reference server and its backend under `scenario`'s latency and faults, with
+/// `client` on the `client` host, and returns the trace.
+///
+/// A [`ClientUnderTest::Custom`] client speaks stdio (the scenario runs with
+/// [`Transport::Stdio`]), records nothing, and brings its own workload: the scenario's planned
+/// calls and stream resets are not made. The trace holds the server's and the backend's
+/// observations. The run ends when the client's future returns and the client host has
+/// lingered (the faults healed, the server's work over), and must end before the scenario's
+/// horizon (its last planned call or fault, plus twice its loosest timeout, plus a minute).
+pub fn run_with_client(
+    scenario: &Scenario,
+    options: &HarnessOptions,
+    client: &ClientUnderTest,
+) -> Result<RunResult, HarnessError> {
+    match client {
+        ClientUnderTest::Reference => {
+            run_hosts(scenario, options, &ServerUnderTest::Reference, client)
+        }
+        ClientUnderTest::Custom(_) => {
+            let scenario = scenario.clone().with_transport(Transport::Stdio);
+            run_hosts(&scenario, options, &ServerUnderTest::Reference, client)
+        }
+    }
+}
+
+fn run_hosts(
+    scenario: &Scenario,
+    options: &HarnessOptions,
+    server: &ServerUnderTest,
+    client: &ClientUnderTest,
+) -> Result<RunResult, HarnessError> {
     let shared: SharedRef = Rc::new(RefCell::new(Shared::default()));
     TICK_MS.with(|t| t.set(options.tick.as_millis().max(1) as u64));
     let (lo, hi) = scenario.latency;
@@ -255,7 +325,12 @@ pub fn run_with(
     if let (Transport::Http, Some(p)) = (scenario.transport, scenario.proxy) {
         proxy::host(&mut sim, &shared, p);
     }
-    client::host(&mut sim, &shared, scenario);
+    match client {
+        ClientUnderTest::Reference => client::host(&mut sim, &shared, scenario),
+        ClientUnderTest::Custom(factory) => {
+            custom::client_host(&mut sim, &shared, scenario, factory)
+        }
+    }
     // The backend, and the proxy when there is one, sit next to the server (same data
     // centre); the scenario's latency range is the client's link.
     if reference {

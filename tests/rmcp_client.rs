@@ -1,0 +1,263 @@
+//! rmcp's client inside the simulation: an rmcp 3.x client on the simulated `client` host,
+//! speaking stdio to the reference server through [`ClientUnderTest::Custom`], under the
+//! scenario's latency and faults. Only the server and the backend are recorded; the oracle
+//! judges the server's side and infers or skips the client's.
+
+#![cfg(feature = "harness")]
+
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+use mcp_sim::harness::{run_with_client, ClientUnderTest, HarnessOptions};
+use mcp_sim::memory::RunResult;
+use mcp_sim::model::Transport;
+use mcp_sim::oracle::{self, Level};
+use mcp_sim::scenario::Scenario;
+use mcp_sim::trace::{EventKind, Side};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ProgressNotificationParam,
+    ProtocolVersion,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, ServiceError,
+};
+use rmcp::{ClientHandler, Peer, RoleClient};
+use serde_json::Value;
+
+thread_local! {
+    /// Progress notifications rmcp's client handed to its handler.
+    static PROGRESS: Cell<u32> = const { Cell::new(0) };
+    /// What each call ended with, as the client saw it.
+    static OUTCOMES: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// How the client's startup ended.
+    static STARTUP: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// A client handler that counts progress notifications.
+struct Counter;
+
+impl ClientHandler for Counter {
+    async fn on_progress(
+        &self,
+        _params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        PROGRESS.with(|p| p.set(p.get() + 1));
+    }
+}
+
+/// How one call ends on the client's side.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    /// Awaited to the end (`Peer::call_tool`).
+    Complete,
+    /// `RequestHandle::cancel` after the delay.
+    Cancel(u64),
+    /// `Peer::call_tool` dropped after the delay (a `tokio::time::timeout` around it).
+    Drop(u64),
+    /// rmcp's own request timeout (`PeerRequestOptions::with_timeout`).
+    Timeout(u64),
+}
+
+/// splitmix64: a small seeded generator.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seeded workload: six calls of `slow_op`, started up to 3 s apart, each completed,
+/// cancelled, dropped or timed out. Every mode appears on every seed.
+fn workload(seed: u64) -> Vec<(u64, u64, u64, Mode)> {
+    let mut s = seed;
+    let mut calls = Vec::new();
+    for k in 0..6u64 {
+        let at = next(&mut s) % 3000;
+        let steps = 2 + next(&mut s) % 5;
+        let step_ms = 200 + next(&mut s) % 800;
+        let work = steps * step_ms;
+        let delay = 100 + next(&mut s) % work;
+        let mode = match k % 4 {
+            0 => Mode::Complete,
+            1 => Mode::Cancel(delay),
+            2 => Mode::Timeout(delay),
+            _ => Mode::Drop(delay),
+        };
+        calls.push((at, steps, step_ms, mode));
+    }
+    calls
+}
+
+fn request(steps: u64, step_ms: u64) -> CallToolRequestParams {
+    let mut args = JsonObject::new();
+    args.insert("steps".into(), steps.into());
+    args.insert("step_ms".into(), step_ms.into());
+    CallToolRequestParams::new("slow_op").with_arguments(args)
+}
+
+fn outcome<T>(r: Result<T, ServiceError>) -> String {
+    match r {
+        Ok(_) => "result".into(),
+        Err(ServiceError::Timeout { .. }) => "timeout".into(),
+        Err(ServiceError::McpError(e)) => format!("error {}", e.code.0),
+        Err(e) => format!("failed: {e}"),
+    }
+}
+
+async fn call(peer: Peer<RoleClient>, steps: u64, step_ms: u64, mode: Mode) -> String {
+    let params = request(steps, step_ms);
+    let tool = |p| ClientRequest::CallToolRequest(CallToolRequest::new(p));
+    match mode {
+        Mode::Complete => outcome(peer.call_tool(params).await),
+        Mode::Drop(ms) => {
+            match tokio::time::timeout(Duration::from_millis(ms), peer.call_tool(params)).await {
+                Ok(r) => outcome(r),
+                Err(_) => "dropped".into(),
+            }
+        }
+        Mode::Cancel(ms) => {
+            let mut handle = match peer
+                .send_cancellable_request(tool(params), PeerRequestOptions::no_options())
+                .await
+            {
+                Ok(h) => h,
+                Err(e) => return outcome::<()>(Err(e)),
+            };
+            match tokio::time::timeout(Duration::from_millis(ms), &mut handle.rx).await {
+                Ok(Ok(r)) => outcome(r),
+                Ok(Err(_)) => "failed: response channel closed".into(),
+                Err(_) => match handle.cancel(Some("cancelled by the user".into())).await {
+                    Ok(()) => "cancelled".into(),
+                    Err(e) => outcome::<()>(Err(e)),
+                },
+            }
+        }
+        Mode::Timeout(ms) => {
+            let options = PeerRequestOptions::with_timeout(Duration::from_millis(ms));
+            match peer.send_request_with_option(tool(params), options).await {
+                Ok(handle) => outcome(handle.await_response().await),
+                Err(e) => outcome::<()>(Err(e)),
+            }
+        }
+    }
+}
+
+/// The whole client: discover, the seeded calls side by side, then close the pipe.
+async fn rmcp_client(stream: turmoil::net::TcpStream, seed: u64) {
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = match Counter.serve_with_lifecycle(stream, lifecycle).await {
+        Ok(c) => {
+            STARTUP.with(|s| *s.borrow_mut() = Some("ok".into()));
+            c
+        }
+        Err(e) => {
+            STARTUP.with(|s| *s.borrow_mut() = Some(format!("startup failed: {e}")));
+            return;
+        }
+    };
+    let tasks: Vec<_> = workload(seed)
+        .into_iter()
+        .map(|(at, steps, step_ms, mode)| {
+            let peer = client.peer().clone();
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep(Duration::from_millis(at)).await;
+                call(peer, steps, step_ms, mode).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        let out = task.await.unwrap_or_else(|e| format!("task failed: {e}"));
+        OUTCOMES.with(|o| o.borrow_mut().push(out));
+    }
+    let _ = client.cancel().await;
+}
+
+/// One run: the trace, the startup, the client's outcomes and its progress count.
+struct Observed {
+    scenario: Scenario,
+    run: RunResult,
+    startup: Option<String>,
+    outcomes: Vec<String>,
+    progress: u32,
+}
+
+fn observe(seed: u64) -> Observed {
+    PROGRESS.with(|p| p.set(0));
+    OUTCOMES.with(|o| o.borrow_mut().clear());
+    STARTUP.with(|s| *s.borrow_mut() = None);
+    // The scenario's latency and faults; the client brings its own calls.
+    let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
+    let client = ClientUnderTest::custom(move |stream| rmcp_client(stream, seed));
+    let run = run_with_client(&scenario, &HarnessOptions::default(), &client).expect("the run");
+    Observed {
+        scenario,
+        run,
+        startup: STARTUP.with(|s| s.borrow_mut().take()),
+        outcomes: OUTCOMES.with(|o| o.borrow_mut().drain(..).collect()),
+        progress: PROGRESS.with(Cell::get),
+    }
+}
+
+/// What the server received, in order: each message as JSON (or its raw text).
+fn received(run: &RunResult) -> Vec<Value> {
+    run.trace
+        .events
+        .iter()
+        .filter(|e| e.side == Side::Server)
+        .filter_map(|e| match &e.kind {
+            EventKind::Recv(w) => w.msg.clone().or_else(|| w.raw.clone().map(Value::String)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Seeds: no faults and short latency (1), two server crashes (2), up to 400 ms of latency (3),
+/// up to 2 s of latency (4).
+const SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+/// The run's MUST violations.
+fn musts(o: &Observed) -> Vec<oracle::Violation> {
+    let config = o.run.oracle_config(&o.scenario);
+    oracle::check(&o.run.trace, &config)
+        .violations
+        .into_iter()
+        .filter(|v| v.level == Level::Must)
+        .collect()
+}
+
+/// rmcp 3.11's client in `ClientLifecycleMode::Discover` opens with `server/discover` (no
+/// `initialize`), carrying the protocol version, client info and capabilities in `_meta`, and
+/// then refuses the reference server's answer: rmcp's `DiscoverResult` requires `ttlMs` and
+/// `cacheScope`, which the reference server's result does not carry, so the result parses as a
+/// `CustomResult` and startup fails with "expect initialized result". The client sends nothing
+/// more and closes the pipe; the server's side passes the oracle.
+#[test]
+fn rmcp_client_refuses_the_reference_discover_result() {
+    for seed in SEEDS {
+        let o = observe(seed);
+        let startup = o.startup.clone().unwrap_or_default();
+        assert!(
+            startup.starts_with("startup failed: expect initialized result")
+                && startup.contains("supportedVersions"),
+            "seed {seed}: {startup}"
+        );
+        assert!(o.outcomes.is_empty(), "seed {seed}");
+        assert_eq!(o.progress, 0, "seed {seed}");
+        let got = received(&o.run);
+        assert_eq!(got.len(), 1, "seed {seed}: {got:?}");
+        assert_eq!(got[0]["method"], "server/discover", "seed {seed}");
+        let meta = &got[0]["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+        assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "rmcp");
+        assert!(o.run.complete, "seed {seed} did not settle");
+        assert!(musts(&o).is_empty(), "seed {seed}: {:?}", musts(&o));
+    }
+}
