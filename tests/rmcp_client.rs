@@ -144,8 +144,55 @@ async fn call(peer: Peer<RoleClient>, steps: u64, step_ms: u64, mode: Mode) -> S
     }
 }
 
-/// The whole client: discover, the seeded calls side by side, then close the pipe.
-async fn rmcp_client(stream: turmoil::net::TcpStream, seed: u64) {
+/// A relay between rmcp and the server's stream that adds `ttlMs: 0` and
+/// `cacheScope: "private"` to a result carrying `supportedVersions` (the `server/discover`
+/// result) and passes every other line through unchanged.
+fn discover_shim(stream: turmoil::net::TcpStream) -> tokio::io::DuplexStream {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (mut from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+    let (from_server, mut to_server) = stream.into_split();
+    tokio::task::spawn_local(async move {
+        let _ = tokio::io::copy(&mut from_rmcp, &mut to_server).await;
+        let _ = to_server.shutdown().await;
+    });
+    tokio::task::spawn_local(async move {
+        let mut lines = BufReader::new(from_server).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut out = line;
+            if let Ok(mut v) = serde_json::from_str::<Value>(&out) {
+                if let Some(r) = v.get_mut("result").and_then(Value::as_object_mut) {
+                    if r.contains_key("supportedVersions") {
+                        r.entry("ttlMs").or_insert(0.into());
+                        r.entry("cacheScope").or_insert("private".into());
+                        out = v.to_string();
+                    }
+                }
+            }
+            out.push('\n');
+            if to_rmcp.write_all(out.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_rmcp.shutdown().await;
+    });
+    theirs
+}
+
+/// The whole client: discover, the seeded calls side by side, then close the pipe. With
+/// `shim`, rmcp talks to the server through [`discover_shim`].
+async fn rmcp_client(stream: turmoil::net::TcpStream, seed: u64, shim: bool) {
+    if shim {
+        run_client(discover_shim(stream), seed).await
+    } else {
+        run_client(stream, seed).await
+    }
+}
+
+async fn run_client<S>(stream: S, seed: u64)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
@@ -185,13 +232,13 @@ struct Observed {
     progress: u32,
 }
 
-fn observe(seed: u64) -> Observed {
+fn observe(seed: u64, shim: bool) -> Observed {
     PROGRESS.with(|p| p.set(0));
     OUTCOMES.with(|o| o.borrow_mut().clear());
     STARTUP.with(|s| *s.borrow_mut() = None);
     // The scenario's latency and faults; the client brings its own calls.
     let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-    let client = ClientUnderTest::custom(move |stream| rmcp_client(stream, seed));
+    let client = ClientUnderTest::custom(move |stream| rmcp_client(stream, seed, shim));
     let run = run_with_client(&scenario, &HarnessOptions::default(), &client).expect("the run");
     Observed {
         scenario,
@@ -238,7 +285,7 @@ fn musts(o: &Observed) -> Vec<oracle::Violation> {
 #[test]
 fn rmcp_client_refuses_the_reference_discover_result() {
     for seed in SEEDS {
-        let o = observe(seed);
+        let o = observe(seed, false);
         let startup = o.startup.clone().unwrap_or_default();
         assert!(
             startup.starts_with("startup failed: expect initialized result")
@@ -260,4 +307,87 @@ fn rmcp_client_refuses_the_reference_discover_result() {
         assert!(o.run.complete, "seed {seed} did not settle");
         assert!(musts(&o).is_empty(), "seed {seed}: {:?}", musts(&o));
     }
+}
+
+/// With the discover result completed by [`discover_shim`] (the only change to the server's
+/// lines), rmcp 3.11's client runs the 2026-07-28 lifecycle against the reference server:
+///
+/// - `server/discover` first (id 0, no progress token), never `initialize`;
+/// - every `tools/call` carries `protocolVersion`, `clientInfo` and `clientCapabilities` in
+///   `_meta`, and a `progressToken` (rmcp attaches one to every request, asked for or not);
+///   the progress notifications reach the handler's `on_progress`;
+/// - `notifications/cancelled` for each call the client gave up on, and only for those:
+///   `RequestHandle::cancel` sends the caller's reason, rmcp's own timeout
+///   (`PeerRequestOptions::with_timeout`) sends `"request timeout"`, and dropping a
+///   `Peer::call_tool` future sends `"request abandoned by the caller"`.
+///
+/// The server's side passes the oracle at MUST level and every run settles.
+#[test]
+fn rmcp_client_calls_with_progress_cancel_and_timeout() {
+    let mut progress = 0;
+    for seed in SEEDS {
+        let o = observe(seed, true);
+        assert_eq!(o.startup.as_deref(), Some("ok"), "seed {seed}");
+        assert_eq!(o.outcomes.len(), 6, "seed {seed}");
+        let got = received(&o.run);
+        assert_eq!(got[0]["method"], "server/discover", "seed {seed}");
+        assert_eq!(got[0]["id"], 0, "seed {seed}");
+        assert!(got[0]["params"]["_meta"].get("progressToken").is_none());
+        assert!(
+            got.iter().all(|m| m["method"] != "initialize"),
+            "seed {seed}"
+        );
+        let calls: Vec<_> = got.iter().filter(|m| m["method"] == "tools/call").collect();
+        assert_eq!(calls.len(), 6, "seed {seed}");
+        for c in &calls {
+            let meta = &c["params"]["_meta"];
+            assert_eq!(
+                meta["io.modelcontextprotocol/protocolVersion"],
+                "2026-07-28"
+            );
+            assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+            assert!(meta["io.modelcontextprotocol/clientInfo"].is_object());
+            assert!(meta["progressToken"].is_number(), "seed {seed}: {c}");
+        }
+        let reasons = |r: &str| {
+            got.iter()
+                .filter(|m| m["method"] == "notifications/cancelled")
+                .filter(|m| m["params"]["reason"] == r)
+                .count()
+        };
+        let ended = |o2: &str| o.outcomes.iter().filter(|x| *x == o2).count();
+        assert_eq!(
+            reasons("cancelled by the user"),
+            ended("cancelled"),
+            "seed {seed}"
+        );
+        assert_eq!(reasons("request timeout"), ended("timeout"), "seed {seed}");
+        assert_eq!(
+            reasons("request abandoned by the caller"),
+            ended("dropped"),
+            "seed {seed}"
+        );
+        let cancels = got
+            .iter()
+            .filter(|m| m["method"] == "notifications/cancelled")
+            .count();
+        assert_eq!(
+            cancels,
+            ended("cancelled") + ended("timeout") + ended("dropped"),
+            "seed {seed}: {:?}",
+            o.outcomes
+        );
+        assert!(ended("result") >= 2, "seed {seed}: {:?}", o.outcomes);
+        progress += o.progress;
+        assert!(o.run.complete, "seed {seed} did not settle");
+        assert!(musts(&o).is_empty(), "seed {seed}: {:?}", musts(&o));
+        let config = o.run.oracle_config(&o.scenario);
+        println!(
+            "seed {seed}: outcomes {:?}, progress {}, violations {:?}",
+            o.outcomes,
+            o.progress,
+            oracle::check(&o.run.trace, &config).violations
+        );
+    }
+    assert!(progress > 10, "{progress} progress notifications");
 }
