@@ -181,21 +181,30 @@ fn discover_shim(stream: turmoil::net::TcpStream) -> tokio::io::DuplexStream {
 
 /// The whole client: discover, the seeded calls side by side, then close the pipe. With
 /// `shim`, rmcp talks to the server through [`discover_shim`].
-async fn rmcp_client(stream: turmoil::net::TcpStream, seed: u64, shim: bool) {
+async fn rmcp_client(
+    stream: turmoil::net::TcpStream,
+    seed: u64,
+    shim: bool,
+    lifecycle: ClientLifecycleMode,
+) {
     if shim {
-        run_client(discover_shim(stream), seed).await
+        run_client(discover_shim(stream), seed, lifecycle).await
     } else {
-        run_client(stream, seed).await
+        run_client(stream, seed, lifecycle).await
     }
 }
 
-async fn run_client<S>(stream: S, seed: u64)
+/// The 2026-07-28 lifecycle: `server/discover`, preferring 2026-07-28.
+fn discover() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
+async fn run_client<S>(stream: S, seed: u64, lifecycle: ClientLifecycleMode)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
     let client = match Counter.serve_with_lifecycle(stream, lifecycle).await {
         Ok(c) => {
             STARTUP.with(|s| *s.borrow_mut() = Some("ok".into()));
@@ -233,12 +242,17 @@ struct Observed {
 }
 
 fn observe(seed: u64, shim: bool) -> Observed {
+    observe_with(seed, shim, discover())
+}
+
+fn observe_with(seed: u64, shim: bool, lifecycle: ClientLifecycleMode) -> Observed {
     PROGRESS.with(|p| p.set(0));
     OUTCOMES.with(|o| o.borrow_mut().clear());
     STARTUP.with(|s| *s.borrow_mut() = None);
     // The scenario's latency and faults; the client brings its own calls.
     let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-    let client = ClientUnderTest::custom(move |stream| rmcp_client(stream, seed, shim));
+    let client =
+        ClientUnderTest::custom(move |stream| rmcp_client(stream, seed, shim, lifecycle.clone()));
     let run = run_with_client(&scenario, &HarnessOptions::default(), &client).expect("the run");
     Observed {
         scenario,
@@ -390,4 +404,76 @@ fn rmcp_client_calls_with_progress_cancel_and_timeout() {
         );
     }
     assert!(progress > 10, "{progress} progress notifications");
+}
+
+/// rmcp 3.11's default client lifecycle (`ServiceExt::serve`, `serve_client`, i.e.
+/// `ClientLifecycleMode::Initialize`) opens with a legacy `initialize` whose params carry
+/// `protocolVersion: "2026-07-28"` and no `_meta`. The reference server answers -32602
+/// (`missing-meta`), startup fails, and the oracle flags the request as `message-shape` (MUST:
+/// a 2026-07-28 request carries `_meta`). `ClientLifecycleMode::Auto` does not help: it sends
+/// `server/discover`, and the refused discover result is an error, not a legacy signal, so it
+/// does not fall back. Seed 1.
+#[test]
+fn rmcp_client_default_and_auto_lifecycles_fail_against_the_reference_server() {
+    let o = observe_with(1, false, ClientLifecycleMode::Initialize);
+    let startup = o.startup.clone().unwrap_or_default();
+    assert!(
+        startup.contains("-32602") && startup.contains("missing-meta"),
+        "{startup}"
+    );
+    let got = received(&o.run);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["method"], "initialize");
+    assert_eq!(got[0]["params"]["protocolVersion"], "2026-07-28");
+    assert!(got[0]["params"].get("_meta").is_none());
+    assert!(o.run.complete);
+    let rules: Vec<_> = musts(&o).iter().map(|v| v.rule).collect();
+    assert_eq!(rules, ["message-shape"]);
+
+    let auto = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    let o = observe_with(1, false, auto);
+    let startup = o.startup.clone().unwrap_or_default();
+    assert!(
+        startup.starts_with("startup failed: expect initialized result"),
+        "{startup}"
+    );
+    let got = received(&o.run);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["method"], "server/discover");
+    assert!(musts(&o).is_empty());
+}
+
+/// A lost message (a blackhole: turmoil's TCP drops and never retransmits) stalls rmcp's
+/// client for good: `server/discover` has no timeout in `ClientLifecycleMode::Discover` (only
+/// `Auto` bounds it, at 10 s), nor has `Peer::call_tool`, and nothing reconnects. The client
+/// never returns and the run ends at the horizon, incomplete. Seed 10 loses the `server/discover`
+/// request itself; seed 13 loses messages of the calls after startup. The server's side shows
+/// no MUST violation (the liveness checks are off for an incomplete run).
+#[test]
+fn rmcp_client_waits_forever_for_a_lost_response() {
+    let o = observe(10, true);
+    assert!(!o.run.complete);
+    assert_eq!(o.startup, None);
+    assert!(received(&o.run).is_empty());
+    assert!(musts(&o).is_empty(), "{:?}", musts(&o));
+
+    let o = observe(13, true);
+    assert!(!o.run.complete);
+    assert_eq!(o.startup.as_deref(), Some("ok"));
+    assert!(o.outcomes.is_empty(), "{:?}", o.outcomes);
+    assert!(musts(&o).is_empty(), "{:?}", musts(&o));
+}
+
+/// The runs replay: the same seed gives the same trace, rmcp's client included.
+#[test]
+fn rmcp_client_runs_replay() {
+    for seed in [1, 4] {
+        let a = observe(seed, true);
+        let b = observe(seed, true);
+        assert_eq!(a.run.trace.digest(), b.run.trace.digest(), "seed {seed}");
+        assert_eq!(a.outcomes, b.outcomes, "seed {seed}");
+    }
 }
