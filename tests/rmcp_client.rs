@@ -477,3 +477,39 @@ fn rmcp_client_runs_replay() {
         assert_eq!(a.outcomes, b.outcomes, "seed {seed}");
     }
 }
+
+/// A server crash mid-workload (seed 1's latency, a crash at 2.5 s): rmcp's client reads EOF,
+/// fails every call in flight and every later one (`Transport closed`, or the response
+/// channel closed), sends no `notifications/cancelled` for them and does not reconnect: the
+/// restarted server hears nothing more. The run settles and the server's side passes the
+/// oracle.
+#[test]
+fn rmcp_client_gives_up_when_the_server_crashes() {
+    use mcp_sim::scenario::Fault;
+    OUTCOMES.with(|o| o.borrow_mut().clear());
+    let crash = Duration::from_millis(2500);
+    let mut scenario = Scenario::from_seed(1).with_transport(Transport::Stdio);
+    scenario.faults = vec![Fault::CrashServer { at: crash }];
+    let client = ClientUnderTest::custom(|stream| rmcp_client(stream, 1, true, discover()));
+    let run = run_with_client(&scenario, &HarnessOptions::default(), &client).expect("the run");
+    let outcomes = OUTCOMES.with(|o| o.borrow_mut().drain(..).collect::<Vec<_>>());
+    assert_eq!(outcomes.len(), 6);
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| o == "result" || o.starts_with("failed:")),
+        "{outcomes:?}"
+    );
+    assert!(outcomes.iter().filter(|o| o.starts_with("failed:")).count() >= 3);
+    let late = run.trace.events.iter().filter(|e| {
+        e.side == Side::Server
+            && e.t >= crash.as_millis() as u64
+            && matches!(e.kind, EventKind::Recv(_))
+    });
+    assert_eq!(late.count(), 0);
+    assert!(run.trace.to_jsonl().contains("\"tools/call\""));
+    assert!(!run.trace.to_jsonl().contains("notifications/cancelled"));
+    assert!(run.complete);
+    let report = oracle::check(&run.trace, &run.oracle_config(&scenario));
+    assert!(!report.has_must(), "{:?}", report.violations);
+}
