@@ -2,6 +2,22 @@
 //! speaking stdio to the reference server through [`ClientUnderTest::Custom`], under the
 //! scenario's latency and faults. Only the server and the backend are recorded; the oracle
 //! judges the server's side and infers or skips the client's.
+//!
+//! What rmcp 3.11's client does on the wire, test by test:
+//!
+//! - `ClientLifecycleMode::Discover` opens with `server/discover` and refuses the reference
+//!   server's result, which lacks `ttlMs` and `cacheScope`
+//!   ([`rmcp_client_refuses_the_reference_discover_result`]); the default lifecycle sends a
+//!   legacy `initialize` without `_meta`, and `Auto` does not fall back
+//!   ([`rmcp_client_default_and_auto_lifecycles_fail_against_the_reference_server`]).
+//! - With the two fields filled in by a relay in the client, calls carry the 2026-07-28
+//!   metadata and a progress token, and every way of giving up on a call except dropping a
+//!   `RequestHandle` sends `notifications/cancelled`
+//!   ([`rmcp_client_calls_with_progress_cancel_and_timeout`],
+//!   [`rmcp_client_dropping_a_request_handle_sends_no_cancel`]).
+//! - A crash fails the calls for good, with no reconnect
+//!   ([`rmcp_client_gives_up_when_the_server_crashes`]); a lost message stalls the client
+//!   forever ([`rmcp_client_waits_forever_for_a_lost_response`]).
 
 #![cfg(feature = "harness")]
 
@@ -509,6 +525,50 @@ fn rmcp_client_gives_up_when_the_server_crashes() {
     assert_eq!(late.count(), 0);
     assert!(run.trace.to_jsonl().contains("\"tools/call\""));
     assert!(!run.trace.to_jsonl().contains("notifications/cancelled"));
+    assert!(run.complete);
+    let report = oracle::check(&run.trace, &run.oracle_config(&scenario));
+    assert!(!report.has_must(), "{:?}", report.violations);
+}
+
+/// Dropping a `RequestHandle` (from `Peer::send_request_with_option` or
+/// `Peer::send_cancellable_request`) sends nothing: unlike a dropped `Peer::call_tool`
+/// future, the handle has no drop guard, so the server runs the call to the end and its
+/// result goes to a client that no longer waits for it. Seed 1.
+#[test]
+fn rmcp_client_dropping_a_request_handle_sends_no_cancel() {
+    async fn client(stream: turmoil::net::TcpStream) {
+        let Ok(client) = Counter
+            .serve_with_lifecycle(discover_shim(stream), discover())
+            .await
+        else {
+            return;
+        };
+        let call = ClientRequest::CallToolRequest(CallToolRequest::new(request(3, 300)));
+        let handle = client
+            .peer()
+            .send_request_with_option(call, PeerRequestOptions::no_options())
+            .await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        drop(handle);
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        let _ = client.cancel().await;
+    }
+    let scenario = Scenario::from_seed(1).with_transport(Transport::Stdio);
+    let run = run_with_client(
+        &scenario,
+        &HarnessOptions::default(),
+        &ClientUnderTest::custom(client),
+    )
+    .expect("the run");
+    let got = received(&run);
+    assert!(got.iter().any(|m| m["method"] == "tools/call"));
+    assert!(got.iter().all(|m| m["method"] != "notifications/cancelled"));
+    let result_sent = run.trace.events.iter().any(|e| {
+        e.side == Side::Server
+            && matches!(&e.kind, EventKind::Send(w)
+                if w.msg.as_ref().is_some_and(|m| m["id"] == 1 && m.get("result").is_some()))
+    });
+    assert!(result_sent);
     assert!(run.complete);
     let report = oracle::check(&run.trace, &run.oracle_config(&scenario));
     assert!(!report.has_must(), "{:?}", report.violations);
