@@ -359,15 +359,14 @@ fn run_hosts(
                 Fault::CrashServer { .. } => {
                     // A custom server is a black box: its side stays unrecorded.
                     if reference {
-                        record(
-                            &shared,
-                            Side::Server,
-                            EventKind::Close {
-                                stream: None,
-                                by: Side::Server,
-                                reason: None,
-                            },
-                        );
+                        // Outside any host there is no host clock: stamp it with the sim's.
+                        let at = Time::from_millis(elapsed.as_millis() as u64);
+                        let close = EventKind::Close {
+                            stream: None,
+                            by: Side::Server,
+                            reason: None,
+                        };
+                        shared.borrow_mut().trace.push(at, Side::Server, close);
                     }
                     sim.bounce("server");
                 }

@@ -344,6 +344,9 @@ impl Server {
                     .insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
                 res.result
                     .insert("capabilities".into(), json!({"tools": {}}));
+                // Freshness hints of the discover result; rmcp refuses a result without them.
+                res.result.insert("ttlMs".into(), json!(0));
+                res.result.insert("cacheScope".into(), json!("private"));
                 res.result.insert("_meta".into(), server_info());
                 self.respond(stream, res.into(), 200);
             }
