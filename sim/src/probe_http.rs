@@ -13,18 +13,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
-use mcp_sim::framing::sse::SseItem;
+use mcp_sim::harness::http::{self, ExchangeItem, PostTarget};
 use mcp_sim::model::StreamId;
-use mcp_sim::mutants::{ClientSseFramer, Mutants};
-use mcp_sim::wire::{self, Message, PROTOCOL_VERSION};
+use mcp_sim::mutants::Mutants;
+use mcp_sim::wire::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::probe::Input;
@@ -280,15 +276,6 @@ struct Post {
     refused: Arc<AtomicUsize>,
 }
 
-/// Whether a `Content-Type` is `text/event-stream` (parameters aside).
-fn is_sse(content_type: Option<&str>) -> bool {
-    content_type.is_some_and(|c| {
-        c.split(';')
-            .next()
-            .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
-    })
-}
-
 /// One POST on its own connection, its response streamed back as probe input.
 async fn post(p: Post) {
     let Post {
@@ -311,93 +298,32 @@ async fn post(p: Post) {
     };
     connections.fetch_add(1, Ordering::Relaxed);
     let local_port = tcp.local_addr().map(|a| a.port()).unwrap_or(0);
-    let cut = |tx: &mpsc::Sender<Input>| {
-        let by_proxy = cuts.lock().expect("cut set").contains(&local_port);
-        let _ = tx.send(Input::Cut { stream, by_proxy });
+    let to = PostTarget {
+        host: endpoint.authority.as_str(),
+        path: endpoint.path.as_str(),
+        stream_header: None,
     };
-    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await
-    else {
-        return cut(&tx);
-    };
-    let body = wire::encode(&msg).unwrap_or_default();
-    let mut request = hyper::Request::post(endpoint.path.as_str())
-        .header("host", endpoint.authority.as_str())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
-    if let Message::Request(r) = &msg {
-        request = request.header("mcp-method", r.method.as_str());
-        if let Some(name) = r.params.get("name").and_then(|n| n.as_str()) {
-            request = request.header("mcp-name", name);
-        }
-    }
-    let Ok(request) = request.body(Full::new(Bytes::from(body))) else {
-        return cut(&tx);
-    };
-    let exchange = async {
-        let Ok(response) = sender.send_request(request).await else {
-            return cut(&tx);
-        };
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let sse = is_sse(content_type.as_deref());
-        let _ = tx.send(Input::Status {
-            stream,
-            status,
-            content_type,
-        });
-        let mut body = response.into_body();
-        let mut decoder = ClientSseFramer::new(Mutants::NONE);
-        let mut json = Vec::new();
-        loop {
-            match body.frame().await {
-                None => break,
-                Some(Err(_)) => return cut(&tx),
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    if !sse {
-                        json.extend_from_slice(&data);
-                        continue;
-                    }
-                    decoder.push(&data);
-                    while let Some(item) = decoder.next_item() {
-                        let input = match item {
-                            Ok(SseItem::Event(e)) => Input::Message {
-                                stream,
-                                bytes: e.data.into_bytes(),
-                            },
-                            Ok(SseItem::Comment(_)) => Input::Comment { stream },
-                            Err(e) => Input::Message {
-                                stream,
-                                bytes: e.to_string().into_bytes(),
-                            },
-                        };
-                        let _ = tx.send(input);
-                    }
-                }
-            }
-        }
-        if !json.is_empty() {
-            let _ = tx.send(Input::Message {
+    http::exchange(tcp, to, &msg, Mutants::NONE, |item| {
+        let _ = tx.send(match item {
+            ExchangeItem::Status {
+                status,
+                content_type,
+            } => Input::Status {
                 stream,
-                bytes: json,
-            });
-        }
-        let _ = tx.send(Input::Ended { stream });
-    };
-    let mut exchange = pin!(exchange);
-    let mut conn = pin!(conn);
-    tokio::select! {
-        biased;
-        _ = &mut exchange => {}
-        _ = &mut conn => exchange.await,
-    }
+                status,
+                content_type,
+            },
+            ExchangeItem::Message(bytes) => Input::Message { stream, bytes },
+            ExchangeItem::Comment => Input::Comment { stream },
+            ExchangeItem::Ended => Input::Ended { stream },
+            // A cut by our own idle relay is the proxy's; any other is the server's.
+            ExchangeItem::Cut => {
+                let by_proxy = cuts.lock().expect("cut set").contains(&local_port);
+                Input::Cut { stream, by_proxy }
+            }
+        });
+    })
+    .await;
 }
 
 #[cfg(test)]
@@ -423,9 +349,11 @@ mod tests {
 
     #[test]
     fn sse_media_type() {
-        assert!(is_sse(Some("text/event-stream")));
-        assert!(is_sse(Some("Text/Event-Stream; charset=utf-8")));
-        assert!(!is_sse(Some("application/json")));
-        assert!(!is_sse(None));
+        assert!(http::is_event_stream(Some("text/event-stream")));
+        assert!(http::is_event_stream(Some(
+            "Text/Event-Stream; charset=utf-8"
+        )));
+        assert!(!http::is_event_stream(Some("application/json")));
+        assert!(!http::is_event_stream(None));
     }
 }

@@ -10,28 +10,23 @@
 //! healed, so that late messages and late work still land in the trace.
 
 use std::collections::BTreeMap;
-use std::pin::pin;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::http::{self, ExchangeItem, PostTarget};
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
-    STREAM_HEADER,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::framing::sse::SseItem;
 use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL};
-use crate::mutants::{ClientSseFramer, Mutants};
+use crate::mutants::Mutants;
 use crate::scenario::{fault_end, Fault, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
-use crate::wire::{self, Message, RequestId, PROTOCOL_VERSION};
+use crate::wire::{self, Message, RequestId};
 
 enum Input {
     Bytes(u64, Vec<u8>),
@@ -525,96 +520,30 @@ async fn post(
     tx: mpsc::UnboundedSender<Input>,
     mutants: Mutants,
 ) {
-    let cut = |tx: &mpsc::UnboundedSender<Input>| {
-        let _ = tx.send(Input::Cut { stream });
-    };
     let Ok(tcp) = turmoil::net::TcpStream::connect(target).await else {
-        return cut(&tx);
+        let _ = tx.send(Input::Cut { stream });
+        return;
     };
-    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await
-    else {
-        return cut(&tx);
+    let to = PostTarget {
+        host: "server",
+        path: "/mcp",
+        stream_header: Some(stream),
     };
-    let body = wire::encode(&msg).unwrap_or_default();
-    let mut request = hyper::Request::post("/mcp")
-        // HTTP/1.1 requires Host (RFC 9112 §3.2); strict servers (rmcp) refuse requests
-        // without it.
-        .header("host", "server")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION)
-        .header(STREAM_HEADER, stream.0.to_string());
-    if let Message::Request(r) = &msg {
-        request = request.header("mcp-method", r.method.as_str());
-        if let Some(name) = r.params.get("name").and_then(|n| n.as_str()) {
-            request = request.header("mcp-name", name);
-        }
-    }
-    let Ok(request) = request.body(Full::new(Bytes::from(body))) else {
-        return cut(&tx);
-    };
-    let exchange = async {
-        let Ok(response) = sender.send_request(request).await else {
-            return cut(&tx);
-        };
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let sse = content_type.as_deref() == Some("text/event-stream");
-        let _ = tx.send(Input::Status {
-            stream,
-            status,
-            content_type,
-        });
-        let mut body = response.into_body();
-        let mut decoder = ClientSseFramer::new(mutants);
-        let mut json = Vec::new();
-        loop {
-            match body.frame().await {
-                None => break,
-                Some(Err(_)) => return cut(&tx),
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    if !sse {
-                        json.extend_from_slice(&data);
-                        continue;
-                    }
-                    decoder.push(&data);
-                    while let Some(item) = decoder.next_item() {
-                        let input = match item {
-                            Ok(SseItem::Event(e)) => Input::Message {
-                                stream,
-                                bytes: e.data.into_bytes(),
-                            },
-                            Ok(SseItem::Comment(_)) => Input::Comment { stream },
-                            Err(e) => Input::Message {
-                                stream,
-                                bytes: e.to_string().into_bytes(),
-                            },
-                        };
-                        let _ = tx.send(input);
-                    }
-                }
-            }
-        }
-        if !json.is_empty() {
-            let _ = tx.send(Input::Message {
+    http::exchange(tcp, to, &msg, mutants, |item| {
+        let _ = tx.send(match item {
+            ExchangeItem::Status {
+                status,
+                content_type,
+            } => Input::Status {
                 stream,
-                bytes: json,
-            });
-        }
-        let _ = tx.send(Input::Ended { stream });
-    };
-    let mut exchange = pin!(exchange);
-    let mut conn = pin!(conn);
-    tokio::select! {
-        biased;
-        _ = &mut exchange => {}
-        _ = &mut conn => exchange.await,
-    }
+                status,
+                content_type,
+            },
+            ExchangeItem::Message(bytes) => Input::Message { stream, bytes },
+            ExchangeItem::Comment => Input::Comment { stream },
+            ExchangeItem::Ended => Input::Ended { stream },
+            ExchangeItem::Cut => Input::Cut { stream },
+        });
+    })
+    .await;
 }

@@ -99,6 +99,7 @@
 mod backend;
 mod client;
 mod custom;
+pub mod http;
 mod proxy;
 mod server;
 
