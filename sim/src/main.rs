@@ -42,6 +42,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The probe writes to a child's stdin and must see EPIPE when the child dies, not die.
+    if !matches!(cli.command, Command::Probe(_)) {
+        restore_sigpipe();
+    }
     match cli.command {
         Command::Decode(args) => decode::run(&args),
         Command::CheckTrace(args) => check::run(&args),
@@ -60,5 +64,16 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so printing into a closed pipe (`mcp-sim replay --trace | head`)
+/// would panic; a command-line tool should end quietly instead, as other Unix tools do.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any thread or I/O exists; restoring the
+    // default disposition of one signal has no other effect on the process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
