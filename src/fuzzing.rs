@@ -28,17 +28,12 @@ pub fn decode_bytes(data: &[u8]) {
             let again =
                 wire::decode_with(text.as_bytes(), &opts).expect("re-encoded message decodes");
             assert!(
-                same(&again, &msg),
+                again == msg,
                 "round trip changed the message: {msg:?} -> {again:?}"
             );
         }
         let _ = wire::json::parse_value(data, &opts.limits);
     }
-}
-
-/// Messages compare with `==` except that `-0.0 == 0.0`; equal is what round trip promises.
-fn same(a: &Message, b: &Message) -> bool {
-    a == b
 }
 
 /// Splits `data` into chunks at the positions drawn from `cuts`.
@@ -72,9 +67,11 @@ pub struct ChunkedInput {
     pub lenient: u8,
 }
 
-type LineItem = Result<(u64, Vec<u8>), FrameError>;
+/// One item of the NDJSON framer: a line's number and bytes, or an error.
+pub type LineItem = Result<(u64, Vec<u8>), FrameError>;
 
-fn run_lines(chunks: &[&[u8]], opts: LineOptions) -> Vec<LineItem> {
+/// Feeds `chunks` to a fresh NDJSON decoder and collects every item, the end included.
+pub fn frame_lines(chunks: &[&[u8]], opts: LineOptions) -> Vec<LineItem> {
     let mut dec = LineDecoder::new(opts);
     let mut out = Vec::new();
     for c in chunks {
@@ -97,13 +94,13 @@ pub fn ndjson_chunks(input: &ChunkedInput) {
         allow_crlf: input.lenient & 1 != 0,
         allow_blank_lines: input.lenient & 2 != 0,
     };
-    let whole = run_lines(&[&input.data], opts);
-    let split = run_lines(&chunks(&input.data, &input.cuts), opts);
+    let whole = frame_lines(&[&input.data], opts);
+    let split = frame_lines(&chunks(&input.data, &input.cuts), opts);
     assert_eq!(whole, split, "chunking changed the NDJSON framing");
     let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
     assert_eq!(
         whole,
-        run_lines(&bytewise, opts),
+        frame_lines(&bytewise, opts),
         "byte-by-byte feeding changed the framing"
     );
     for (_, line) in whole.iter().flatten() {
@@ -112,7 +109,8 @@ pub fn ndjson_chunks(input: &ChunkedInput) {
     }
 }
 
-fn run_sse(chunks: &[&[u8]], opts: SseOptions) -> Vec<Result<SseItem, FrameError>> {
+/// Feeds `chunks` to a fresh SSE decoder and collects every item, the end included.
+pub fn frame_sse(chunks: &[&[u8]], opts: SseOptions) -> Vec<Result<SseItem, FrameError>> {
     let mut dec = SseDecoder::new(opts);
     let mut out = Vec::new();
     for c in chunks {
@@ -134,23 +132,23 @@ pub fn sse_chunks(input: &ChunkedInput) {
         max_line_bytes: input.max_line as usize + 1,
         max_event_bytes: input.max_line as usize * 4 + 1,
     };
-    let whole = run_sse(&[&input.data], opts);
+    let whole = frame_sse(&[&input.data], opts);
     assert_eq!(
         whole,
-        run_sse(&chunks(&input.data, &input.cuts), opts),
+        frame_sse(&chunks(&input.data, &input.cuts), opts),
         "chunking changed the SSE items"
     );
     let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
     assert_eq!(
         whole,
-        run_sse(&bytewise, opts),
+        frame_sse(&bytewise, opts),
         "byte-by-byte feeding changed the SSE items"
     );
     for item in whole.iter().flatten() {
         if let SseItem::Event(e) = item {
             let encoded = sse::encode_event(&e.data);
             let unlimited = SseOptions::default();
-            let again = run_sse(&[encoded.as_bytes()], unlimited);
+            let again = frame_sse(&[encoded.as_bytes()], unlimited);
             match again.as_slice() {
                 [Ok(SseItem::Event(e2))] => {
                     assert_eq!(e2.data, e.data, "SSE data did not round-trip")
@@ -266,7 +264,7 @@ pub fn roundtrip(msg: &ArbMessage) {
         Ok(text) => {
             let back = wire::decode(text.as_bytes())
                 .unwrap_or_else(|e| panic!("encoded {text} does not decode: {e}"));
-            assert!(same(&back, msg), "round trip changed {msg:?} into {back:?}");
+            assert!(back == *msg, "round trip changed {msg:?} into {back:?}");
             let mut framed = sse::encode_event(&text).into_bytes();
             framed.extend_from_slice(b": keep-alive\n\n");
             let mut dec = SseDecoder::new(SseOptions::default());

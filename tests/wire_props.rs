@@ -13,9 +13,10 @@
 //! Failing cases are kept in `proptest-regressions/wire_props.txt` and replayed first.
 //! `PROPTEST_CASES` sets the number of cases (default 256).
 
-use mcp_sim::framing::ndjson::{LineDecoder, LineOptions};
-use mcp_sim::framing::sse::{SseDecoder, SseEvent, SseItem, SseOptions};
+use mcp_sim::framing::ndjson::LineOptions;
+use mcp_sim::framing::sse::{SseEvent, SseItem, SseOptions};
 use mcp_sim::framing::FrameError;
+use mcp_sim::fuzzing::{frame_lines, frame_sse, LineItem};
 use mcp_sim::wire::json::parse_value;
 use mcp_sim::wire::{
     decode, decode_with, encode, to_value, Cancelled, DecodeOptions, EncodeError, ErrorObject,
@@ -347,23 +348,6 @@ fn split<'a>(data: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
     out
 }
 
-type LineItem = Result<(u64, Vec<u8>), FrameError>;
-
-fn run_lines(chunks: &[&[u8]], opts: LineOptions) -> Vec<LineItem> {
-    let mut d = LineDecoder::new(opts);
-    let mut out = Vec::new();
-    for c in chunks {
-        d.push(c);
-        while let Some(item) = d.next_line() {
-            out.push(item.map(|l| (l.number, l.bytes)));
-        }
-    }
-    if let Some(e) = d.finish() {
-        out.push(Err(e));
-    }
-    out
-}
-
 /// One stdio line of a generated stream.
 #[derive(Debug, Clone)]
 enum LinePiece {
@@ -566,18 +550,7 @@ impl SseStream {
 }
 
 fn run_sse(chunks: &[&[u8]]) -> Vec<Result<SseItem, FrameError>> {
-    let mut d = SseDecoder::new(SseOptions::default());
-    let mut out = Vec::new();
-    for c in chunks {
-        d.push(c);
-        while let Some(item) = d.next_item() {
-            out.push(item);
-        }
-    }
-    if let Some(e) = d.finish() {
-        out.push(Err(e));
-    }
-    out
+    frame_sse(chunks, SseOptions::default())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -923,11 +896,11 @@ proptest! {
             expected.push(Err((Rule::Truncated, pieces.len() as u64 + 1)));
         }
 
-        let whole = run_lines(&[&stream], opts);
+        let whole = frame_lines(&[&stream], opts);
         prop_assert_eq!(as_expected(&whole), expected);
-        prop_assert_eq!(&run_lines(&split(&stream, &cuts), opts), &whole);
+        prop_assert_eq!(&frame_lines(&split(&stream, &cuts), opts), &whole);
         let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
-        prop_assert_eq!(&run_lines(&bytewise, opts), &whole);
+        prop_assert_eq!(&frame_lines(&bytewise, opts), &whole);
 
         // The message lines decode to their messages.
         let mut lines = whole.iter().filter_map(|i| i.as_ref().ok());

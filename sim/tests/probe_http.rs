@@ -5,40 +5,14 @@
 //! Needs `python3` with `mcp` 2.3.0 and uvicorn importable (`python3 -m pip install mcp==2.3.0`,
 //! which brings uvicorn; CI installs it). Set `MCP_SIM_SKIP_PYTHON=1` to skip.
 
+mod common;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mcp_sim::trace::{EventKind, Side, Trace};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Whether the test should run; panics when the Python SDK is missing and skipping was not
-/// asked for.
-fn python_sdk_ready() -> bool {
-    if std::env::var("MCP_SIM_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("MCP_SIM_SKIP_PYTHON=1: skipping the Python SDK HTTP probe");
-        return false;
-    }
-    let check = Command::new("python3")
-        .args(["-c", "import mcp.server.mcpserver, uvicorn"])
-        .output();
-    match check {
-        Ok(out) if out.status.success() => true,
-        Ok(out) => panic!(
-            "the Python packages `mcp` and `uvicorn` are not importable: run \
-             `python3 -m pip install mcp==2.3.0` (or set MCP_SIM_SKIP_PYTHON=1 to skip)\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => panic!(
-            "python3 cannot be run ({e}): install Python 3 and `python3 -m pip install mcp==2.3.0` \
-             (or set MCP_SIM_SKIP_PYTHON=1 to skip)"
-        ),
-    }
-}
 
 /// The server process, killed when dropped.
 struct Server(Child);
@@ -57,7 +31,7 @@ fn start_server() -> (Server, u16) {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let script = repo().join("tests/peers/python_slow_http_server.py");
+    let script = common::repo().join("tests/peers/python_slow_http_server.py");
     let child = Command::new("python3")
         .arg(&script)
         .arg(port.to_string())
@@ -117,7 +91,7 @@ fn count(trace: &Trace, f: impl Fn(&EventKind) -> bool) -> usize {
 
 #[test]
 fn probe_drives_the_python_sdk_http_server() {
-    if !python_sdk_ready() {
+    if !common::python_sdk_ready("mcp.server.mcpserver, uvicorn") {
         return;
     }
     let (_server, port) = start_server();

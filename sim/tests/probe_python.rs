@@ -4,48 +4,21 @@
 //! Needs `python3` with `mcp` 2.3.0 importable (`python3 -m pip install mcp==2.3.0`; CI installs
 //! it). Set `MCP_SIM_SKIP_PYTHON=1` to skip.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
 use mcp_sim::trace::{EventKind, Trace};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Whether the test should run; panics when the Python SDK is missing and skipping was not
-/// asked for.
-fn python_sdk_ready() -> bool {
-    if std::env::var("MCP_SIM_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("MCP_SIM_SKIP_PYTHON=1: skipping the Python SDK probe");
-        return false;
-    }
-    let check = Command::new("python3")
-        .args(["-c", "import mcp.server.mcpserver"])
-        .output();
-    match check {
-        Ok(out) if out.status.success() => true,
-        Ok(out) => panic!(
-            "the Python package `mcp` is not importable: run `python3 -m pip install mcp==2.3.0` \
-             (or set MCP_SIM_SKIP_PYTHON=1 to skip)\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => panic!(
-            "python3 cannot be run ({e}): install Python 3 and `python3 -m pip install mcp==2.3.0` \
-             (or set MCP_SIM_SKIP_PYTHON=1 to skip)"
-        ),
-    }
-}
-
 #[test]
 fn probe_drives_the_python_sdk_server() {
-    if !python_sdk_ready() {
+    if !common::python_sdk_ready("mcp.server.mcpserver") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("mcp-sim-probe-python-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let trace_path = dir.join("trace.jsonl");
-    let server = repo().join("tests/peers/python_slow_server.py");
+    let server = common::repo().join("tests/peers/python_slow_server.py");
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
         .args(["probe", "--seed", "1", "--calls", "3", "--tool", "slow_op"])
         .args(["--args", r#"{"steps":4,"step_ms":100}"#])
