@@ -142,6 +142,11 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
         EventKind::Progress { request, progress } => {
             format!("Note over C: app sees progress {progress} for {request} ({at})")
         }
+        EventKind::Fault { fault, stream, ms } => {
+            let on = stream.map_or(String::new(), |s| format!(" s{s}"));
+            let len = ms.map_or(String::new(), |ms| format!(" {ms} ms"));
+            format!("Note over {me}: injected {fault}{on}{len} ({at})")
+        }
     })
 }
 

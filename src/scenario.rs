@@ -26,6 +26,9 @@ pub struct ProxyConfig {
     /// Answers `524` when the upstream sent no response headers before the idle timeout
     /// (Cloudflare).
     pub timeout_status: Option<u16>,
+    /// Bytes from the client restart the idle clock too (ALB counts payload bytes both ways;
+    /// nginx's `proxy_read_timeout` and Cloudflare's timeout count only the upstream's).
+    pub idle_counts_client_bytes: bool,
 }
 
 impl ProxyConfig {
@@ -35,13 +38,15 @@ impl ProxyConfig {
         idle_timeout: Duration::from_secs(60),
         buffers_unless_told: true,
         timeout_status: Some(504),
+        idle_counts_client_bytes: false,
     };
-    /// AWS ALB: 60 s idle; only payload bytes count.
+    /// AWS ALB: 60 s idle; payload bytes in either direction count.
     pub const ALB: ProxyConfig = ProxyConfig {
         name: "alb",
         idle_timeout: Duration::from_secs(60),
         buffers_unless_told: false,
         timeout_status: Some(504),
+        idle_counts_client_bytes: true,
     };
     /// Cloudflare: 100 s, then HTTP 524.
     pub const CLOUDFLARE: ProxyConfig = ProxyConfig {
@@ -49,6 +54,7 @@ impl ProxyConfig {
         idle_timeout: Duration::from_secs(100),
         buffers_unless_told: false,
         timeout_status: Some(524),
+        idle_counts_client_bytes: false,
     };
 
     /// A plain idle cutter with the given timeout.
@@ -58,18 +64,23 @@ impl ProxyConfig {
             idle_timeout,
             buffers_unless_told: false,
             timeout_status: None,
+            idle_counts_client_bytes: false,
         }
     }
 
-    /// A preset by name: `nginx`, `alb`, `cloudflare`, or `custom:SECONDS`.
+    /// A preset by name: `nginx`, `alb`, `cloudflare`, `custom:SECONDS` or `custom:MSms`.
     pub fn preset(name: &str) -> Option<ProxyConfig> {
         match name {
             "nginx" => Some(Self::NGINX),
             "alb" => Some(Self::ALB),
             "cloudflare" => Some(Self::CLOUDFLARE),
             _ => {
-                let secs = name.strip_prefix("custom:")?.parse().ok()?;
-                Some(Self::custom(Duration::from_secs(secs)))
+                let value = name.strip_prefix("custom:")?;
+                let idle = match value.strip_suffix("ms") {
+                    Some(ms) => Duration::from_millis(ms.parse().ok()?),
+                    None => Duration::from_secs(value.parse().ok()?),
+                };
+                (!idle.is_zero()).then(|| Self::custom(idle))
             }
         }
     }

@@ -60,6 +60,10 @@ impl Side {
     }
 }
 
+/// The `fault` of a [`EventKind::Fault`] for a client that stopped reading the server's
+/// output for a while; the oracle adds such spans to its grace window.
+pub const FAULT_STALL: &str = "stall";
+
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceEvent {
@@ -136,6 +140,21 @@ pub enum EventKind {
         /// The `Content-Type`, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content_type: Option<String>,
+    },
+    /// A fault the driver injected on purpose (live runs), so that a reader of the trace can
+    /// tell it from the peer's doing: `stall` (the client stopped reading the server's output
+    /// for `ms`), `restart` (the server process was killed and started again), `latency`
+    /// (an intermediary delays the bytes of `stream` by `ms` each way), `reset` (an
+    /// intermediary will reset `stream`'s connection in the middle of the response).
+    Fault {
+        /// Which fault.
+        fault: String,
+        /// The HTTP stream it applies to, if one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<u64>,
+        /// Its length or size in ms, if it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
     },
     /// The client application was given progress for a request.
     Progress {

@@ -111,6 +111,18 @@ const CASES: &[Case] = &[
     case("response-after-cancel-violates-3.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
     case("response-after-cancel-violates-4.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
     case("response-after-cancel-passes-3.jsonl", STRICT, true, &[]),
+    // Black-box stdio evidence sharper than the grace window: a message read after the answer
+    // to a request written after the cancel (the barrier), versus one read before it; an
+    // error 1 ms after the cancel, 500 ms into a call whose identical sibling took 3000 ms
+    // (an answer to the cancel), versus a result near the natural end (a crossing) and one
+    // with no sibling to compare with; a crossing the client read late during its own stall.
+    case("response-after-cancel-violates-5.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("response-after-cancel-passes-4.jsonl", STRICT, true, &[]),
+    case("response-after-cancel-violates-6.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("response-after-cancel-violates-6.jsonl", LENIENT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("response-after-cancel-passes-5.jsonl", STRICT, true, &[]),
+    case("response-after-cancel-passes-6.jsonl", STRICT, true, &[]),
+    case("response-after-cancel-passes-7.jsonl", STRICT, true, &[]),
 
     // duplicate-response: stdio with both sides, HTTP seen by the client alone.
     case("duplicate-response-violates.jsonl", STRICT, false, &[(rule::DUPLICATE_RESPONSE, MUST)]),

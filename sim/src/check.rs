@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use mcp_sim::oracle::{self, OracleConfig, Profile};
+use mcp_sim::oracle::{self, OracleConfig, Profile, Report};
 use mcp_sim::report;
 use mcp_sim::trace::Trace;
 use serde::Serialize;
@@ -59,12 +59,39 @@ struct JsonVerdict<'a> {
     violations: Vec<JsonViolation<'a>>,
 }
 
+/// One violation as JSON: rule, level, event indices (decisive last), message.
 #[derive(Serialize)]
-struct JsonViolation<'a> {
+pub(crate) struct JsonViolation<'a> {
     rule: &'a str,
     level: &'a str,
     events: &'a [usize],
     message: &'a str,
+}
+
+/// The violations of `verdict` as JSON values.
+pub(crate) fn json_violations(verdict: &Report) -> Vec<JsonViolation<'_>> {
+    verdict
+        .violations
+        .iter()
+        .map(|v| JsonViolation {
+            rule: v.rule,
+            level: v.level.as_str(),
+            events: &v.events,
+            message: &v.message,
+        })
+        .collect()
+}
+
+/// The oracle settings of `--profile` and `--grace-ms`, shared by `check-trace` and `probe`.
+pub(crate) fn oracle_config(profile: ProfileArg, grace_ms: u64) -> OracleConfig {
+    OracleConfig {
+        profile: match profile {
+            ProfileArg::Strict => Profile::Strict,
+            ProfileArg::Lenient => Profile::Lenient,
+        },
+        grace_ms,
+        ..OracleConfig::default()
+    }
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -92,14 +119,9 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     let config = OracleConfig {
-        profile: match args.profile {
-            ProfileArg::Strict => Profile::Strict,
-            ProfileArg::Lenient => Profile::Lenient,
-        },
-        grace_ms: args.grace_ms,
         max_request_ms: args.max_request_ms,
         complete: args.complete,
-        ..OracleConfig::default()
+        ..oracle_config(args.profile, args.grace_ms)
     };
     let verdict = oracle::check(&trace, &config);
     match args.format {
@@ -107,16 +129,7 @@ pub fn run(args: &Args) -> ExitCode {
             let out = JsonVerdict {
                 ok: !verdict.has_must(),
                 events: trace.events.len(),
-                violations: verdict
-                    .violations
-                    .iter()
-                    .map(|v| JsonViolation {
-                        rule: v.rule,
-                        level: v.level.as_str(),
-                        events: &v.events,
-                        message: &v.message,
-                    })
-                    .collect(),
+                violations: json_violations(&verdict),
             };
             println!(
                 "{}",

@@ -11,6 +11,7 @@ mod check;
 mod decode;
 mod probe;
 mod probe_http;
+mod probe_report;
 mod sweep;
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.

@@ -7,11 +7,14 @@
 //! one message when it ends. Closing a stream aborts its task, which drops the connection (the
 //! cancellation on HTTP). The tasks run on a tokio runtime of their own thread.
 //!
-//! With `--proxy-idle-ms N` the posts go through a local relay on 127.0.0.1 (an ephemeral
-//! port) that cuts a connection after N ms without bytes from the server, as an intermediary's
-//! idle timeout does; the probe records such a cut as a close by the proxy, reason `idle`.
+//! With `--proxy PRESET` (or `--proxy-idle-ms N`), `--latency-ms A..B` or `--reset-percent P`
+//! the posts go through a local relay on 127.0.0.1 (an ephemeral port): an intermediary with
+//! the idle timeout, buffering and gateway status of the simulation's proxy presets, which
+//! also delays bytes and resets connections in the middle of a response as the probe's seeded
+//! schedule says ([`Relay`]). The probe records the faults it planned as `fault` events and
+//! the relay's cuts as closes by the proxy, reason `idle` or `reset`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -20,6 +23,7 @@ use std::time::Duration;
 use mcp_sim::harness::http::{self, ExchangeItem, PostTarget};
 use mcp_sim::model::StreamId;
 use mcp_sim::mutants::Mutants;
+use mcp_sim::scenario::ProxyConfig;
 use mcp_sim::wire::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -81,7 +85,58 @@ pub(crate) fn parse_url(url: &str) -> Result<Endpoint, String> {
     })
 }
 
-/// The runtime, the open posts and the optional idle-timeout relay.
+/// The faults the relay applies to one connection, drawn by the probe when it posts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ConnFaults {
+    /// Delay added to every chunk, each way, in ms.
+    pub latency_ms: u64,
+    /// Reset the connection once the first bytes of the response body have passed.
+    pub reset: bool,
+}
+
+/// Why the relay ended a connection, when it was its doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The intermediary's idle timeout.
+    Idle,
+    /// A reset in the middle of the response.
+    Reset,
+}
+
+impl Cut {
+    /// The `reason` of the trace's `close` event.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Cut::Idle => "idle",
+            Cut::Reset => "reset",
+        }
+    }
+}
+
+/// What the relay and the posts share, by the post's local port.
+#[derive(Default)]
+struct Relayed {
+    faults: BTreeMap<u16, ConnFaults>,
+    cuts: BTreeMap<u16, Cut>,
+}
+
+/// The local relay between the probe and the server: an intermediary with an idle timeout
+/// (a preset of the simulation's), added latency and resets.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RelayConfig {
+    /// The intermediary whose idle timeout, buffering and gateway status the relay copies.
+    pub proxy: Option<ProxyConfig>,
+    /// Whether any post may carry [`ConnFaults`].
+    pub faults: bool,
+}
+
+impl RelayConfig {
+    fn wanted(&self) -> bool {
+        self.proxy.is_some() || self.faults
+    }
+}
+
+/// The runtime, the open posts and the optional relay.
 pub(crate) struct Http {
     handle: tokio::runtime::Handle,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -91,8 +146,7 @@ pub(crate) struct Http {
     target: SocketAddr,
     tx: mpsc::Sender<Input>,
     posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
-    /// Local ports of the connections the relay cut for idleness.
-    cuts: Arc<Mutex<HashSet<u16>>>,
+    relayed: Arc<Mutex<Relayed>>,
     /// The relay's address, when there is one.
     pub proxy: Option<SocketAddr>,
     /// Connections opened to the server (or the relay).
@@ -105,7 +159,7 @@ impl Http {
     /// Checks that the server accepts connections, starts the runtime and the relay.
     pub fn start(
         endpoint: Endpoint,
-        proxy_idle: Option<Duration>,
+        relay_config: RelayConfig,
         tx: mpsc::Sender<Input>,
     ) -> Result<Http, String> {
         let server = reachable(&endpoint.addr)?;
@@ -114,9 +168,9 @@ impl Http {
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
         let handle = runtime.handle().clone();
-        let cuts = Arc::new(Mutex::new(HashSet::new()));
+        let relayed = Arc::new(Mutex::new(Relayed::default()));
         let mut proxy = None;
-        if let Some(idle) = proxy_idle {
+        if relay_config.wanted() {
             let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .and_then(|l| l.set_nonblocking(true).map(|()| l))
                 .map_err(|e| format!("cannot start the proxy: {e}"))?;
@@ -128,10 +182,16 @@ impl Http {
             let _entered = handle.enter();
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| format!("cannot start the proxy: {e}"))?;
-            let cuts = Arc::clone(&cuts);
+            let relayed = Arc::clone(&relayed);
             handle.spawn(async move {
                 while let Ok((down, peer)) = listener.accept().await {
-                    tokio::spawn(relay(down, peer.port(), server, idle, Arc::clone(&cuts)));
+                    let conn = Relay {
+                        peer_port: peer.port(),
+                        server,
+                        proxy: relay_config.proxy,
+                        relayed: Arc::clone(&relayed),
+                    };
+                    tokio::spawn(conn.run(down));
                 }
             });
         }
@@ -149,22 +209,24 @@ impl Http {
             target: proxy.unwrap_or(server),
             tx,
             posts: BTreeMap::new(),
-            cuts,
+            relayed,
             proxy,
             connections: Arc::new(AtomicUsize::new(0)),
             refused: Arc::new(AtomicUsize::new(0)),
         })
     }
 
-    /// Sends `msg` in a POST of its own; its response arrives as `stream`.
-    pub fn post(&mut self, stream: StreamId, msg: Message) {
+    /// Sends `msg` in a POST of its own, through the relay with `faults`; its response arrives
+    /// as `stream`.
+    pub fn post(&mut self, stream: StreamId, msg: Message, faults: ConnFaults) {
         let task = self.handle.spawn(post(Post {
             target: self.target,
             endpoint: Arc::clone(&self.endpoint),
             stream,
             msg,
+            faults,
             tx: self.tx.clone(),
-            cuts: Arc::clone(&self.cuts),
+            relayed: Arc::clone(&self.relayed),
             connections: Arc::clone(&self.connections),
             refused: Arc::clone(&self.refused),
         }));
@@ -228,38 +290,196 @@ fn reachable(addr: &str) -> Result<SocketAddr, String> {
     Err(last)
 }
 
-/// Relays one connection to the server; cuts it after `idle` without bytes from the server.
-async fn relay(
-    down: tokio::net::TcpStream,
+fn head_end(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4)
+}
+
+/// How a relayed connection ended.
+enum RelayEnd {
+    /// One side closed (or failed): close the other.
+    Closed,
+    /// The idle timeout expired; whether the response head had reached the client.
+    Idle { head_sent: bool },
+    /// The planned reset.
+    Reset,
+}
+
+/// One relayed connection: the intermediary of the simulation's proxy presets, on real
+/// sockets.
+///
+/// The idle clock restarts on every byte from the server, and with ALB on every byte from
+/// the client too (`ProxyConfig::idle_counts_client_bytes`). When it expires the relay drops
+/// both connections, or, when the response head has not reached the client yet and the preset
+/// has a gateway status (nginx and ALB 504, Cloudflare 524), answers with that status and an
+/// empty body first. nginx holds a `text/event-stream` body until it ends unless the server
+/// sent `X-Accel-Buffering: no`. Latency delays each chunk by the post's `latency_ms`, each way,
+/// in order; a reset sets `SO_LINGER` to zero and drops the client's connection once the first
+/// body bytes have passed, so the client reads a connection reset.
+struct Relay {
     peer_port: u16,
     server: SocketAddr,
-    idle: Duration,
-    cuts: Arc<Mutex<HashSet<u16>>>,
-) {
-    let Ok(up) = tokio::net::TcpStream::connect(server).await else {
-        return;
-    };
-    let (mut down_read, mut down_write) = down.into_split();
-    let (mut up_read, mut up_write) = up.into_split();
-    let mut last = tokio::time::Instant::now();
-    let mut down_buf = vec![0u8; 16 * 1024];
-    let mut up_buf = vec![0u8; 16 * 1024];
-    loop {
-        tokio::select! {
-            biased;
-            n = up_read.read(&mut up_buf) => {
-                let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                last = tokio::time::Instant::now();
-                if down_write.write_all(&up_buf[..n]).await.is_err() { break }
+    proxy: Option<ProxyConfig>,
+    relayed: Arc<Mutex<Relayed>>,
+}
+
+impl Relay {
+    async fn run(self, mut down: tokio::net::TcpStream) {
+        let Ok(mut up) = tokio::net::TcpStream::connect(self.server).await else {
+            return;
+        };
+        let end = self.pump(&mut down, &mut up).await;
+        let cut = match end {
+            RelayEnd::Closed => None,
+            RelayEnd::Idle { .. } => Some(Cut::Idle),
+            RelayEnd::Reset => Some(Cut::Reset),
+        };
+        if let Some(cut) = cut {
+            // Known before the connection drops, so the post that sees the cut finds it.
+            self.relayed
+                .lock()
+                .expect("relay state")
+                .cuts
+                .insert(self.peer_port, cut);
+        }
+        match end {
+            RelayEnd::Idle { head_sent: false } => {
+                if let Some(status) = self.proxy.and_then(|p| p.timeout_status) {
+                    let answer = format!(
+                        "HTTP/1.1 {status} Gateway Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    );
+                    let _ = down.write_all(answer.as_bytes()).await;
+                    let _ = down.shutdown().await;
+                }
             }
-            n = down_read.read(&mut down_buf) => {
-                let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                if up_write.write_all(&down_buf[..n]).await.is_err() { break }
+            RelayEnd::Reset => {
+                let _ = socket2::SockRef::from(&down).set_linger(Some(Duration::ZERO));
             }
-            _ = tokio::time::sleep_until(last + idle) => {
-                // Known before the connections drop, so the post that sees the cut finds it.
-                cuts.lock().expect("cut set").insert(peer_port);
-                return;
+            _ => {}
+        }
+    }
+
+    fn faults(&self) -> ConnFaults {
+        let relayed = self.relayed.lock().expect("relay state");
+        relayed
+            .faults
+            .get(&self.peer_port)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    async fn pump(
+        &self,
+        down: &mut tokio::net::TcpStream,
+        up: &mut tokio::net::TcpStream,
+    ) -> RelayEnd {
+        use tokio::time::Instant;
+        let (mut down_read, mut down_write) = down.split();
+        let (mut up_read, mut up_write) = up.split();
+        // The post registers its faults before it writes the request, so they are known by
+        // the time the first bytes from the client arrive.
+        let mut faults: Option<ConnFaults> = None;
+        let idle = self.proxy.map(|p| p.idle_timeout);
+        let client_bytes_count = self.proxy.is_some_and(|p| p.idle_counts_client_bytes);
+        let buffers = self.proxy.is_some_and(|p| p.buffers_unless_told);
+        let mut last = Instant::now();
+        // Response bytes read so far up to the end of the head, then whether to hold the body.
+        let mut head: Vec<u8> = Vec::new();
+        let mut head_len: Option<usize> = None;
+        let mut holding = false;
+        let mut held: Vec<u8> = Vec::new();
+        let mut delivered = 0usize;
+        let mut to_down: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+        let mut to_up: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+        let mut up_open = true;
+        let mut down_buf = vec![0u8; 16 * 1024];
+        let mut up_buf = vec![0u8; 16 * 1024];
+        loop {
+            let delay = Duration::from_millis(faults.map_or(0, |f| f.latency_ms));
+            let far = Instant::now() + Duration::from_secs(24 * 3600);
+            let next_due = [to_down.front(), to_up.front()]
+                .into_iter()
+                .flatten()
+                .map(|(at, _)| *at)
+                .min()
+                .unwrap_or(far);
+            let idle_at = idle.map_or(far, |d| last + d);
+            if !up_open && to_down.is_empty() {
+                return RelayEnd::Closed;
+            }
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(next_due), if next_due < far => {
+                    let now = Instant::now();
+                    while to_up.front().is_some_and(|(at, _)| *at <= now) {
+                        let (_, bytes) = to_up.pop_front().expect("front exists");
+                        if up_write.write_all(&bytes).await.is_err() {
+                            return RelayEnd::Closed;
+                        }
+                    }
+                    while to_down.front().is_some_and(|(at, _)| *at <= now) {
+                        let (_, bytes) = to_down.pop_front().expect("front exists");
+                        if down_write.write_all(&bytes).await.is_err() {
+                            return RelayEnd::Closed;
+                        }
+                        delivered += bytes.len();
+                        let body_passed = head_len.is_some_and(|h| delivered > h);
+                        if body_passed && faults.is_some_and(|f| f.reset) {
+                            return RelayEnd::Reset;
+                        }
+                    }
+                }
+                n = up_read.read(&mut up_buf), if up_open => {
+                    let n = match n {
+                        Ok(0) | Err(_) => {
+                            up_open = false;
+                            if !held.is_empty() {
+                                to_down.push_back((Instant::now() + delay, std::mem::take(&mut held)));
+                            }
+                            continue;
+                        }
+                        Ok(n) => n,
+                    };
+                    last = Instant::now();
+                    let bytes = up_buf[..n].to_vec();
+                    if head_len.is_none() {
+                        head.extend_from_slice(&bytes);
+                        if let Some(end) = head_end(&head) {
+                            head_len = Some(end);
+                            let text = String::from_utf8_lossy(&head[..end]).to_ascii_lowercase();
+                            let told = text.contains("x-accel-buffering: no");
+                            holding = buffers && text.contains("text/event-stream") && !told;
+                            if holding {
+                                // The head passes; the body waits for its end.
+                                to_down.push_back((last + delay, head[..end].to_vec()));
+                                held.extend_from_slice(&head[end..]);
+                                continue;
+                            }
+                        }
+                    } else if holding {
+                        held.extend_from_slice(&bytes);
+                        // A complete chunked body ends in a zero-size chunk.
+                        if held.ends_with(b"0\r\n\r\n") {
+                            to_down.push_back((last + delay, std::mem::take(&mut held)));
+                        }
+                        continue;
+                    }
+                    to_down.push_back((last + delay, bytes));
+                }
+                n = down_read.read(&mut down_buf) => {
+                    let n = match n { Ok(0) | Err(_) => return RelayEnd::Closed, Ok(n) => n };
+                    let f = *faults.get_or_insert_with(|| self.faults());
+                    if client_bytes_count {
+                        last = Instant::now();
+                    }
+                    let at = Instant::now() + Duration::from_millis(f.latency_ms);
+                    to_up.push_back((at, down_buf[..n].to_vec()));
+                }
+                _ = tokio::time::sleep_until(idle_at), if idle.is_some() => {
+                    return RelayEnd::Idle { head_sent: head_len.is_some_and(|h| delivered >= h) };
+                }
             }
         }
     }
@@ -270,8 +490,9 @@ struct Post {
     endpoint: Arc<Endpoint>,
     stream: StreamId,
     msg: Message,
+    faults: ConnFaults,
     tx: mpsc::Sender<Input>,
-    cuts: Arc<Mutex<HashSet<u16>>>,
+    relayed: Arc<Mutex<Relayed>>,
     connections: Arc<AtomicUsize>,
     refused: Arc<AtomicUsize>,
 }
@@ -283,27 +504,39 @@ async fn post(p: Post) {
         endpoint,
         stream,
         msg,
+        faults,
         tx,
-        cuts,
+        relayed,
         connections,
         refused,
     } = p;
     let Ok(tcp) = tokio::net::TcpStream::connect(target).await else {
         refused.fetch_add(1, Ordering::Relaxed);
-        let _ = tx.send(Input::Cut {
-            stream,
-            by_proxy: false,
-        });
+        let _ = tx.send(Input::Cut { stream, by: None });
         return;
     };
     connections.fetch_add(1, Ordering::Relaxed);
     let local_port = tcp.local_addr().map(|a| a.port()).unwrap_or(0);
+    relayed
+        .lock()
+        .expect("relay state")
+        .faults
+        .insert(local_port, faults);
     let to = PostTarget {
         host: endpoint.authority.as_str(),
         path: endpoint.path.as_str(),
         stream_header: None,
     };
     http::exchange(tcp, to, &msg, Mutants::NONE, |item| {
+        // An end or a cut that our own relay caused is the proxy's; any other the server's.
+        let by_relay = || {
+            relayed
+                .lock()
+                .expect("relay state")
+                .cuts
+                .get(&local_port)
+                .copied()
+        };
         let _ = tx.send(match item {
             ExchangeItem::Status {
                 status,
@@ -315,12 +548,14 @@ async fn post(p: Post) {
             },
             ExchangeItem::Message(bytes) => Input::Message { stream, bytes },
             ExchangeItem::Comment => Input::Comment { stream },
-            ExchangeItem::Ended => Input::Ended { stream },
-            // A cut by our own idle relay is the proxy's; any other is the server's.
-            ExchangeItem::Cut => {
-                let by_proxy = cuts.lock().expect("cut set").contains(&local_port);
-                Input::Cut { stream, by_proxy }
-            }
+            ExchangeItem::Ended => match by_relay() {
+                None => Input::Ended { stream },
+                by => Input::Cut { stream, by },
+            },
+            ExchangeItem::Cut => Input::Cut {
+                stream,
+                by: by_relay(),
+            },
         });
     })
     .await;

@@ -1,8 +1,9 @@
 //! The `proxy` host: an intermediary that cuts idle upstream connections (landscape B.1).
 //!
 //! It relays bytes between one client connection and one server connection. The idle clock
-//! restarts on every byte read from the server (nginx `proxy_read_timeout`, ALB's idle
-//! timeout counts payload bytes, so SSE comments count; a stream that stays silent is cut).
+//! restarts on every byte read from the server (nginx `proxy_read_timeout`; SSE comments
+//! count, so a stream that stays silent is cut), and for ALB, whose idle timeout counts
+//! payload bytes both ways, on every byte from the client too.
 //! On expiry it drops both connections, or, if the server has not sent its response headers
 //! yet and the preset has a gateway status (Cloudflare 524, nginx 504), answers the client
 //! with that status first. A buffering proxy (nginx) holds the response body until it is
@@ -100,7 +101,9 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
                         stream = stream_id(&request_head);
                     }
                 }
-                last_activity = tokio::time::Instant::now();
+                if config.idle_counts_client_bytes {
+                    last_activity = tokio::time::Instant::now();
+                }
                 if up_write.write_all(&down_buf[..n]).await.is_err() { break }
             }
             _ = tokio::time::sleep_until(idle_at) => {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::OracleConfig;
 use crate::model::{TimeoutPolicy, Transport};
-use crate::trace::{EventKind, Side, Trace, WireEvent};
+use crate::trace::{EventKind, Side, Trace, WireEvent, FAULT_STALL};
 use crate::wire::{DecodeError, Message, ProgressToken, RequestId, METHOD_LISTEN};
 
 /// What the trace says about one request.
@@ -99,6 +99,13 @@ pub(crate) struct Index<'t> {
     by_id: BTreeMap<RequestId, Vec<usize>>,
     by_token: BTreeMap<ProgressToken, Vec<usize>>,
     by_stream: BTreeMap<u64, usize>,
+    /// stdio requests the client sent and got an answer to, as (send, first answer) event
+    /// pairs ordered by send, each answer replaced by the earliest answer of this or any later
+    /// send: the ordered-pipe barriers of [`Index::answered_after`].
+    stdio_answers: Vec<(usize, usize)>,
+    /// Spans of time, `[from, until)` in ms, in which the client stopped reading the server's
+    /// output on purpose (`fault` events `stall`).
+    stalls: Vec<(u64, u64)>,
 }
 
 impl<'t> Index<'t> {
@@ -121,11 +128,60 @@ impl<'t> Index<'t> {
             by_id: BTreeMap::new(),
             by_token: BTreeMap::new(),
             by_stream: BTreeMap::new(),
+            stdio_answers: Vec::new(),
+            stalls: Vec::new(),
         };
         for i in 0..trace.events.len() {
             index.visit(i);
         }
+        index.stdio_answers = index
+            .requests
+            .iter()
+            .filter(|r| r.transport == Some(Transport::Stdio))
+            .filter_map(|r| Some((r.client_send?, r.client_response?)))
+            .collect();
+        index.stdio_answers.sort_unstable();
+        let mut earliest = usize::MAX;
+        for pair in index.stdio_answers.iter_mut().rev() {
+            earliest = earliest.min(pair.1);
+            pair.1 = earliest;
+        }
         index
+    }
+
+    /// The client's first receipt of an answer to a stdio request it sent after event `i`.
+    ///
+    /// stdio is one ordered pipe each way, so the server read whatever the client wrote before
+    /// that request before it read the request, and wrote that answer after reading it: any
+    /// server message the client receives after the answer was written after the server had
+    /// read event `i`'s message. A request sent right after a cancel is therefore a barrier
+    /// that turns "the cancel reached the server within the grace window" into a certainty.
+    pub fn answered_after(&self, i: usize) -> Option<usize> {
+        let first_later = self.stdio_answers.partition_point(|&(send, _)| send <= i);
+        self.stdio_answers
+            .get(first_later)
+            .map(|&(_, answer)| answer)
+    }
+
+    /// How many ms of `[from, until)` the client spent not reading the server's output on
+    /// purpose: messages written in that time reached it that much later.
+    pub fn stalled_ms(&self, from: u64, until: u64) -> u64 {
+        self.stalls
+            .iter()
+            .map(|&(a, b)| b.min(until).saturating_sub(a.max(from)))
+            .sum()
+    }
+
+    /// The request of event `i`'s message, when it is one: its method and params (without
+    /// `_meta`).
+    pub fn request_params(
+        &self,
+        i: usize,
+    ) -> Option<(&str, &serde_json::Map<String, serde_json::Value>)> {
+        match self.msg(i)? {
+            Message::Request(r) => Some((r.method.as_str(), &r.params)),
+            _ => None,
+        }
     }
 
     pub fn has(&self, side: Side) -> bool {
@@ -284,6 +340,12 @@ impl<'t> Index<'t> {
             EventKind::Release { request } => {
                 if let Some(r) = self.by_id(request, i) {
                     self.requests[r].release.push(i);
+                }
+            }
+            EventKind::Fault { fault, ms, .. } => {
+                if fault == FAULT_STALL {
+                    let t = event.t;
+                    self.stalls.push((t, t + ms.unwrap_or(0)));
                 }
             }
             EventKind::Comment { .. } | EventKind::Status { .. } => {}

@@ -22,9 +22,31 @@
 //!
 //! The grace window also bounds how long work may go on after a cancellation was received
 //! ("SHOULD stop work as soon as practical", host policy).
+//!
+//! A black-box stdio server gets two sharper tests of "nothing more after the cancel" (§3.3
+//! item 6) than the grace window, both from the client's view alone:
+//!
+//! - **Barrier.** The client's pipe to the server is ordered, and so is the server's pipe
+//!   back. When the client writes a request after its cancel and reads the answer, the server
+//!   read the cancel before that request and wrote the answer after it: whatever the client
+//!   reads for the cancelled request after that answer was written after the cancel was read.
+//!   This is certain, whatever the timing; `mcp-sim probe` sends such a request (`tools/list`)
+//!   right after every cancel.
+//! - **An answer to the cancel.** A final response that arrives within
+//!   [`CANCEL_REACTION_MS`] of the cancel, for a call that had run less than half as long as
+//!   the shortest of its uncancelled identical siblings in the same trace, was caused by the
+//!   cancel, not crossed with it (python-sdk #1419 answers every cancel with an error). The
+//!   chance that a genuine crossing looks like this is bounded in the docs of the rule's
+//!   function; the probe places its cancels inside the calls' measured duration so that the
+//!   test applies.
+//!
+//! Messages between the cancel and the barrier's answer that are not such an early final
+//! response (progress, or a result at the natural end of the work) are crossings: legal.
 
 mod index;
 mod rules;
+
+pub use rules::CANCEL_REACTION_MS;
 
 use std::fmt;
 

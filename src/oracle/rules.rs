@@ -372,6 +372,121 @@ fn cancel_point(s: &Sink<'_, '_>, r: &Req) -> Option<CancelPoint> {
     ))
 }
 
+/// How soon after a stdio cancel a final response must arrive to be read as an answer to it
+/// (see [`answer_to_cancel`]), in ms.
+pub const CANCEL_REACTION_MS: u64 = 100;
+
+/// The first message for `r` the server sent after the cancellation reached it, with the
+/// events that show it (decisive last) and, when the evidence is not the server's own view,
+/// how it is known.
+///
+/// With the server's `recv` of the cancel recorded, any later send is one. Without the
+/// server's side (a black box) there are three kinds of evidence, strongest first:
+///
+/// 1. **Barrier** (stdio): a message received after the answer to a request the client sent
+///    after its cancel ([`Index::answered_after`]). Certain: the pipes are ordered.
+/// 2. **Grace window**: a message received later than the cancel plus the grace window.
+/// 3. **An answer to the cancel** (stdio): see [`answer_to_cancel`].
+fn message_after_cancel(
+    s: &Sink<'_, '_>,
+    r: &Req,
+    point: &CancelPoint,
+) -> Option<(Vec<usize>, String)> {
+    let (trigger, limit) = match *point {
+        CancelPoint::Seen(i) => {
+            let e = r.emissions.iter().copied().find(|&e| e > i)?;
+            return Some((vec![i, e], String::new()));
+        }
+        CancelPoint::Inferred(t, i) => (i, t),
+    };
+    let stdio = r.transport == Some(Transport::Stdio);
+    let barrier = stdio.then(|| s.ix.answered_after(trigger)).flatten();
+    // A message the client read late because it stalled its reads on purpose was written
+    // that much earlier.
+    let late = r.emissions.iter().copied().find(|&e| {
+        let stalled = s.ix.stalled_ms(s.t(trigger), s.t(e));
+        s.t(e) > limit + stalled || barrier.is_some_and(|b| e > b)
+    });
+    if let Some(e) = late {
+        return Some(match barrier.filter(|&b| e > b) {
+            Some(b) => (
+                vec![trigger, b, e],
+                format!(
+                    " (it arrived after the answer #{b} to a request the client wrote after the \
+                     cancel, and stdio pipes are ordered: the server had read the cancel)"
+                ),
+            ),
+            None => (
+                vec![trigger, e],
+                format!(
+                    " (more than the {} ms grace window after the cancel)",
+                    s.config.grace_ms
+                ),
+            ),
+        });
+    }
+    if stdio {
+        return answer_to_cancel(s, r, trigger);
+    }
+    None
+}
+
+/// A final response to a stdio request that answers its cancellation rather than crossing it
+/// (python-sdk #1419: "Request cancelled" errors), judged from the client's side alone.
+///
+/// A response that crosses a cancel was written when the request's work ended, at a time the
+/// cancel did not choose. One that answers the cancel follows it within the server's reaction
+/// time, whatever work was left. So a response counts as an answer when both hold:
+///
+/// - it arrived within [`CANCEL_REACTION_MS`] of the cancel;
+/// - the request had at least half its work left: it had run for less than half the duration
+///   of the shortest of the uncancelled requests with the same method and params (its
+///   siblings, at least one), each answered with no cancel and no timeout.
+///
+/// For a crossing to look like this, the request would have to end in under half the time of
+/// every sibling, and, the cancel's time being drawn by the client independently of the
+/// server, end within the reaction window after it: with cancels spread over a window of
+/// `W` ms, the second alone has a chance of at most `CANCEL_REACTION_MS / W` per cancel.
+fn answer_to_cancel(s: &Sink<'_, '_>, r: &Req, cancel: usize) -> Option<(Vec<usize>, String)> {
+    let ix = s.ix;
+    let d = r.responses.iter().copied().find(|&d| d > cancel)?;
+    let reaction = s.t(d).checked_sub(s.t(cancel))?;
+    if reaction > CANCEL_REACTION_MS {
+        return None;
+    }
+    let send = r.client_send?;
+    if ix.stalled_ms(s.t(send), s.t(d)) > 0 {
+        return None; // the client's own stall moved the arrival: no timing evidence
+    }
+    let ran = s.t(d).saturating_sub(s.t(send));
+    let (method, params) = ix.request_params(send)?;
+    let siblings: Vec<u64> = ix
+        .requests
+        .iter()
+        .filter(|q| q.client_cancels.is_empty() && q.client_send != Some(send))
+        .filter_map(|q| {
+            let (q_send, q_answer) = (q.client_send?, q.client_response?);
+            if q.timeout.is_some_and(|t| t < q_answer) {
+                return None;
+            }
+            (ix.request_params(q_send)? == (method, params)).then(|| s.t(q_answer) - s.t(q_send))
+        })
+        .collect();
+    let shortest = *siblings.iter().min()?;
+    if ran.saturating_mul(2) >= shortest {
+        return None;
+    }
+    Some((
+        vec![cancel, d],
+        format!(
+            " (its final response came {reaction} ms after the cancel, {ran} ms into a call \
+             whose {} uncancelled identical calls took at least {shortest} ms: it answers the \
+             cancel)",
+            siblings.len()
+        ),
+    ))
+}
+
 fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
     let Some(point) = cancel_point(s, r) else {
         return;
@@ -383,20 +498,15 @@ fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
             Profile::Lenient => (rule::RESPONSE_AFTER_CANCEL, Level::Should),
         },
     };
-    let (anchor, after_msg) = match point {
-        CancelPoint::Seen(i) => (i, r.emissions.iter().copied().find(|&e| e > i)),
-        CancelPoint::Inferred(t, i) => (i, r.emissions.iter().copied().find(|&e| s.t(e) > t)),
+    let anchor = match point {
+        CancelPoint::Seen(i) | CancelPoint::Inferred(_, i) => i,
     };
-    if let Some(e) = after_msg {
-        s.flag(
-            rule,
-            level,
-            vec![anchor, e],
-            format!(
-                "the server sent a message for {} after the cancellation reached it",
-                s.name(r)
-            ),
+    if let Some((events, why)) = message_after_cancel(s, r, &point) {
+        let message = format!(
+            "the server sent a message for {} after the cancellation reached it{why}",
+            s.name(r)
         );
+        s.flag(rule, level, events, message);
     }
     // Work: allowed up to the grace window after the server learned of the cancel.
     let limit = match point {

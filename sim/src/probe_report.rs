@@ -1,0 +1,318 @@
+//! What a probe run exercised, what it found about the server beyond the oracle's rules, and
+//! the verdict with its exit code.
+//!
+//! A verdict is never vacuous. The oracle's rules only judge what happened; a run in which
+//! nothing happened (the server exited at once, never answered, or no cancel met a call still
+//! running) breaks no rule, so it is named here as a finding:
+//!
+//! | finding | kind | when |
+//! | --- | --- | --- |
+//! | `server-exited` | server fault | the server closed its output or exited before the run was over |
+//! | `no-response` | server fault | the server answered none of the requests it was sent |
+//! | `nothing-exercised` | inconclusive | no call of the tool returned a result, or cancels were planned and none met a call still running |
+//!
+//! Exit codes: 0 the run exercised the server and no MUST rule is broken; 1 a MUST rule is
+//! broken or the server is at fault; 2 usage error or the server cannot be started or reached;
+//! 3 inconclusive: the server did nothing wrong that the run could see, but the run did not
+//! exercise what it was meant to.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mcp_sim::oracle::{OracleConfig, Report};
+use mcp_sim::trace::{EventKind, Side, Trace};
+use mcp_sim::wire::{DecodeOptions, Message, ProgressToken, RequestId, METHOD_TOOLS_CALL};
+use serde::Serialize;
+
+use crate::check::JsonViolation;
+
+/// Exit code of an inconclusive run.
+pub(crate) const EXIT_INCONCLUSIVE: u8 = 3;
+
+/// What the run exercised, counted from its trace.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct Coverage {
+    /// `tools/call` requests sent (the calibration call included).
+    pub calls_sent: usize,
+    /// Of those, how many got a final response (result or error).
+    pub calls_answered: usize,
+    /// Results among the answers.
+    pub results: usize,
+    /// Errors among the answers.
+    pub errors: usize,
+    /// Cancellations of calls (stdio `notifications/cancelled`, HTTP stream closes).
+    pub cancels: usize,
+    /// Cancels after which the call got no final response within the grace window, or only
+    /// one the oracle reads as an answer to the cancel: the cancel met work still running.
+    pub cancels_met_running_work: usize,
+    /// Cancels followed within the grace window by a message for the call that the oracle
+    /// did not flag: a crossing, legal since the server wrote it before it read the cancel.
+    pub crossings: usize,
+    /// Progress notifications received.
+    pub progress_received: usize,
+    /// Timer firings of the client (idle or maximum).
+    pub timeouts: usize,
+    /// Other requests (`tools/list`: the start-up check and the barriers after stdio cancels).
+    pub other_requests: usize,
+    /// Of those, answered.
+    pub other_answered: usize,
+    /// Faults injected on purpose, by name.
+    pub faults: BTreeMap<String, usize>,
+}
+
+/// One finding beyond the oracle's rules.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Finding {
+    /// `server-exited`, `no-response` or `nothing-exercised`.
+    pub finding: &'static str,
+    /// `fault` (exit 1) or `inconclusive` (exit 3).
+    pub kind: &'static str,
+    /// What happened, for people.
+    pub message: String,
+}
+
+/// How the server process or endpoint ended, as far as the probe saw.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ServerEnd {
+    /// The server closed its output (stdio) before the probe was done with it.
+    pub exited_early: Option<String>,
+    /// Connections that could not be opened (HTTP).
+    pub refused: usize,
+}
+
+#[derive(Default)]
+struct CallView {
+    is_call: bool,
+    cancel: Option<usize>,
+    final_responses: Vec<usize>,
+    /// Messages for the request after its cancel (progress and responses).
+    after_cancel: Vec<usize>,
+}
+
+/// Counts what the trace shows the run exercised.
+///
+/// `flagged` are the events the oracle named as decisive in a violation of
+/// `response-after-cancel`: a final response among them answered the cancel and does not make
+/// the cancel a crossing of finished work, and no message from the first of them on counts as
+/// a crossing.
+pub(crate) fn coverage(
+    trace: &Trace,
+    config: &OracleConfig,
+    flagged: &BTreeSet<usize>,
+) -> Coverage {
+    let lenient = DecodeOptions {
+        allow_null_error_id: true,
+        allow_integral_float_ids: true,
+        require_result_type: false,
+        ..DecodeOptions::default()
+    };
+    let mut c = Coverage::default();
+    let mut views: BTreeMap<RequestId, CallView> = BTreeMap::new();
+    let mut by_token: BTreeMap<ProgressToken, RequestId> = BTreeMap::new();
+    let mut by_stream: BTreeMap<u64, RequestId> = BTreeMap::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.side != Side::Client {
+            if let EventKind::Fault { fault, .. } = &e.kind {
+                *c.faults.entry(fault.clone()).or_default() += 1;
+            }
+            continue;
+        }
+        match &e.kind {
+            EventKind::Send(w) => match w.decode(&lenient) {
+                Ok(Message::Request(r)) => {
+                    if let Some(t) = &r.meta.progress_token {
+                        by_token.insert(t.clone(), r.id.clone());
+                    }
+                    if let Some(s) = w.stream {
+                        by_stream.insert(s, r.id.clone());
+                    }
+                    views.insert(
+                        r.id.clone(),
+                        CallView {
+                            is_call: r.method == METHOD_TOOLS_CALL,
+                            ..CallView::default()
+                        },
+                    );
+                }
+                Ok(Message::Cancelled(n)) => {
+                    if let Some(v) = views.get_mut(&n.request_id) {
+                        v.cancel.get_or_insert(i);
+                    }
+                }
+                _ => {}
+            },
+            EventKind::Close {
+                stream: Some(s),
+                by: Side::Client,
+                ..
+            } => {
+                if let Some(v) = by_stream.get(s).and_then(|id| views.get_mut(id)) {
+                    if v.final_responses.is_empty() {
+                        v.cancel.get_or_insert(i);
+                    }
+                }
+            }
+            EventKind::Recv(w) => {
+                let Ok(msg) = w.decode(&lenient) else {
+                    continue;
+                };
+                let id = match &msg {
+                    Message::Progress(p) => {
+                        c.progress_received += 1;
+                        by_token.get(&p.token).cloned()
+                    }
+                    Message::Result(_) | Message::Error(_) => msg.id().cloned(),
+                    _ => None,
+                };
+                let Some(v) = id.and_then(|id| views.get_mut(&id)) else {
+                    continue;
+                };
+                if matches!(msg, Message::Result(_) | Message::Error(_)) {
+                    if v.final_responses.is_empty() && v.is_call {
+                        match msg {
+                            Message::Result(_) => c.results += 1,
+                            _ => c.errors += 1,
+                        }
+                    }
+                    v.final_responses.push(i);
+                }
+                if v.cancel.is_some() {
+                    v.after_cancel.push(i);
+                }
+            }
+            EventKind::Timeout { .. } => c.timeouts += 1,
+            EventKind::Fault { fault, .. } => *c.faults.entry(fault.clone()).or_default() += 1,
+            _ => {}
+        }
+    }
+    let t = |i: usize| trace.events[i].t;
+    for v in views.values() {
+        if !v.is_call {
+            c.other_requests += 1;
+            c.other_answered += usize::from(!v.final_responses.is_empty());
+            continue;
+        }
+        c.calls_sent += 1;
+        c.calls_answered += usize::from(!v.final_responses.is_empty());
+        let Some(cancel) = v.cancel else { continue };
+        c.cancels += 1;
+        let window = t(cancel) + config.grace_ms;
+        // Messages from the first one the oracle flagged on are not crossings.
+        let first_flagged = v.after_cancel.iter().copied().find(|m| flagged.contains(m));
+        let crossing = v
+            .after_cancel
+            .iter()
+            .any(|&m| t(m) <= window && first_flagged.is_none_or(|f| m < f));
+        c.crossings += usize::from(crossing);
+        let finished_first = v
+            .final_responses
+            .iter()
+            .any(|&d| d > cancel && t(d) <= window && !flagged.contains(&d));
+        c.cancels_met_running_work += usize::from(!finished_first);
+    }
+    c
+}
+
+/// The findings of a run that the oracle's rules cannot name.
+pub(crate) fn findings(
+    c: &Coverage,
+    end: &ServerEnd,
+    tool: &str,
+    cancels_planned: usize,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let answered = c.calls_answered + c.other_answered;
+    let sent = c.calls_sent + c.other_requests;
+    if let Some(how) = &end.exited_early {
+        out.push(Finding {
+            finding: "server-exited",
+            kind: "fault",
+            message: format!(
+                "the server {how} before the run was over: {answered} of {sent} requests answered"
+            ),
+        });
+    } else if answered == 0 {
+        let refused = match end.refused {
+            0 => String::new(),
+            n => format!(" ({n} connections refused)"),
+        };
+        out.push(Finding {
+            finding: "no-response",
+            kind: "fault",
+            message: format!(
+                "the server answered none of the {sent} requests it was sent{refused}: it does \
+                 not read its input, is stuck, or does not speak MCP 2026-07-28"
+            ),
+        });
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    if c.results == 0 {
+        out.push(Finding {
+            finding: "nothing-exercised",
+            kind: "inconclusive",
+            message: format!(
+                "no call of `{tool}` returned a result ({} answered with an error, {} not \
+                 answered): check --tool and --args",
+                c.errors,
+                c.calls_sent - c.calls_answered
+            ),
+        });
+    } else if cancels_planned > 0 && c.cancels_met_running_work == 0 {
+        out.push(Finding {
+            finding: "nothing-exercised",
+            kind: "inconclusive",
+            message: format!(
+                "{} cancels were sent and none met a call still running: every call had \
+                 finished (lower --cancel-within-ms or make the calls longer)",
+                c.cancels
+            ),
+        });
+    }
+    out
+}
+
+/// The verdict: a word and the exit code.
+pub(crate) fn verdict(report: &Report, findings: &[Finding]) -> (&'static str, u8) {
+    if report.has_must() {
+        ("violations", 1)
+    } else if findings.iter().any(|f| f.kind == "fault") {
+        ("server-fault", 1)
+    } else if !findings.is_empty() {
+        ("inconclusive", EXIT_INCONCLUSIVE)
+    } else {
+        ("clean", 0)
+    }
+}
+
+/// Events the oracle named as decisive in a `response-after-cancel` violation.
+pub(crate) fn flagged_answers(report: &Report) -> BTreeSet<usize> {
+    report
+        .violations
+        .iter()
+        .filter(|v| v.rule == mcp_sim::oracle::rule::RESPONSE_AFTER_CANCEL)
+        .filter_map(|v| v.events.last().copied())
+        .collect()
+}
+
+/// The probe's verdict as one JSON object (`--format json`).
+#[derive(Serialize)]
+pub(crate) struct JsonVerdict<'a> {
+    /// The command or URL probed.
+    pub target: &'a str,
+    /// The schedule's seed.
+    pub seed: u64,
+    /// `clean`, `violations`, `server-fault` or `inconclusive`.
+    pub verdict: &'static str,
+    /// The process's exit code.
+    pub exit_code: u8,
+    /// The calibrated duration of one call, in ms, when measured.
+    pub natural_ms: Option<u64>,
+    /// The window cancels were placed in, in ms after their call's start.
+    pub cancel_window_ms: [u64; 2],
+    pub coverage: &'a Coverage,
+    pub findings: &'a [Finding],
+    pub violations: Vec<JsonViolation<'a>>,
+    /// Where the trace was written.
+    pub trace: Option<String>,
+}

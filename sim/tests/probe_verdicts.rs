@@ -1,0 +1,235 @@
+//! `mcp-sim probe` verdicts on servers whose behaviour is known: a raw stdio server
+//! (`tests/peers/raw_stdio_server.py`, Python standard library only) in each of its modes, and
+//! processes that exit at once, never answer, or are not there.
+//!
+//! Each test reads the probe's `--format json` verdict. The timing here is real, so the
+//! assertions have wide margins: calls last a second or more, cancels fall in their first
+//! two fifths, and the decisive evidence (a barrier, an answer 0-5 ms after a cancel, 600 ms
+//! or more before the call's natural end) does not depend on how loaded the machine is.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs the probe with `args` and returns its exit code and JSON verdict.
+fn probe(args: &[&str], server: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .arg("probe")
+        .args(["--format", "json"])
+        .args(args)
+        .arg("--")
+        .args(server)
+        .output()
+        .expect("mcp-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let verdict: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON verdict ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), verdict)
+}
+
+fn raw_server(mode: &str) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/raw_stdio_server.py");
+    vec!["python3".into(), script.display().to_string(), mode.into()]
+}
+
+/// Calls of about 1.2 s, half of them cancelled.
+const SLOW: &[&str] = &[
+    "--calls",
+    "4",
+    "--args",
+    r#"{"steps":6,"step_ms":200}"#,
+    "--cancel-percent",
+    "50",
+    "--timeout-ms",
+    "5000",
+    "--max-total-ms",
+    "20000",
+    "--max-seconds",
+    "30",
+    "--drain-ms",
+    "800",
+];
+
+fn rules(verdict: &Value) -> Vec<String> {
+    verdict["violations"]
+        .as_array()
+        .expect("violations")
+        .iter()
+        .map(|v| v["rule"].as_str().expect("rule").to_string())
+        .collect()
+}
+
+fn messages(verdict: &Value) -> String {
+    verdict["violations"]
+        .as_array()
+        .expect("violations")
+        .iter()
+        .map(|v| v["message"].as_str().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn run_raw(mode: &str, seed: &str, extra: &[&str]) -> (i32, Value) {
+    let server = raw_server(mode);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let mut args = vec!["--seed", seed];
+    args.extend_from_slice(SLOW);
+    args.extend_from_slice(extra);
+    probe(&args, &server)
+}
+
+/// The seeds used here each cancel at least one call (the schedule is seeded; checked below).
+const SEEDS: &[&str] = &["1", "2", "3"];
+
+#[test]
+fn a_server_that_answers_each_cancel_fails_with_its_evidence() {
+    for seed in SEEDS {
+        let (code, v) = run_raw("answer-cancel", seed, &[]);
+        assert_eq!(code, 1, "seed {seed}: {v:#}");
+        assert_eq!(v["verdict"], "violations", "seed {seed}: {v:#}");
+        assert!(
+            rules(&v).iter().any(|r| r == "response-after-cancel"),
+            "seed {seed}: {v:#}"
+        );
+        assert!(
+            messages(&v).contains("it answers the cancel"),
+            "the evidence is the answer's timing against the uncancelled calls:\n{v:#}"
+        );
+        assert!(v["natural_ms"].as_u64().is_some_and(|d| d >= 1000), "{v:#}");
+    }
+}
+
+#[test]
+fn a_server_that_keeps_sending_after_a_cancel_is_caught_by_the_barrier() {
+    // A grace window as long as the run: only the barrier can tell.
+    let (code, v) = run_raw("ignore-cancel", "1", &["--grace-ms", "60000"]);
+    assert_eq!(code, 1, "{v:#}");
+    assert!(
+        rules(&v).iter().any(|r| r == "response-after-cancel"),
+        "{v:#}"
+    );
+    assert!(
+        messages(&v).contains("stdio pipes are ordered"),
+        "the evidence is the barrier:\n{v:#}"
+    );
+}
+
+#[test]
+fn a_correct_server_is_clean_and_its_cancels_meet_running_work() {
+    for seed in SEEDS {
+        let (code, v) = run_raw("correct", seed, &[]);
+        assert_eq!(code, 0, "seed {seed}: {v:#}");
+        assert_eq!(v["verdict"], "clean", "seed {seed}: {v:#}");
+        let c = &v["coverage"];
+        assert!(c["cancels"].as_u64() > Some(0), "seed {seed}: {v:#}");
+        assert_eq!(
+            c["cancels"], c["cancels_met_running_work"],
+            "seed {seed}: {v:#}"
+        );
+        assert!(c["results"].as_u64() > Some(0), "seed {seed}: {v:#}");
+        assert!(
+            c["progress_received"].as_u64() > Some(0),
+            "seed {seed}: {v:#}"
+        );
+        assert_eq!(
+            c["other_requests"], c["other_answered"],
+            "the start-up check and every barrier were answered: {v:#}"
+        );
+    }
+}
+
+#[test]
+fn stalls_and_restarts_are_injected_recorded_and_do_not_blame_a_correct_server() {
+    let (code, v) = run_raw(
+        "correct",
+        "2",
+        &[
+            "--stall-percent",
+            "100",
+            "--stall-ms",
+            "1500..2500",
+            "--restarts",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{v:#}");
+    let faults = &v["coverage"]["faults"];
+    assert_eq!(faults["restart"], 1, "{v:#}");
+    assert!(faults["stall"].as_u64() >= Some(1), "{v:#}");
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_a_server_fault() {
+    let (code, v) = probe(
+        &["--calls", "2"],
+        &["python3", "-c", "import sys; sys.exit(3)"],
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["verdict"], "server-fault", "{v:#}");
+    assert_eq!(v["findings"][0]["finding"], "server-exited", "{v:#}");
+    assert!(
+        v["findings"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exit status: 3")),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_is_a_server_fault() {
+    let (code, v) = probe(
+        &[
+            "--calls",
+            "2",
+            "--timeout-ms",
+            "700",
+            "--max-total-ms",
+            "1500",
+            "--drain-ms",
+            "100",
+        ],
+        &["python3", "-c", "import time; time.sleep(60)"],
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["findings"][0]["finding"], "no-response", "{v:#}");
+    assert_eq!(v["coverage"]["calls_answered"], 0, "{v:#}");
+}
+
+#[test]
+fn a_run_whose_calls_all_fail_is_inconclusive() {
+    let (code, v) = run_raw("correct", "1", &["--tool", "no_such_tool"]);
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(v["verdict"], "inconclusive", "{v:#}");
+    assert_eq!(v["findings"][0]["finding"], "nothing-exercised", "{v:#}");
+}
+
+#[test]
+fn a_run_whose_cancels_all_come_too_late_is_inconclusive() {
+    let server = raw_server("correct");
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let (code, v) = probe(
+        &[
+            "--seed",
+            "4",
+            "--calls",
+            "3",
+            "--args",
+            r#"{"steps":1,"step_ms":10}"#,
+            "--cancel-percent",
+            "100",
+            "--cancel-within-ms",
+            "1000000",
+            "--drain-ms",
+            "100",
+        ],
+        &server,
+    );
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(v["findings"][0]["finding"], "nothing-exercised", "{v:#}");
+    assert_eq!(v["coverage"]["cancels_met_running_work"], 0, "{v:#}");
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""A raw MCP 2026-07-28 stdio server (standard library only) with switchable behaviour on a
+cancel, for the probe's own tests.
+
+Tool `slow_op {steps, step_ms}`: sleeps `steps` times `step_ms`, sends progress after each step
+when the request carried a progress token, then the result.
+
+    raw_stdio_server.py [MODE]
+
+MODE, on `notifications/cancelled` for a running call:
+    correct          stop the call, send nothing more for it (the default)
+    answer-cancel    stop it and answer with an error "Request cancelled" (python-sdk #1419)
+    ignore-cancel    keep working: progress and the result follow (mcp-go #755)
+"""
+
+import json
+import sys
+import threading
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "correct"
+out_lock = threading.Lock()
+calls = {}  # request id (as JSON text) -> threading.Event set on cancel
+
+
+def send(msg):
+    with out_lock:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
+def slow_op(rid, params, stop):
+    args = params.get("arguments") or {}
+    steps, step_ms = int(args.get("steps", 3)), int(args.get("step_ms", 100))
+    token = (params.get("_meta") or {}).get("progressToken")
+    for done in range(1, steps + 1):
+        if stop.wait(step_ms / 1000):
+            return
+        if token is not None:
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": token, "progress": done, "total": steps}})
+    calls.pop(json.dumps(rid), None)
+    send({"jsonrpc": "2.0", "id": rid,
+          "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}})
+
+
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if method == "tools/call" and rid is not None and params.get("name") != "slow_op":
+        send({"jsonrpc": "2.0", "id": rid,
+              "error": {"code": -32602, "message": f"unknown tool {params.get('name')}"}})
+    elif method == "tools/call" and rid is not None:
+        stop = threading.Event()
+        calls[json.dumps(rid)] = stop
+        threading.Thread(target=slow_op, args=(rid, params, stop), daemon=True).start()
+    elif method == "tools/list" and rid is not None:
+        send({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "tools": [
+            {"name": "slow_op", "inputSchema": {"type": "object"}}]}})
+    elif method == "notifications/cancelled":
+        target = params.get("requestId")
+        stop = None if MODE == "ignore-cancel" else calls.pop(json.dumps(target), None)
+        if stop is not None:
+            stop.set()
+            if MODE == "answer-cancel":
+                send({"jsonrpc": "2.0", "id": target,
+                      "error": {"code": -32800, "message": "Request cancelled"}})
+    elif rid is not None:
+        send({"jsonrpc": "2.0", "id": rid,
+              "error": {"code": -32601, "message": f"unknown method {method}"}})
