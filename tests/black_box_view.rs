@@ -1,0 +1,193 @@
+//! The oracle's black-box evidence for `response-after-cancel`, measured on simulated stdio
+//! runs judged from the client's side alone (the server's events removed), as `mcp-sim probe`
+//! and `check-trace` judge a real server.
+//!
+//! - The reference server never sends anything for a request after it read the cancel, but
+//!   its results and progress cross cancels on the wire: none of those crossings may be
+//!   flagged (the false-alarm rate of the grace window and of the "answer to the cancel"
+//!   evidence, which needs no barrier).
+//! - The `respond_after_cancel` mutant (python-sdk #1419) answers a cancel: it must be flagged
+//!   from the client's side too, on the first seeds that cancel a running call.
+//!
+//! Network faults are left out of these scenarios: from the client's side the grace window
+//! stands in for the server's receipt of the cancel, which holds for a pipe to a local process
+//! and not across a partition that holds messages for seconds.
+//!
+//! `MCP_SIM_SEEDS` widens the sweep (default 300 seeds); `--nocapture` prints the figures.
+
+use mcp_sim::memory;
+use mcp_sim::model::Transport;
+use mcp_sim::mutants::{Mutant, Mutants};
+use mcp_sim::oracle::{self, rule};
+use mcp_sim::scenario::Scenario;
+use mcp_sim::trace::{EventKind, Side, Trace};
+use mcp_sim::wire::{self, Message};
+
+fn seeds() -> u64 {
+    std::env::var("MCP_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300)
+}
+
+/// The trace as a black-box server's client sees it.
+fn client_side(trace: &Trace) -> Trace {
+    let mut out = Trace::new();
+    for e in trace.events.iter().filter(|e| e.side == Side::Client) {
+        out.events.push(e.clone());
+    }
+    out
+}
+
+/// Cancels the client sent, and of those how many were followed by a message for the same
+/// request (a crossing, in the reference's runs).
+fn cancels_and_crossings(trace: &Trace) -> (usize, usize) {
+    let mut cancelled = std::collections::BTreeMap::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        let (EventKind::Send(w), Side::Client) = (&e.kind, e.side) else {
+            continue;
+        };
+        if let Ok(Message::Cancelled(c)) = w.decode(&wire::DecodeOptions::default()) {
+            cancelled.entry(c.request_id).or_insert(i);
+        }
+    }
+    let mut crossed = std::collections::BTreeSet::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        let (EventKind::Recv(w), Side::Client) = (&e.kind, e.side) else {
+            continue;
+        };
+        let Ok(msg) = w.decode(&wire::DecodeOptions::default()) else {
+            continue;
+        };
+        if let Some(id) = msg.id() {
+            if cancelled.get(id).is_some_and(|&c| c < i) {
+                crossed.insert(id.clone());
+            }
+        }
+    }
+    (cancelled.len(), crossed.len())
+}
+
+/// The seed's scenario on stdio, without network faults and with one-way latency capped at
+/// 400 ms: the grace window assumes a pipe whose delay stays below it, as a local process's
+/// does (a partition or a 2 s latency is no pipe a probe sees).
+fn stdio(seed: u64, mutants: Mutants) -> Scenario {
+    let mut s = Scenario::from_seed(seed).with_transport(Transport::Stdio);
+    s.faults.clear();
+    let cap = std::time::Duration::from_millis(400);
+    s.latency = (s.latency.0.min(cap), s.latency.1.min(cap));
+    s.mutants = mutants;
+    s
+}
+
+#[test]
+fn crossings_of_the_reference_server_are_not_flagged_from_the_client_side() {
+    let (mut cancels, mut crossings, mut runs) = (0, 0, 0);
+    for seed in 0..seeds() {
+        let scenario = stdio(seed, Mutants::NONE);
+        let run = memory::run(&scenario);
+        let view = client_side(&run.trace);
+        let verdict = oracle::check(&view, &run.oracle_config(&scenario));
+        let flagged: Vec<_> = verdict
+            .violations
+            .iter()
+            .filter(|v| v.rule == rule::RESPONSE_AFTER_CANCEL)
+            .collect();
+        assert!(
+            flagged.is_empty(),
+            "seed {seed}: a crossing judged as a message after the cancel: {flagged:#?}\n\
+             replay: cargo run --release -p mcp-sim-cli -- replay --seed {seed} --transport stdio --lane memory --trace (without its faults)"
+        );
+        let (c, x) = cancels_and_crossings(&view);
+        cancels += c;
+        crossings += x;
+        runs += 1;
+    }
+    eprintln!(
+        "reference, client side only: {runs} stdio runs, {cancels} cancels, {crossings} crossed \
+         by a response, 0 flagged"
+    );
+    assert!(
+        crossings > 0,
+        "the sweep must contain crossings to measure anything"
+    );
+}
+
+/// The shape of a probe run: identical calls (the first call's work for all), a local pipe
+/// (one-way latency at most 10 ms), no network faults.
+fn probe_shaped(seed: u64, mutants: Mutants) -> Scenario {
+    let mut s = stdio(seed, mutants);
+    let first = s.calls[0];
+    for c in &mut s.calls {
+        (c.steps, c.step, c.progress) = (first.steps, first.step, first.progress);
+    }
+    let cap = std::time::Duration::from_millis(10);
+    s.latency = (s.latency.0.min(cap), s.latency.1.min(cap));
+    s
+}
+
+#[test]
+fn probe_shaped_runs_of_the_reference_are_clean_and_the_answering_mutant_is_flagged() {
+    let mutant = Mutants::NONE.with(Mutant::RespondAfterCancel);
+    let (mut cancels, mut crossings) = (0, 0);
+    let (mut answered, mut flagged, mut first) = (0, 0, None);
+    for seed in 0..seeds() {
+        let scenario = probe_shaped(seed, Mutants::NONE);
+        let run = memory::run(&scenario);
+        let view = client_side(&run.trace);
+        let verdict = oracle::check(&view, &run.oracle_config(&scenario));
+        assert!(
+            !verdict.violates(rule::RESPONSE_AFTER_CANCEL),
+            "seed {seed}: a crossing judged as an answer to the cancel: {verdict:#?}"
+        );
+        let (c, x) = cancels_and_crossings(&view);
+        cancels += c;
+        crossings += x;
+
+        let scenario = probe_shaped(seed, mutant);
+        let run = memory::run(&scenario);
+        if !oracle::check(&run.trace, &run.oracle_config(&scenario))
+            .violates(rule::RESPONSE_AFTER_CANCEL)
+        {
+            continue; // no cancel met a running call on this seed
+        }
+        answered += 1;
+        let view = client_side(&run.trace);
+        if oracle::check(&view, &run.oracle_config(&scenario)).violates(rule::RESPONSE_AFTER_CANCEL)
+        {
+            flagged += 1;
+            first.get_or_insert(seed);
+        }
+    }
+    // Cancels timed to the calls' natural end: results and cancels cross on the wire.
+    let (mut late_cancels, mut late_crossings) = (0, 0);
+    for seed in 0..seeds() {
+        let mut scenario = probe_shaped(seed, Mutants::NONE);
+        for c in &mut scenario.calls {
+            if c.cancel_after.is_some() {
+                c.cancel_after = Some(c.step * c.steps);
+            }
+        }
+        let run = memory::run(&scenario);
+        let view = client_side(&run.trace);
+        let verdict = oracle::check(&view, &run.oracle_config(&scenario));
+        assert!(
+            !verdict.violates(rule::RESPONSE_AFTER_CANCEL),
+            "seed {seed}, cancels at the natural end: a crossing judged as an answer: {verdict:#?}"
+        );
+        let (c, x) = cancels_and_crossings(&view);
+        late_cancels += c;
+        late_crossings += x;
+    }
+    assert!(
+        late_crossings > 0,
+        "cancels at the natural end must cross results"
+    );
+    eprintln!(
+        "probe-shaped, client side only: reference {cancels} cancels, {crossings} crossed by a \
+         response, and with cancels at the natural end {late_cancels} cancels, {late_crossings} \
+         crossed; 0 flagged; respond_after_cancel flagged in {flagged} of {answered} runs in \
+         which it answered a cancel (first seed {first:?})"
+    );
+    assert!(answered > 0 && flagged > 0, "the mutant is never caught");
+}
