@@ -10,11 +10,12 @@
 //!
 //! # Phases
 //!
-//! 1. **Start-up check**: one `tools/list`, alone. A server that exits or never answers is
+//! 1. **Start-up check**: one `tools/list`, alone, allowed `--startup-timeout-ms` (an
+//!    interpreter's start-up is not what is judged). A server that exits or never answers is
 //!    named (`server-exited`, `no-response`: see [`crate::probe_report`]) instead of passing
 //!    a run that exercised nothing.
-//! 2. **Calibration**: one call of the tool, alone and not cancelled: its duration is the
-//!    call's natural duration `D`.
+//! 2. **Calibration**: two calls of the tool, one after the other, not cancelled: the shorter
+//!    one's duration is the call's natural duration `D` (a first call may pay for warming up).
 //! 3. **The schedule**, seeded (ChaCha8 from `--seed`): overlapping calls; a share of them
 //!    cancelled at a seeded offset. Without `--cancel-within-ms` the offsets fall in
 //!    `[D/10, 2D/5)`, so every cancel meets a call with more than half its work left: that is
@@ -80,6 +81,8 @@ use crate::probe_report::{self, Coverage, Finding, JsonVerdict, ServerEnd};
 const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;
 /// The most calls one probe makes.
 const MAX_CALLS: u32 = 1000;
+/// Calibration calls before the schedule.
+const CALIBRATION_CALLS: usize = 2;
 /// How long a server may take to exit once its stdin closed, before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -110,6 +113,10 @@ pub struct Args {
     /// tenth and two fifths of the calibrated duration of a call.
     #[arg(long)]
     cancel_within_ms: Option<u64>,
+    /// How long the start-up check (`tools/list`) may wait for the server's first answer,
+    /// in ms: an interpreter's start-up is not what the probe judges.
+    #[arg(long, default_value_t = 30_000)]
+    startup_timeout_ms: u64,
     /// Bound on the whole run in seconds; calls still open then are cancelled.
     #[arg(long, default_value_t = 60)]
     max_seconds: u64,
@@ -138,10 +145,11 @@ pub struct Args {
     /// With `--url`: relay through a local intermediary with the idle timeout, buffering and
     /// gateway status of a preset: `nginx`, `alb`, `cloudflare`, `custom:SECONDS` or
     /// `custom:MSms`.
-    #[arg(long, value_parser = parse_proxy, conflicts_with = "proxy_idle_ms")]
+    #[arg(long, value_parser = parse_proxy)]
     proxy: Option<ProxyConfig>,
-    /// With `--url`: relay through a local proxy that cuts a connection after this many ms
-    /// without bytes from the server (the same as `--proxy custom:MSms`).
+    /// With `--url`: the relay's idle timeout in ms. Alone, a plain idle cutter (the same as
+    /// `--proxy custom:MSms`); with `--proxy`, that preset with this timeout instead of its
+    /// own (nginx's `proxy_read_timeout 10s`, say).
     #[arg(long)]
     proxy_idle_ms: Option<u64>,
     /// With `--url`: the relay delays every post's bytes, each way, by a seeded latency in
@@ -660,7 +668,7 @@ impl Probe {
     }
 
     /// Kills the server and starts it again (stdio), then waits for its start-up check.
-    fn restart(&mut self, command: &[String], policy: &TimeoutPolicy, hard_end: Time) -> bool {
+    fn restart(&mut self, command: &[String], startup: &TimeoutPolicy, hard_end: Time) -> bool {
         let Conn::Stdio(process) = &mut self.conn else {
             return true;
         };
@@ -692,7 +700,7 @@ impl Probe {
         let now = self.now();
         self.client.handle_disconnect(now);
         self.flush();
-        self.alone(list_tools(policy), hard_end).is_some()
+        self.alone(list_tools(startup), hard_end).is_some()
     }
 
     /// Stops reading the server's stdout for `ms` (stdio), and records it.
@@ -785,6 +793,9 @@ fn validate(args: &Args) -> Result<Value, String> {
             "--timeout-ms must be positive and --max-total-ms between 1 and {MAX_TOTAL_CEILING_MS}"
         ));
     }
+    if args.startup_timeout_ms == 0 {
+        return Err("--startup-timeout-ms must be positive".into());
+    }
     if args.max_seconds == 0 || args.cancel_percent > 100 {
         return Err("--max-seconds must be positive and --cancel-percent at most 100".into());
     }
@@ -854,10 +865,14 @@ fn run_http(args: &Args, url: &str, policy: &TimeoutPolicy, arguments: &Value) -
         Ok(e) => e,
         Err(e) => return usage(&e),
     };
-    let proxy = args.proxy.or_else(|| {
-        args.proxy_idle_ms
-            .map(|ms| ProxyConfig::custom(Duration::from_millis(ms)))
-    });
+    let proxy = match (args.proxy, args.proxy_idle_ms.map(Duration::from_millis)) {
+        (Some(preset), Some(idle)) => Some(ProxyConfig {
+            idle_timeout: idle,
+            ..preset
+        }),
+        (Some(preset), None) => Some(preset),
+        (None, idle) => idle.map(ProxyConfig::custom),
+    };
     let relay = RelayConfig {
         proxy,
         faults: args.latency_ms.is_some() || args.reset_percent > 0,
@@ -967,18 +982,22 @@ fn drive(probe: &mut Probe, args: &Args, policy: &TimeoutPolicy, arguments: &Val
         started: 0,
     };
     // 1. The start-up check.
-    if probe.alone(list_tools(policy), hard_end).is_none() {
+    let startup = TimeoutPolicy::fixed(Duration::from_millis(args.startup_timeout_ms));
+    if probe.alone(list_tools(&startup), hard_end).is_none() {
         return summary;
     }
-    // 2. Calibration.
-    let began = probe.now();
-    let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
-    let Some(id) = probe.alone(spec, hard_end) else {
-        return summary;
-    };
-    summary.started += 1;
-    if let Some((Outcome::Result, at)) = probe.outcome(&id) {
-        summary.natural_ms = Some(at.as_millis() - began.as_millis());
+    // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
+    for _ in 0..CALIBRATION_CALLS {
+        let began = probe.now();
+        let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
+        let Some(id) = probe.alone(spec, hard_end) else {
+            return summary;
+        };
+        summary.started += 1;
+        if let Some((Outcome::Result, at)) = probe.outcome(&id) {
+            let took = at.as_millis() - began.as_millis();
+            summary.natural_ms = Some(summary.natural_ms.map_or(took, |d| d.min(took)));
+        }
     }
     summary.window = cancel_window(args, summary.natural_ms);
     summary.plan = schedule(args, summary.window);
@@ -1003,7 +1022,7 @@ fn drive(probe: &mut Probe, args: &Args, policy: &TimeoutPolicy, arguments: &Val
                     break;
                 }
                 let before = probe.now().as_millis();
-                if !probe.restart(&args.command, policy, hard_end) {
+                if !probe.restart(&args.command, &startup, hard_end) {
                     return summary;
                 }
                 base += probe.now().as_millis() - before;
@@ -1182,7 +1201,8 @@ fn print_text(r: &TextReport<'_>) {
         .filter(|p| p.cancel_after_ms.is_some())
         .count();
     println!(
-        "probe: {} (seed {}, 1 calibration call and {} calls of {}, {} planned cancels)",
+        "probe: {} (seed {}, {CALIBRATION_CALLS} calibration calls and {} calls of {}, {} \
+         planned cancels)",
         r.label, args.seed, args.calls, args.tool, planned_cancels
     );
     println!(
@@ -1192,7 +1212,7 @@ fn print_text(r: &TextReport<'_>) {
     let width = run.window.1 - run.window.0;
     match run.natural_ms {
         Some(d) => println!(
-            "calibration: one call took {d} ms; cancels fall {}..{} ms into their call. A final \
+            "calibration: the shorter call took {d} ms; cancels fall {}..{} ms into their call. A final \
              response within {CANCEL_REACTION_MS} ms of a cancel, before half the shortest \
              uncancelled call's duration, answers the cancel: for a crossing to look like that \
              the call must end that early and in those {CANCEL_REACTION_MS} ms (at most {:.0} % \
@@ -1229,7 +1249,7 @@ fn print_text(r: &TextReport<'_>) {
          met running work, {} crossings; {} progress received; {} timeouts; {} of {} other \
          requests answered",
         run.started,
-        args.calls + 1,
+        args.calls as usize + CALIBRATION_CALLS,
         c.calls_answered,
         c.results,
         c.errors,

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A raw MCP 2026-07-28 Streamable HTTP server (standard library only) for the probe's own
+tests of intermediaries and network faults.
+
+    raw_http_server.py PORT [--no-accel-header] [--head-delay-ms N]
+
+POST /mcp with one JSON-RPC message. `tools/list` gets a JSON body. `tools/call` of
+`slow_op {steps, step_ms}` gets a `text/event-stream` body: progress after each step (when the
+request carried a progress token), then the result; the connection then closes. A client that
+goes away stops the call (closing the stream is the cancellation, spec §5.2).
+
+--no-accel-header    leave out `X-Accel-Buffering: no`, so an nginx-like proxy buffers
+--head-delay-ms N    wait N ms before the response head of a call (a silent start)
+"""
+
+import http.server
+import json
+import sys
+import time
+
+PORT = int(sys.argv[1])
+ACCEL = "--no-accel-header" not in sys.argv
+HEAD_DELAY = 0.0
+if "--head-delay-ms" in sys.argv:
+    HEAD_DELAY = int(sys.argv[sys.argv.index("--head-delay-ms") + 1]) / 1000
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def json_body(self, status, msg):
+        body = json.dumps(msg).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def event(self, msg):
+        self.wfile.write(b"event: message\ndata: " + json.dumps(msg).encode() + b"\n\n")
+        self.wfile.flush()
+
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if rid is None:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if method == "tools/list":
+            return self.json_body(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "tools": [{"name": "slow_op",
+                                                     "inputSchema": {"type": "object"}}]}})
+        if method != "tools/call" or params.get("name") != "slow_op":
+            return self.json_body(200, {"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32601, "message": f"unknown {method}"}})
+        args = params.get("arguments") or {}
+        steps, step_ms = int(args.get("steps", 3)), int(args.get("step_ms", 100))
+        token = (params.get("_meta") or {}).get("progressToken")
+        time.sleep(HEAD_DELAY)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            if ACCEL:
+                self.send_header("X-Accel-Buffering", "no")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            for done in range(1, steps + 1):
+                time.sleep(step_ms / 1000)
+                if token is not None:
+                    self.event({"jsonrpc": "2.0", "method": "notifications/progress",
+                                "params": {"progressToken": token, "progress": done,
+                                           "total": steps}})
+            self.event({"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "content": [{"type": "text", "text": "done"}]}})
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client closed the stream: the call is cancelled
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
