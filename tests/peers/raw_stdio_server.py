@@ -8,7 +8,8 @@ when the request carried a progress token, then the result.
     raw_stdio_server.py [MODE]
 
 MODE, on `notifications/cancelled` for a running call:
-    correct          stop the call, send nothing more for it (the default)
+    correct          stop the call, send nothing more for it (the default); a call that is
+                     writing its result when the cancel is read finishes first
     answer-cancel    stop it and answer with an error "Request cancelled" (python-sdk #1419)
     ignore-cancel    keep working: progress and the result follow (mcp-go #755)
 """
@@ -19,6 +20,7 @@ import threading
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "correct"
 out_lock = threading.Lock()
+state_lock = threading.Lock()  # the calls table, and a call's last check before it writes
 calls = {}  # request id (as JSON text) -> threading.Event set on cancel
 
 
@@ -35,12 +37,20 @@ def slow_op(rid, params, stop):
     for done in range(1, steps + 1):
         if stop.wait(step_ms / 1000):
             return
-        if token is not None:
-            send({"jsonrpc": "2.0", "method": "notifications/progress",
-                  "params": {"progressToken": token, "progress": done, "total": steps}})
-    calls.pop(json.dumps(rid), None)
-    send({"jsonrpc": "2.0", "id": rid,
-          "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}})
+        # Checked and written under the lock the cancel takes: once the reader has handled
+        # a cancel, nothing more for the call is written.
+        with state_lock:
+            if stop.is_set():
+                return
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": done, "total": steps}})
+    with state_lock:
+        if stop.is_set():
+            return
+        calls.pop(json.dumps(rid), None)
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "resultType": "complete", "content": [{"type": "text", "text": "done"}]}})
 
 
 for line in sys.stdin:
@@ -61,12 +71,13 @@ for line in sys.stdin:
             {"name": "slow_op", "inputSchema": {"type": "object"}}]}})
     elif method == "notifications/cancelled":
         target = params.get("requestId")
-        stop = None if MODE == "ignore-cancel" else calls.pop(json.dumps(target), None)
-        if stop is not None:
-            stop.set()
-            if MODE == "answer-cancel":
-                send({"jsonrpc": "2.0", "id": target,
-                      "error": {"code": -32800, "message": "Request cancelled"}})
+        with state_lock:
+            stop = None if MODE == "ignore-cancel" else calls.pop(json.dumps(target), None)
+            if stop is not None:
+                stop.set()
+                if MODE == "answer-cancel":
+                    send({"jsonrpc": "2.0", "id": target,
+                          "error": {"code": -32800, "message": "Request cancelled"}})
     elif rid is not None:
         send({"jsonrpc": "2.0", "id": rid,
               "error": {"code": -32601, "message": f"unknown method {method}"}})
