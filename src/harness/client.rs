@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::http::{self, ExchangeItem, PostTarget};
+use super::observe::{observe, stdio_lines};
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
@@ -26,7 +27,7 @@ use crate::mutants::Mutants;
 use crate::scenario::{fault_end, Fault, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
-use crate::wire::{self, Message, RequestId};
+use crate::wire::{Message, RequestId};
 
 enum Input {
     Bytes(u64, Vec<u8>),
@@ -278,15 +279,10 @@ impl Driver {
             Input::Bytes(generation, _) | Input::PipeClosed(generation)
                 if generation != self.conn_gen => {}
             Input::Bytes(_, bytes) => {
-                self.lines.push(&bytes);
-                while let Some(item) = self.lines.next_line() {
+                for item in stdio_lines(&mut self.lines, &bytes) {
                     match item {
-                        Ok(line) => self.receive(None, &line.bytes),
-                        Err(e) => {
-                            let w =
-                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
-                            record(&self.shared, Side::Client, EventKind::Recv(w));
-                        }
+                        Ok(line) => self.receive(None, &line),
+                        Err(w) => record(&self.shared, Side::Client, EventKind::Recv(w)),
                     }
                 }
             }
@@ -367,21 +363,10 @@ impl Driver {
     }
 
     fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let transport = self.scenario.transport;
-        match wire::decode(bytes) {
-            Ok(msg) => {
-                record(
-                    &self.shared,
-                    Side::Client,
-                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
-                );
-                self.client.handle_message(now(), stream, msg);
-            }
-            Err(_) => record(
-                &self.shared,
-                Side::Client,
-                EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
-            ),
+        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
+        record(&self.shared, Side::Client, EventKind::Recv(w));
+        if let Ok(msg) = decoded {
+            self.client.handle_message(now(), stream, msg);
         }
     }
 

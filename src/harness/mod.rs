@@ -100,6 +100,7 @@ mod backend;
 mod client;
 mod custom;
 pub mod http;
+mod observe;
 mod proxy;
 mod server;
 
