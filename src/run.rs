@@ -108,8 +108,8 @@ pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
 
 /// Runs `scenario` on turmoil with `server` on the `server` host and judges the trace, as
 /// [`judge`] does. With a [`ServerUnderTest::Custom`](crate::harness::ServerUnderTest) server
-/// the trace holds the client's side only, and the oracle infers the server's observations
-/// (see [`crate::oracle`], observation points).
+/// the trace holds the client's side and what the server read and wrote at its end of the
+/// transport, so the oracle judges the server by its own observations.
 #[cfg(feature = "harness")]
 pub fn judge_with(
     scenario: &Scenario,

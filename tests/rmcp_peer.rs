@@ -11,6 +11,7 @@ use mcp_sim::harness::{HarnessOptions, ServerIo, ServerUnderTest};
 use mcp_sim::model::{Outcome, Transport};
 use mcp_sim::run::{judge_with, Judged};
 use mcp_sim::scenario::Scenario;
+use mcp_sim::trace::{EventKind, Side, Trace};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router, ErrorData, RoleServer, ServiceExt};
@@ -69,6 +70,23 @@ async fn rmcp_stdio(io: ServerIo) {
     }
 }
 
+/// What the server's own side of a trace holds: messages it read, and closes of its streams
+/// or pipe by the client that it saw.
+fn server_view(trace: &Trace) -> (usize, usize) {
+    let server = trace.events.iter().filter(|e| e.side == Side::Server);
+    let (mut read, mut closed) = (0, 0);
+    for e in server {
+        match e.kind {
+            EventKind::Recv(_) => read += 1,
+            EventKind::Close {
+                by: Side::Client, ..
+            } => closed += 1,
+            _ => {}
+        }
+    }
+    (read, closed)
+}
+
 fn sweep(seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Judged)> {
     let server = ServerUnderTest::custom(rmcp_stdio);
     let options = HarnessOptions::default();
@@ -90,14 +108,17 @@ const STDIO_SEEDS: std::ops::Range<u64> = 0..16;
 /// in `_meta`. The reference client's requests are accepted as they are, results come back
 /// with `resultType: "complete"`, progress reaches the client under the request's token, and a
 /// `notifications/cancelled` fires the handler's cancellation token and suppresses the
-/// response. The oracle finds nothing on any seed, and every run settles.
+/// response. The trace holds both sides, rmcp's as it read and wrote its stdio stream; the
+/// oracle finds nothing on any seed, and every run settles.
 #[test]
 fn rmcp_stdio_server_passes_the_oracle_on_every_seed() {
     HANDLER_CANCELLED.with(|c| c.set(0));
     HANDLER_DONE.with(|c| c.set(0));
     let mut results = 0;
     let mut progress = 0;
+    let mut server_read = 0;
     for (seed, judged) in sweep(STDIO_SEEDS) {
+        server_read += server_view(&judged.run.trace).0;
         assert_eq!(judged.crash, None, "seed {seed}");
         assert!(judged.run.complete, "seed {seed} did not settle");
         assert!(
@@ -121,6 +142,10 @@ fn rmcp_stdio_server_passes_the_oracle_on_every_seed() {
     }
     assert!(results > 20, "{results} results");
     assert!(progress > 100, "{progress} progress notifications");
+    assert!(
+        server_read > 50,
+        "{server_read} messages read by the server"
+    );
     println!(
         "{results} results, {progress} progress notifications, handlers cancelled {} and done {}",
         HANDLER_CANCELLED.with(Cell::get),
@@ -214,9 +239,11 @@ fn sweep_http(
 /// application cancels (a closed stream), client timeouts, crashes.
 const HTTP_SEEDS: std::ops::Range<u64> = 0..16;
 
-/// rmcp's Streamable HTTP server, stateless, with its SSE keep-alive off: every 2026-07-28 request is served as it comes (SSE response,
-/// progress on the request's stream, `resultType: "complete"`), a closed stream fires the
-/// handler's cancellation token, and the oracle finds nothing on any seed.
+/// rmcp's Streamable HTTP server, stateless, with its SSE keep-alive off: every 2026-07-28
+/// request is served as it comes (SSE response, progress on the request's stream,
+/// `resultType: "complete"`), a closed stream fires the handler's cancellation token, and the
+/// oracle finds nothing on any seed. The trace holds both sides: rmcp's requests read, its
+/// responses written and the closes of its streams it saw, on the client's stream ids.
 #[test]
 fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     HANDLER_CANCELLED.with(|c| c.set(0));
@@ -224,7 +251,11 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     let server = ServerUnderTest::custom(|io| rmcp_http(io, false, None));
     let mut results = 0;
     let mut proxies = 0;
+    let (mut server_read, mut server_saw_closes) = (0, 0);
     for (seed, scenario, judged) in sweep_http(HTTP_SEEDS, &server) {
+        let (read, closed) = server_view(&judged.run.trace);
+        server_read += read;
+        server_saw_closes += closed;
         assert_eq!(judged.crash, None, "seed {seed}");
         assert!(judged.run.complete, "seed {seed} did not settle");
         assert!(
@@ -252,6 +283,14 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     );
     assert!(results > 20, "{results} results");
     assert!(proxies >= 4);
+    assert!(
+        server_read > 50,
+        "{server_read} requests read by the server"
+    );
+    assert!(
+        server_saw_closes > 5,
+        "{server_saw_closes} closes seen by the server"
+    );
     assert!(HANDLER_CANCELLED.with(Cell::get) > 0);
 }
 
