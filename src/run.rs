@@ -99,8 +99,11 @@ pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
     judge_by(scenario, || match lane {
         #[cfg(feature = "harness")]
         Lane::Turmoil { tick } => {
-            crate::harness::run(scenario, &crate::harness::HarnessOptions { tick })
-                .map_err(|e| e.to_string())
+            let options = crate::harness::HarnessOptions {
+                tick,
+                ..Default::default()
+            };
+            crate::harness::run(scenario, &options).map_err(|e| e.to_string())
         }
         Lane::Memory => Ok(memory::run(scenario)),
     })

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -22,9 +21,9 @@ use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL};
+use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport};
 use crate::mutants::Mutants;
-use crate::scenario::{fault_end, Fault, Scenario};
+use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{Message, RequestId};
@@ -60,17 +59,25 @@ enum Work {
     Reset(usize),
 }
 
-pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
+pub(crate) fn host(
+    sim: &mut turmoil::Sim<'_>,
+    shared: &SharedRef,
+    scenario: &Scenario,
+    tool_calls: &ToolCalls,
+) {
     let shared = shared.clone();
     let scenario = scenario.clone();
+    let tool_calls = tool_calls.clone();
     sim.client("client", async move {
-        Driver::new(scenario, shared).run().await;
+        Driver::new(scenario, tool_calls, shared).run().await;
         Ok(())
     });
 }
 
 struct Driver {
     scenario: Scenario,
+    /// What each planned call asks the server to do.
+    tool_calls: ToolCalls,
     shared: SharedRef,
     client: Client,
     tx: mpsc::UnboundedSender<Input>,
@@ -88,7 +95,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(scenario: Scenario, shared: SharedRef) -> Driver {
+    fn new(scenario: Scenario, tool_calls: ToolCalls, shared: SharedRef) -> Driver {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut agenda = BTreeMap::new();
         let mut seq = 0u64;
@@ -110,6 +117,7 @@ impl Driver {
         Driver {
             client: Client::new(scenario.client_config()),
             scenario,
+            tool_calls,
             shared,
             tx,
             rx,
@@ -196,8 +204,8 @@ impl Driver {
         match work {
             Work::Start(k) => {
                 let call = self.scenario.calls[k];
-                let args = json!({"steps": call.steps, "step_ms": call.step.as_millis() as u64});
-                let mut spec = CallSpec::tool(SLOW_TOOL, args, call.policy);
+                let args = self.tool_calls.arguments(&self.scenario, k);
+                let mut spec = CallSpec::tool(self.tool_calls.tool(), args, call.policy);
                 spec.progress = call.progress;
                 spec.idempotent = call.idempotent;
                 let id = self.client.start_request(t, spec);

@@ -64,10 +64,16 @@
 //! [`crate::oracle`], observation points). What it does inside stays a black box: no
 //! `backend` host runs, and the run is complete once the client has ended every call and
 //! lingered. A server crash (`Fault::CrashServer`) restarts the host: the factory runs again
-//! on the next connection (stdio) or with a fresh listener (HTTP). Everything the server spawns must run
-//! on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with turmoil's sockets and
-//! tokio's timers, so that the run stays deterministic. `examples/custom_server.rs` is a
-//! complete stdio server in a few dozen lines; `tests/rmcp_peer.rs` runs an rmcp server.
+//! on the next connection (stdio) or with a fresh listener (HTTP). Everything the server
+//! spawns must run on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with
+//! turmoil's sockets and tokio's timers, so that the run stays deterministic.
+//! `examples/custom_server.rs` is a complete stdio server in a few dozen lines;
+//! `tests/rmcp_peer.rs` runs an rmcp server.
+//!
+//! The reference client calls the reference server's tool, `slow_op`, with each planned
+//! call's `{steps, step_ms}`; [`HarnessOptions::tool_calls`] drives one of the custom server's
+//! own tools instead, with arguments from a list or a function of the call's index and the
+//! seed ([`ToolCalls`]).
 //!
 //! # Your own client under test
 //!
@@ -127,7 +133,7 @@ use futures_util::FutureExt;
 
 use crate::memory::{RunResult, RunStats};
 use crate::model::Transport;
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::scenario::{fault_time, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
 
@@ -140,19 +146,25 @@ pub(crate) const BACKEND_PORT: u16 = 7000;
 pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
 
 /// Harness settings that are not part of the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HarnessOptions {
     /// turmoil's tick. Latencies and deliveries are quantised to it; timers inside a host are
     /// exact. Costs about 1 µs per host per tick.
     pub tick: Duration,
+    /// The tool the reference client calls for each planned call, and its arguments. The
+    /// default, `slow_op` with each call's `{steps, step_ms}`, is the reference server's one
+    /// tool; a [`ServerUnderTest::Custom`] server can be driven through any of its own
+    /// (unused with a [`ClientUnderTest::Custom`] client, which brings its own calls).
+    pub tool_calls: ToolCalls,
 }
 
 impl Default for HarnessOptions {
     /// A 10 ms tick: idle timeouts of 60-100 s and calls of 90 s are the point, and 10 ms keeps
-    /// a 4-host run of several simulated minutes near 100 ms of wall time.
+    /// a 4-host run of several simulated minutes near 100 ms of wall time. `slow_op` calls.
     fn default() -> Self {
         HarnessOptions {
             tick: Duration::from_millis(10),
+            tool_calls: ToolCalls::default(),
         }
     }
 }
@@ -355,7 +367,9 @@ fn run_hosts(
         proxy::host(&mut sim, &shared, p);
     }
     match client {
-        ClientUnderTest::Reference => client::host(&mut sim, &shared, scenario),
+        ClientUnderTest::Reference => {
+            client::host(&mut sim, &shared, scenario, &options.tool_calls)
+        }
         ClientUnderTest::Custom(factory) => {
             custom::client_host(&mut sim, &shared, scenario, factory)
         }
