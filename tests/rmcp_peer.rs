@@ -125,6 +125,23 @@ fn server_view(trace: &Trace) -> (usize, usize) {
     (read, closed)
 }
 
+/// The run settled, nothing crashed, and the oracle found nothing.
+fn assert_clean(seed: u64, judged: &Judged) {
+    assert_eq!(judged.crash, None, "seed {seed}");
+    assert!(judged.run.complete, "seed {seed} did not settle");
+    assert!(
+        judged.report.violations.is_empty(),
+        "seed {seed}: {:?}",
+        judged.report.violations
+    );
+}
+
+/// How many calls of a run ended in a result.
+fn results_of(judged: &Judged) -> u64 {
+    let outcomes = &judged.run.stats.outcomes;
+    outcomes.get(&Outcome::Result).copied().unwrap_or(0)
+}
+
 fn sweep(seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Judged)> {
     let server = ServerUnderTest::custom(|io| rmcp_stdio(io, SlowServer));
     let options = HarnessOptions::default();
@@ -157,20 +174,8 @@ fn rmcp_stdio_server_passes_the_oracle_on_every_seed() {
     let mut server_read = 0;
     for (seed, judged) in sweep(STDIO_SEEDS) {
         server_read += server_view(&judged.run.trace).0;
-        assert_eq!(judged.crash, None, "seed {seed}");
-        assert!(judged.run.complete, "seed {seed} did not settle");
-        assert!(
-            judged.report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            judged.report.violations
-        );
-        results += judged
-            .run
-            .stats
-            .outcomes
-            .get(&Outcome::Result)
-            .copied()
-            .unwrap_or(0);
+        assert_clean(seed, &judged);
+        results += results_of(&judged);
         let text = judged.run.trace.to_jsonl();
         // The client's 2026-07-28 requests reached the tool: no "missing metadata" or
         // "unsupported version" errors, and no initialize anywhere.
@@ -306,20 +311,8 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
         let (read, closed) = server_view(&judged.run.trace);
         server_read += read;
         server_saw_closes += closed;
-        assert_eq!(judged.crash, None, "seed {seed}");
-        assert!(judged.run.complete, "seed {seed} did not settle");
-        assert!(
-            judged.report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            judged.report.violations
-        );
-        results += judged
-            .run
-            .stats
-            .outcomes
-            .get(&Outcome::Result)
-            .copied()
-            .unwrap_or(0);
+        assert_clean(seed, &judged);
+        results += results_of(&judged);
         proxies += usize::from(scenario.proxy.is_some());
         assert!(
             !judged.run.trace.to_jsonl().contains("\"error\""),
@@ -396,13 +389,7 @@ fn assert_index_repo_calls(
     judged: &Judged,
     tool_calls: &ToolCalls,
 ) {
-    assert_eq!(judged.crash, None, "seed {seed}");
-    assert!(judged.run.complete, "seed {seed} did not settle");
-    assert!(
-        judged.report.violations.is_empty(),
-        "seed {seed}: {:?}",
-        judged.report.violations
-    );
+    assert_clean(seed, judged);
     let trace = &judged.run.trace;
     let calls: Vec<&serde_json::Value> = trace
         .events
@@ -439,13 +426,7 @@ fn rmcp_tool_of_its_own_passes_the_oracle() {
         let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
         let judged = judge_with(&scenario, &computed, &server);
         assert_index_repo_calls(seed, &scenario, &judged, &computed.tool_calls);
-        results += judged
-            .run
-            .stats
-            .outcomes
-            .get(&Outcome::Result)
-            .copied()
-            .unwrap_or(0);
+        results += results_of(&judged);
     }
     let listed = HarnessOptions {
         tool_calls: ToolCalls::cycle(
@@ -461,13 +442,7 @@ fn rmcp_tool_of_its_own_passes_the_oracle() {
     let server = ServerUnderTest::custom(|io| rmcp_http(io, IndexServer, false, None));
     for (seed, scenario, judged) in sweep_http_with(0..8, &server, &listed) {
         assert_index_repo_calls(seed, &scenario, &judged, &listed.tool_calls);
-        results += judged
-            .run
-            .stats
-            .outcomes
-            .get(&Outcome::Result)
-            .copied()
-            .unwrap_or(0);
+        results += results_of(&judged);
     }
     println!("{results} results of index_repo");
     assert!(results > 20, "{results} results");
