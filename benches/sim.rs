@@ -39,8 +39,14 @@ fn harness_lane(seeds: u64, tick: Duration) -> (Figures, Vec<Trace>) {
     let mut traces = Vec::new();
     for seed in 0..seeds {
         let scenario = Scenario::standard(seed);
-        let run =
-            harness::run(&scenario, &HarnessOptions { tick }).expect("the standard scenario runs");
+        let run = harness::run(
+            &scenario,
+            &HarnessOptions {
+                tick,
+                ..Default::default()
+            },
+        )
+        .expect("the standard scenario runs");
         assert!(run.complete, "seed {seed} did not settle");
         sim_ms += run.stats.sim_ms;
         traces.push(run.trace);

@@ -3,7 +3,9 @@
 //!
 //! The server here is a small hand-written stdio server: NDJSON lines in, NDJSON lines out.
 //! Its one tool, `slow_op`, sleeps `steps` times `step_ms` apart, reports progress after each
-//! step when the request carried a progress token, and stops when the client cancels it.
+//! step when the request carried a progress token, and stops when the client cancels it. The
+//! stream it is handed records every line it reads and writes, so the oracle judges it by what
+//! it saw itself.
 //!
 //! ```text
 //! cargo run --example custom_server            # seeds 0..20

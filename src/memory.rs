@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::json;
 
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
 use crate::framing::sse::{self, SseItem};
@@ -457,8 +456,7 @@ impl Sim<'_> {
 
     fn start_call(&mut self, k: usize) {
         let call = self.scenario.calls[k];
-        let args = json!({"steps": call.steps, "step_ms": call.step.as_millis() as u64});
-        let mut spec = CallSpec::tool(SLOW_TOOL, args, call.policy);
+        let mut spec = CallSpec::tool(SLOW_TOOL, call.slow_op_arguments(), call.policy);
         spec.progress = call.progress;
         spec.idempotent = call.idempotent;
         let id = self.client.start_request(self.now, spec);

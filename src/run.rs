@@ -99,8 +99,11 @@ pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
     judge_by(scenario, || match lane {
         #[cfg(feature = "harness")]
         Lane::Turmoil { tick } => {
-            crate::harness::run(scenario, &crate::harness::HarnessOptions { tick })
-                .map_err(|e| e.to_string())
+            let options = crate::harness::HarnessOptions {
+                tick,
+                ..Default::default()
+            };
+            crate::harness::run(scenario, &options).map_err(|e| e.to_string())
         }
         Lane::Memory => Ok(memory::run(scenario)),
     })
@@ -108,8 +111,8 @@ pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
 
 /// Runs `scenario` on turmoil with `server` on the `server` host and judges the trace, as
 /// [`judge`] does. With a [`ServerUnderTest::Custom`](crate::harness::ServerUnderTest) server
-/// the trace holds the client's side only, and the oracle infers the server's observations
-/// (see [`crate::oracle`], observation points).
+/// the trace holds the client's side and what the server read and wrote at its end of the
+/// transport, so the oracle judges the server by its own observations.
 #[cfg(feature = "harness")]
 pub fn judge_with(
     scenario: &Scenario,

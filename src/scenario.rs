@@ -6,10 +6,12 @@
 //! same type from proptest strategies, so failures shrink to a small scenario.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
 
 use crate::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
 use crate::mutants::Mutants;
@@ -87,13 +89,17 @@ impl ProxyConfig {
 }
 
 /// One tool call the client application makes.
+///
+/// `steps` and `step` are the arguments of the reference server's tool, `slow_op`; a server
+/// with other tools gets its tool and arguments from [`ToolCalls`], and the rest of the
+/// planned call (start, progress, policy, cancel, retry) stays as drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PlannedCall {
     /// When the application starts it.
     pub at: Duration,
-    /// Work steps at the server.
+    /// Work steps at the server (`slow_op`'s `steps`).
     pub steps: u32,
-    /// Duration of one step.
+    /// Duration of one step (`slow_op`'s `step_ms`).
     pub step: Duration,
     /// Ask for progress.
     pub progress: bool,
@@ -103,6 +109,117 @@ pub struct PlannedCall {
     pub cancel_after: Option<Duration>,
     /// Safe to re-issue when lost.
     pub idempotent: bool,
+}
+
+impl PlannedCall {
+    /// The arguments of `slow_op` for this call: `{"steps": steps, "step_ms": step}`.
+    pub fn slow_op_arguments(&self) -> Value {
+        json!({"steps": self.steps, "step_ms": self.step.as_millis() as u64})
+    }
+}
+
+/// Which tool the reference client calls for each of a scenario's planned calls, and with
+/// which arguments.
+///
+/// The planned calls decide when each call starts, whether it asks for progress, its timeout
+/// policy, when the application cancels it and whether it may be retried; `ToolCalls` decides
+/// what it asks the server to do. The default is the reference server's one tool, `slow_op`,
+/// with each planned call's [`PlannedCall::slow_op_arguments`]. A server under test with
+/// other tools names its tool and gives the arguments: a list taken in turn
+/// ([`ToolCalls::cycle`]) or a function of the call's index and the scenario's seed
+/// ([`ToolCalls::from_fn`]). A function is not a plain value, so this is not part of the
+/// [`Scenario`] (which replays from its seed alone): the harness options carry it
+/// (`HarnessOptions::tool_calls`). Either way the arguments depend on the index and the seed
+/// only, so a seed still replays the same run. A retried call is sent with its arguments
+/// again.
+#[derive(Clone, Default)]
+pub struct ToolCalls {
+    calls: Calls,
+}
+
+#[derive(Clone, Default)]
+enum Calls {
+    #[default]
+    SlowOp,
+    Cycle {
+        tool: String,
+        arguments: Vec<Value>,
+    },
+    Computed {
+        tool: String,
+        arguments: ArgumentFn,
+    },
+}
+
+type ArgumentFn = Arc<dyn Fn(usize, u64) -> Value + Send + Sync>;
+
+impl ToolCalls {
+    /// `slow_op` with each planned call's `{steps, step_ms}` (the default; the only tool the
+    /// reference server knows).
+    pub fn slow_op() -> ToolCalls {
+        ToolCalls::default()
+    }
+
+    /// `tool` with the argument objects taken in turn: call `i` gets `arguments[i % len]`
+    /// (`{}` when the list is empty).
+    pub fn cycle(tool: impl Into<String>, arguments: impl IntoIterator<Item = Value>) -> ToolCalls {
+        ToolCalls {
+            calls: Calls::Cycle {
+                tool: tool.into(),
+                arguments: arguments.into_iter().collect(),
+            },
+        }
+    }
+
+    /// `tool` with the arguments `arguments(i, seed)` returns for call `i` (its index in
+    /// [`Scenario::calls`]) of the scenario drawn from `seed`. The function must be
+    /// deterministic for runs to replay.
+    pub fn from_fn(
+        tool: impl Into<String>,
+        arguments: impl Fn(usize, u64) -> Value + Send + Sync + 'static,
+    ) -> ToolCalls {
+        ToolCalls {
+            calls: Calls::Computed {
+                tool: tool.into(),
+                arguments: Arc::new(arguments),
+            },
+        }
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        match &self.calls {
+            Calls::SlowOp => crate::model::SLOW_TOOL,
+            Calls::Cycle { tool, .. } | Calls::Computed { tool, .. } => tool,
+        }
+    }
+
+    /// The arguments of call `index` (into [`Scenario::calls`]) of `scenario`.
+    pub fn arguments(&self, scenario: &Scenario, index: usize) -> Value {
+        match &self.calls {
+            Calls::SlowOp => scenario
+                .calls
+                .get(index)
+                .map_or_else(|| json!({}), PlannedCall::slow_op_arguments),
+            Calls::Cycle { arguments, .. } if arguments.is_empty() => json!({}),
+            Calls::Cycle { arguments, .. } => arguments[index % arguments.len()].clone(),
+            Calls::Computed { arguments, .. } => arguments(index, scenario.seed),
+        }
+    }
+}
+
+impl fmt::Debug for ToolCalls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let arguments = match &self.calls {
+            Calls::SlowOp => "from the planned calls".to_string(),
+            Calls::Cycle { arguments, .. } => format!("{} in turn", arguments.len()),
+            Calls::Computed { .. } => "computed".to_string(),
+        };
+        f.debug_struct("ToolCalls")
+            .field("tool", &self.tool())
+            .field("arguments", &arguments)
+            .finish()
+    }
 }
 
 /// Something that goes wrong.
@@ -407,5 +524,39 @@ impl fmt::Display for Scenario {
             self.faults,
             self.mutants,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default asks the reference server's `slow_op` for each planned call's steps.
+    #[test]
+    fn tool_calls_default_to_slow_op_with_the_planned_steps() {
+        let scenario = Scenario::from_seed(3);
+        let calls = ToolCalls::default();
+        assert_eq!(calls.tool(), crate::model::SLOW_TOOL);
+        for (k, call) in scenario.calls.iter().enumerate() {
+            let args = calls.arguments(&scenario, k);
+            assert_eq!(args["steps"], call.steps);
+            assert_eq!(args["step_ms"], call.step.as_millis() as u64);
+        }
+    }
+
+    /// A list is taken in turn; a function gets the call's index and the scenario's seed.
+    #[test]
+    fn tool_calls_of_another_tool() {
+        let scenario = Scenario::from_seed(9);
+        let list = ToolCalls::cycle("index_repo", [json!({"files": 1}), json!({"files": 2})]);
+        assert_eq!(list.tool(), "index_repo");
+        let files: Vec<Value> = (0..5)
+            .map(|i| list.arguments(&scenario, i)["files"].clone())
+            .collect();
+        assert_eq!(files, [1, 2, 1, 2, 1]);
+        assert_eq!(ToolCalls::cycle("t", []).arguments(&scenario, 4), json!({}));
+        let computed = ToolCalls::from_fn("index_repo", |i, seed| json!({"i": i, "seed": seed}));
+        assert_eq!(computed.arguments(&scenario, 6), json!({"i": 6, "seed": 9}));
+        assert!(format!("{computed:?}").contains("index_repo"));
     }
 }

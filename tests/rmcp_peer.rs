@@ -1,6 +1,7 @@
 //! rmcp inside the simulation: an rmcp server on the simulated `server` host, driven by the
 //! reference client through [`ServerUnderTest::Custom`] under the same seeds, faults and
-//! oracle as the reference server.
+//! oracle as the reference server, through the reference server's tool (`slow_op`) or a tool
+//! of its own (`index_repo`, with [`ToolCalls`]).
 
 #![cfg(feature = "harness")]
 
@@ -10,10 +11,13 @@ use std::time::Duration;
 use mcp_sim::harness::{HarnessOptions, ServerIo, ServerUnderTest};
 use mcp_sim::model::{Outcome, Transport};
 use mcp_sim::run::{judge_with, Judged};
-use mcp_sim::scenario::Scenario;
+use mcp_sim::scenario::{Scenario, ToolCalls};
+use mcp_sim::trace::{EventKind, Side, Trace};
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use rmcp::service::RequestContext;
-use rmcp::{tool, tool_router, ErrorData, RoleServer, ServiceExt};
+use rmcp::{tool, tool_router, ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
 
 thread_local! {
     /// Tool calls whose handler saw its cancellation token fire (all hosts of a run share the
@@ -23,8 +27,34 @@ thread_local! {
     static HANDLER_DONE: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The same tool as the reference server's: `steps` steps `step_ms` apart, progress after
-/// each when the request carries a progress token, stopping when cancelled.
+/// A handler's work: `steps` steps `step_ms` apart, progress after each when the request
+/// carries a progress token, stopping when cancelled.
+async fn work(ctx: &RequestContext<RoleServer>, steps: u64, step_ms: u64) -> Result<(), ErrorData> {
+    let token = ctx.meta.get_progress_token();
+    for done in 1..=steps {
+        tokio::select! {
+            _ = ctx.ct.cancelled() => {
+                HANDLER_CANCELLED.with(|c| c.set(c.get() + 1));
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
+            _ = tokio::time::sleep(Duration::from_millis(step_ms)) => {}
+        }
+        if let Some(token) = &token {
+            let _ = ctx
+                .peer
+                .notify_progress(
+                    ProgressNotificationParam::new(token.clone(), done as f64)
+                        .with_total(steps as f64),
+                )
+                .await;
+        }
+    }
+    HANDLER_DONE.with(|c| c.set(c.get() + 1));
+    Ok(())
+}
+
+/// The same tool as the reference server's: `slow_op {steps, step_ms}`.
+#[derive(Clone)]
 struct SlowServer;
 
 #[tool_router(server_handler)]
@@ -36,41 +66,84 @@ impl SlowServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let arg = |k: &str, d: u64| args.get(k).and_then(|v| v.as_u64()).unwrap_or(d);
-        let (steps, step_ms) = (arg("steps", 3), arg("step_ms", 1000));
-        let token = ctx.meta.get_progress_token();
-        for done in 1..=steps {
-            tokio::select! {
-                _ = ctx.ct.cancelled() => {
-                    HANDLER_CANCELLED.with(|c| c.set(c.get() + 1));
-                    return Err(ErrorData::internal_error("cancelled", None));
-                }
-                _ = tokio::time::sleep(Duration::from_millis(step_ms)) => {}
-            }
-            if let Some(token) = &token {
-                let _ = ctx
-                    .peer
-                    .notify_progress(
-                        ProgressNotificationParam::new(token.clone(), done as f64)
-                            .with_total(steps as f64),
-                    )
-                    .await;
-            }
-        }
-        HANDLER_DONE.with(|c| c.set(c.get() + 1));
+        work(&ctx, arg("steps", 3), arg("step_ms", 1000)).await?;
         Ok(CallToolResult::success(vec![ContentBlock::text("done")]))
     }
 }
 
+/// The arguments of `index_repo`.
+#[derive(serde::Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct IndexArgs {
+    /// How many files to index.
+    files: u64,
+    /// How long one file takes.
+    ms_per_file: u64,
+}
+
+/// A server whose one tool is not the reference server's: `index_repo {files, ms_per_file}`,
+/// progress after each file.
+#[derive(Clone)]
+struct IndexServer;
+
+#[tool_router(server_handler)]
+impl IndexServer {
+    #[tool(description = "Index a repository, file by file, with progress")]
+    async fn index_repo(
+        &self,
+        Parameters(args): Parameters<IndexArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        work(&ctx, args.files, args.ms_per_file).await?;
+        let text = format!("indexed {} files", args.files);
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+    }
+}
+
 /// One stdio "subprocess": rmcp serving the accepted byte stream.
-async fn rmcp_stdio(io: ServerIo) {
+async fn rmcp_stdio<S: ServerHandler>(io: ServerIo, server: S) {
     let ServerIo::Stdio(stream) = io else { return };
-    if let Ok(running) = SlowServer.serve(stream).await {
+    if let Ok(running) = server.serve(stream).await {
         let _ = running.waiting().await;
     }
 }
 
+/// What the server's own side of a trace holds: messages it read, and closes of its streams
+/// or pipe by the client that it saw.
+fn server_view(trace: &Trace) -> (usize, usize) {
+    let server = trace.events.iter().filter(|e| e.side == Side::Server);
+    let (mut read, mut closed) = (0, 0);
+    for e in server {
+        match e.kind {
+            EventKind::Recv(_) => read += 1,
+            EventKind::Close {
+                by: Side::Client, ..
+            } => closed += 1,
+            _ => {}
+        }
+    }
+    (read, closed)
+}
+
+/// The run settled, nothing crashed, and the oracle found nothing.
+fn assert_clean(seed: u64, judged: &Judged) {
+    assert_eq!(judged.crash, None, "seed {seed}");
+    assert!(judged.run.complete, "seed {seed} did not settle");
+    assert!(
+        judged.report.violations.is_empty(),
+        "seed {seed}: {:?}",
+        judged.report.violations
+    );
+}
+
+/// How many calls of a run ended in a result.
+fn results_of(judged: &Judged) -> u64 {
+    let outcomes = &judged.run.stats.outcomes;
+    outcomes.get(&Outcome::Result).copied().unwrap_or(0)
+}
+
 fn sweep(seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Judged)> {
-    let server = ServerUnderTest::custom(rmcp_stdio);
+    let server = ServerUnderTest::custom(|io| rmcp_stdio(io, SlowServer));
     let options = HarnessOptions::default();
     seeds
         .into_iter()
@@ -90,28 +163,19 @@ const STDIO_SEEDS: std::ops::Range<u64> = 0..16;
 /// in `_meta`. The reference client's requests are accepted as they are, results come back
 /// with `resultType: "complete"`, progress reaches the client under the request's token, and a
 /// `notifications/cancelled` fires the handler's cancellation token and suppresses the
-/// response. The oracle finds nothing on any seed, and every run settles.
+/// response. The trace holds both sides, rmcp's as it read and wrote its stdio stream; the
+/// oracle finds nothing on any seed, and every run settles.
 #[test]
 fn rmcp_stdio_server_passes_the_oracle_on_every_seed() {
     HANDLER_CANCELLED.with(|c| c.set(0));
     HANDLER_DONE.with(|c| c.set(0));
     let mut results = 0;
     let mut progress = 0;
+    let mut server_read = 0;
     for (seed, judged) in sweep(STDIO_SEEDS) {
-        assert_eq!(judged.crash, None, "seed {seed}");
-        assert!(judged.run.complete, "seed {seed} did not settle");
-        assert!(
-            judged.report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            judged.report.violations
-        );
-        results += judged
-            .run
-            .stats
-            .outcomes
-            .get(&Outcome::Result)
-            .copied()
-            .unwrap_or(0);
+        server_read += server_view(&judged.run.trace).0;
+        assert_clean(seed, &judged);
+        results += results_of(&judged);
         let text = judged.run.trace.to_jsonl();
         // The client's 2026-07-28 requests reached the tool: no "missing metadata" or
         // "unsupported version" errors, and no initialize anywhere.
@@ -121,6 +185,10 @@ fn rmcp_stdio_server_passes_the_oracle_on_every_seed() {
     }
     assert!(results > 20, "{results} results");
     assert!(progress > 100, "{progress} progress notifications");
+    assert!(
+        server_read > 50,
+        "{server_read} messages read by the server"
+    );
     println!(
         "{results} results, {progress} progress notifications, handlers cancelled {} and done {}",
         HANDLER_CANCELLED.with(Cell::get),
@@ -139,7 +207,7 @@ fn rmcp_runs_replay() {
         let b = sweep([seed]).remove(0).1;
         assert_eq!(a.run.trace.digest(), b.run.trace.digest(), "seed {seed}");
     }
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, None));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, SlowServer, false, None));
     for seed in [1, 9] {
         let a = sweep_http([seed], &server).remove(0).2;
         let b = sweep_http([seed], &server).remove(0).2;
@@ -161,14 +229,19 @@ fn rmcp_runs_replay() {
 /// `std::time::Instant::now()`, the wall clock, so under a simulated clock that runs ahead of
 /// the wall clock every deadline is already past and the stream emits keep-alive comments in a
 /// busy loop; the sweeps turn it off.
-async fn rmcp_http(io: ServerIo, strip_host: bool, keep_alive: Option<Duration>) {
+async fn rmcp_http<S: ServerHandler + Clone + Send + Sync + 'static>(
+    io: ServerIo,
+    server: S,
+    strip_host: bool,
+    keep_alive: Option<Duration>,
+) {
     use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
     let ServerIo::Http(listener) = io else { return };
     let service = StreamableHttpService::new(
-        || Ok(SlowServer),
+        move || Ok(server.clone()),
         std::sync::Arc::new(NeverSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(Vec::<String>::new())
@@ -199,12 +272,19 @@ fn sweep_http(
     seeds: impl IntoIterator<Item = u64>,
     server: &ServerUnderTest,
 ) -> Vec<(u64, Scenario, Judged)> {
-    let options = HarnessOptions::default();
+    sweep_http_with(seeds, server, &HarnessOptions::default())
+}
+
+fn sweep_http_with(
+    seeds: impl IntoIterator<Item = u64>,
+    server: &ServerUnderTest,
+    options: &HarnessOptions,
+) -> Vec<(u64, Scenario, Judged)> {
     seeds
         .into_iter()
         .map(|seed| {
             let scenario = Scenario::from_seed(seed).with_transport(Transport::Http);
-            let judged = judge_with(&scenario, &options, server);
+            let judged = judge_with(&scenario, options, server);
             (seed, scenario, judged)
         })
         .collect()
@@ -214,31 +294,25 @@ fn sweep_http(
 /// application cancels (a closed stream), client timeouts, crashes.
 const HTTP_SEEDS: std::ops::Range<u64> = 0..16;
 
-/// rmcp's Streamable HTTP server, stateless, with its SSE keep-alive off: every 2026-07-28 request is served as it comes (SSE response,
-/// progress on the request's stream, `resultType: "complete"`), a closed stream fires the
-/// handler's cancellation token, and the oracle finds nothing on any seed.
+/// rmcp's Streamable HTTP server, stateless, with its SSE keep-alive off: every 2026-07-28
+/// request is served as it comes (SSE response, progress on the request's stream,
+/// `resultType: "complete"`), a closed stream fires the handler's cancellation token, and the
+/// oracle finds nothing on any seed. The trace holds both sides: rmcp's requests read, its
+/// responses written and the closes of its streams it saw, on the client's stream ids.
 #[test]
 fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     HANDLER_CANCELLED.with(|c| c.set(0));
     HANDLER_DONE.with(|c| c.set(0));
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, None));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, SlowServer, false, None));
     let mut results = 0;
     let mut proxies = 0;
+    let (mut server_read, mut server_saw_closes) = (0, 0);
     for (seed, scenario, judged) in sweep_http(HTTP_SEEDS, &server) {
-        assert_eq!(judged.crash, None, "seed {seed}");
-        assert!(judged.run.complete, "seed {seed} did not settle");
-        assert!(
-            judged.report.violations.is_empty(),
-            "seed {seed}: {:?}",
-            judged.report.violations
-        );
-        results += judged
-            .run
-            .stats
-            .outcomes
-            .get(&Outcome::Result)
-            .copied()
-            .unwrap_or(0);
+        let (read, closed) = server_view(&judged.run.trace);
+        server_read += read;
+        server_saw_closes += closed;
+        assert_clean(seed, &judged);
+        results += results_of(&judged);
         proxies += usize::from(scenario.proxy.is_some());
         assert!(
             !judged.run.trace.to_jsonl().contains("\"error\""),
@@ -252,6 +326,14 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     );
     assert!(results > 20, "{results} results");
     assert!(proxies >= 4);
+    assert!(
+        server_read > 50,
+        "{server_read} requests read by the server"
+    );
+    assert!(
+        server_saw_closes > 5,
+        "{server_saw_closes} closes seen by the server"
+    );
     assert!(HANDLER_CANCELLED.with(Cell::get) > 0);
 }
 
@@ -260,7 +342,7 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
 /// client as lost requests. rmcp is right to refuse.
 #[test]
 fn rmcp_http_refuses_requests_without_a_host_header() {
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, true, None));
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, SlowServer, true, None));
     for (seed, _, judged) in sweep_http([1, 3], &server) {
         let text = judged.run.trace.to_jsonl();
         assert!(text.contains("\"status\":400"), "seed {seed}");
@@ -284,8 +366,84 @@ fn rmcp_http_refuses_requests_without_a_host_header() {
 #[test]
 #[ignore = "wall-clock dependent and slow: shows rmcp's SSE keep-alive storm"]
 fn rmcp_http_keep_alive_storms_under_simulated_time() {
-    let server = ServerUnderTest::custom(|io| rmcp_http(io, false, Some(Duration::from_secs(15))));
+    let server = ServerUnderTest::custom(|io| {
+        rmcp_http(io, SlowServer, false, Some(Duration::from_secs(15)))
+    });
     let (_, _, judged) = sweep_http([2], &server).remove(0);
     let comments = judged.run.trace.to_jsonl().matches("\"comment\"").count();
     assert!(comments > 10_000, "{comments} keep-alive comments");
+}
+
+/// `index_repo`'s arguments for call `i` of the scenario drawn from `seed`: 1 to 12 files of
+/// 100 ms to 1 s each.
+fn index_arguments(i: usize, seed: u64) -> serde_json::Value {
+    let k = seed + i as u64;
+    json!({"files": 1 + k % 12, "ms_per_file": 100 + 150 * (k % 7)})
+}
+
+/// The run is clean and settled, every call asked for `index_repo` with the arguments given,
+/// and rmcp accepted them all (no error anywhere).
+fn assert_index_repo_calls(
+    seed: u64,
+    scenario: &Scenario,
+    judged: &Judged,
+    tool_calls: &ToolCalls,
+) {
+    assert_clean(seed, judged);
+    let trace = &judged.run.trace;
+    let calls: Vec<&serde_json::Value> = trace
+        .events
+        .iter()
+        .filter(|e| e.side == Side::Client)
+        .filter_map(|e| match &e.kind {
+            EventKind::Send(w) => w.msg.as_ref().filter(|m| m["method"] == "tools/call"),
+            _ => None,
+        })
+        .collect();
+    assert!(calls.len() >= scenario.calls.len(), "seed {seed}");
+    for call in calls {
+        assert_eq!(call["params"]["name"], "index_repo", "seed {seed}");
+        let given = (0..scenario.calls.len())
+            .any(|i| tool_calls.arguments(scenario, i) == call["params"]["arguments"]);
+        assert!(given, "seed {seed}: {call}");
+    }
+    assert!(!trace.to_jsonl().contains("\"error\""), "seed {seed}");
+}
+
+/// rmcp driven through a tool of its own: `index_repo {files, ms_per_file}` with arguments
+/// computed from the call's index and the seed (stdio) or taken in turn from a list
+/// (Streamable HTTP). The scenarios' timing, cancels, timeouts and faults apply as with
+/// `slow_op`; the oracle finds nothing on seeds 0 to 7 of each transport.
+#[test]
+fn rmcp_tool_of_its_own_passes_the_oracle() {
+    let computed = HarnessOptions {
+        tool_calls: ToolCalls::from_fn("index_repo", index_arguments),
+        ..HarnessOptions::default()
+    };
+    let server = ServerUnderTest::custom(|io| rmcp_stdio(io, IndexServer));
+    let mut results = 0;
+    for seed in 0..8 {
+        let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
+        let judged = judge_with(&scenario, &computed, &server);
+        assert_index_repo_calls(seed, &scenario, &judged, &computed.tool_calls);
+        results += results_of(&judged);
+    }
+    let listed = HarnessOptions {
+        tool_calls: ToolCalls::cycle(
+            "index_repo",
+            [
+                json!({"files": 3, "ms_per_file": 400}),
+                json!({"files": 10, "ms_per_file": 1500}),
+                json!({"files": 1, "ms_per_file": 50}),
+            ],
+        ),
+        ..HarnessOptions::default()
+    };
+    let server = ServerUnderTest::custom(|io| rmcp_http(io, IndexServer, false, None));
+    for (seed, scenario, judged) in sweep_http_with(0..8, &server, &listed) {
+        assert_index_repo_calls(seed, &scenario, &judged, &listed.tool_calls);
+        results += results_of(&judged);
+    }
+    println!("{results} results of index_repo");
+    assert!(results > 20, "{results} results");
 }

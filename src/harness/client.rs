@@ -12,21 +12,21 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::http::{self, ExchangeItem, PostTarget};
+use super::observe::{observe, stdio_lines};
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport, SLOW_TOOL};
+use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport};
 use crate::mutants::Mutants;
-use crate::scenario::{fault_end, Fault, Scenario};
+use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
-use crate::wire::{self, Message, RequestId};
+use crate::wire::{Message, RequestId};
 
 enum Input {
     Bytes(u64, Vec<u8>),
@@ -59,17 +59,25 @@ enum Work {
     Reset(usize),
 }
 
-pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
+pub(crate) fn host(
+    sim: &mut turmoil::Sim<'_>,
+    shared: &SharedRef,
+    scenario: &Scenario,
+    tool_calls: &ToolCalls,
+) {
     let shared = shared.clone();
     let scenario = scenario.clone();
+    let tool_calls = tool_calls.clone();
     sim.client("client", async move {
-        Driver::new(scenario, shared).run().await;
+        Driver::new(scenario, tool_calls, shared).run().await;
         Ok(())
     });
 }
 
 struct Driver {
     scenario: Scenario,
+    /// What each planned call asks the server to do.
+    tool_calls: ToolCalls,
     shared: SharedRef,
     client: Client,
     tx: mpsc::UnboundedSender<Input>,
@@ -87,7 +95,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(scenario: Scenario, shared: SharedRef) -> Driver {
+    fn new(scenario: Scenario, tool_calls: ToolCalls, shared: SharedRef) -> Driver {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut agenda = BTreeMap::new();
         let mut seq = 0u64;
@@ -109,6 +117,7 @@ impl Driver {
         Driver {
             client: Client::new(scenario.client_config()),
             scenario,
+            tool_calls,
             shared,
             tx,
             rx,
@@ -195,8 +204,8 @@ impl Driver {
         match work {
             Work::Start(k) => {
                 let call = self.scenario.calls[k];
-                let args = json!({"steps": call.steps, "step_ms": call.step.as_millis() as u64});
-                let mut spec = CallSpec::tool(SLOW_TOOL, args, call.policy);
+                let args = self.tool_calls.arguments(&self.scenario, k);
+                let mut spec = CallSpec::tool(self.tool_calls.tool(), args, call.policy);
                 spec.progress = call.progress;
                 spec.idempotent = call.idempotent;
                 let id = self.client.start_request(t, spec);
@@ -278,15 +287,10 @@ impl Driver {
             Input::Bytes(generation, _) | Input::PipeClosed(generation)
                 if generation != self.conn_gen => {}
             Input::Bytes(_, bytes) => {
-                self.lines.push(&bytes);
-                while let Some(item) = self.lines.next_line() {
+                for item in stdio_lines(&mut self.lines, &bytes) {
                     match item {
-                        Ok(line) => self.receive(None, &line.bytes),
-                        Err(e) => {
-                            let w =
-                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
-                            record(&self.shared, Side::Client, EventKind::Recv(w));
-                        }
+                        Ok(line) => self.receive(None, &line),
+                        Err(w) => record(&self.shared, Side::Client, EventKind::Recv(w)),
                     }
                 }
             }
@@ -367,21 +371,10 @@ impl Driver {
     }
 
     fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let transport = self.scenario.transport;
-        match wire::decode(bytes) {
-            Ok(msg) => {
-                record(
-                    &self.shared,
-                    Side::Client,
-                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
-                );
-                self.client.handle_message(now(), stream, msg);
-            }
-            Err(_) => record(
-                &self.shared,
-                Side::Client,
-                EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
-            ),
+        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
+        record(&self.shared, Side::Client, EventKind::Recv(w));
+        if let Ok(msg) = decoded {
+            self.client.handle_message(now(), stream, msg);
         }
     }
 

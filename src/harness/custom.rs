@@ -1,8 +1,10 @@
 //! A user's peer on a simulated host instead of the reference one.
 //!
 //! [`ServerUnderTest::Custom`] runs on the `server` host: the harness hands the user's factory
-//! the server's end of the transport and records nothing on its behalf, so the server is a
-//! black box seen only through what the client (and the proxy) observe.
+//! the server's end of the transport with a recording tap on it ([`ServerStream`],
+//! [`ServerListener`]), so the trace holds what the server itself read and wrote, on its own
+//! host's clock, next to what the client (and the proxy) observed. What the server does
+//! inside stays a black box.
 //!
 //! [`ClientUnderTest::Custom`] runs on the `client` host against the reference server over
 //! stdio: the harness hands the factory a stream connected to the server's stdio port and
@@ -16,6 +18,7 @@ use std::rc::Rc;
 
 use std::time::Duration;
 
+use super::tap::{ServerListener, ServerStream};
 use super::{now, spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
 use crate::model::Transport;
 use crate::scenario::{fault_end, Scenario};
@@ -26,18 +29,24 @@ use crate::time::Time;
 pub const SERVER_STDIO_ADDR: (&str, u16) = ("server", SERVER_STDIO_PORT);
 
 /// The server's end of the scenario's transport, handed to a [`ServerUnderTest::Custom`]
-/// factory.
+/// factory. Both record what the server reads and writes as the server's own trace events.
 pub enum ServerIo {
     /// stdio: one accepted byte stream, the subprocess's stdin and stdout. Requests arrive as
     /// NDJSON lines; responses and notifications go back the same way. The factory is called
     /// once per connection (a server crash or a broken pipe starts a fresh "subprocess").
-    /// `turmoil::net::TcpStream` implements tokio's `AsyncRead` and `AsyncWrite`, and splits
-    /// with `into_split`.
-    Stdio(turmoil::net::TcpStream),
+    /// [`ServerStream`] implements tokio's `AsyncRead` and `AsyncWrite` (`Send`, `Unpin`), and
+    /// splits with [`ServerStream::into_split`] or `tokio::io::split`. Each line the server
+    /// reads is its `recv`, each line it writes its `send`, and reading the end of the stream
+    /// its `close` of the pipe by the client.
+    Stdio(ServerStream),
     /// Streamable HTTP: the listener bound on the server's HTTP port. The factory is called
     /// once per server boot and should accept connections until it is dropped. The client
-    /// POSTs every message on its own connection to `/mcp`, with no `Host` header.
-    Http(turmoil::net::TcpListener),
+    /// POSTs every message on its own connection to `/mcp`, with `Host: server` and its stream
+    /// id in `x-mcp-sim-stream`. Each accepted [`ServerStream`] records the request body the
+    /// server reads as its `recv` on that stream, the response's status, SSE events (`send`),
+    /// comments, a JSON body (`send`) and the end of an SSE body (`close` by the server), and
+    /// reading the end of the connection before the response ended as the client's `close`.
+    Http(ServerListener),
 }
 
 /// The future a [`ServerFactory`] returns: it runs on the `server` host (single-threaded, so it
@@ -53,7 +62,7 @@ pub enum ServerUnderTest {
     /// The crate's reference server (and its `backend` host), with both sides recorded.
     #[default]
     Reference,
-    /// A user's server, run as a black box.
+    /// A user's server, recorded at its end of the transport (no `backend` host).
     Custom(ServerFactory),
 }
 
@@ -185,17 +194,20 @@ pub(crate) fn host(
         let shared = shared.clone();
         let factory = factory.clone();
         async move {
+            let tap = shared.borrow().taps.sender();
             match transport {
                 Transport::Stdio => {
                     let listener =
                         turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_STDIO_PORT)).await?;
                     while let Ok((stream, _)) = listener.accept().await {
+                        let stream = ServerStream::stdio(stream, tap.clone());
                         spawn_guarded(&shared, factory(ServerIo::Stdio(stream)));
                     }
                 }
                 Transport::Http => {
                     let listener =
                         turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_HTTP_PORT)).await?;
+                    let listener = ServerListener::new(listener, tap);
                     spawn_guarded(&shared, factory(ServerIo::Http(listener))).await?;
                 }
             }
@@ -209,7 +221,7 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
-    use crate::harness::{run, run_with, run_with_client, HarnessOptions};
+    use crate::harness::{run_with, run_with_client, HarnessOptions};
     use crate::trace::Side;
 
     /// A server that answers every request with "method not found".
@@ -285,29 +297,53 @@ mod tests {
         }
     }
 
-    /// A custom server leaves no server or backend events, and the run still settles.
+    /// The messages `side` sent (`sending`) or received, in its order.
+    fn messages(run: &crate::memory::RunResult, side: Side, sending: bool) -> Vec<String> {
+        use crate::trace::EventKind;
+        run.trace
+            .events
+            .iter()
+            .filter(|e| e.side == side)
+            .filter_map(|e| match (&e.kind, sending) {
+                (EventKind::Send(w), true) | (EventKind::Recv(w), false) => {
+                    w.msg.as_ref().map(|m| m.to_string())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether `part` is `whole` with some items left out, in the same order.
+    fn is_subsequence(part: &[String], whole: &[String]) -> bool {
+        let mut rest = whole.iter();
+        part.iter().all(|p| rest.any(|w| w == p))
+    }
+
+    /// A custom server is recorded at its end: it read what the client sent (less what the
+    /// faults lost) and the client read what it wrote, in order; no backend runs, and the run
+    /// settles.
     #[test]
-    fn a_custom_server_is_a_black_box_and_the_run_settles() {
+    fn a_custom_server_is_recorded_at_its_end_and_the_run_settles() {
         let options = HarnessOptions::default();
         let server = ServerUnderTest::custom(refuser);
         for seed in 0..6 {
             let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
             let run = run_with(&scenario, &options, &server).expect("the run");
             assert!(run.complete, "seed {seed} did not settle");
-            assert!(run
-                .trace
-                .events
-                .iter()
-                .all(|e| !matches!(e.side, Side::Server | Side::Backend)));
-            assert!(run.trace.events.iter().any(|e| e.side == Side::Client));
+            assert!(run.trace.events.iter().all(|e| e.side != Side::Backend));
+            let client_sent = messages(&run, Side::Client, true);
+            let server_read = messages(&run, Side::Server, false);
+            let server_sent = messages(&run, Side::Server, true);
+            let client_read = messages(&run, Side::Client, false);
+            assert!(
+                !server_read.is_empty() && !server_sent.is_empty(),
+                "seed {seed}"
+            );
+            assert!(is_subsequence(&server_read, &client_sent), "seed {seed}");
+            assert!(is_subsequence(&client_read, &server_sent), "seed {seed}");
+            // The refuser answers every request it read, and nothing else.
+            let requests = server_read.iter().filter(|m| m.contains("\"id\"")).count();
+            assert_eq!(requests, server_sent.len(), "seed {seed}");
         }
-        // The reference path records both sides.
-        let scenario = Scenario::from_seed(2).with_transport(Transport::Stdio);
-        let reference = run(&scenario, &options).expect("the run");
-        assert!(reference
-            .trace
-            .events
-            .iter()
-            .any(|e| e.side == Side::Server));
     }
 }

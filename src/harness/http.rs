@@ -58,6 +58,18 @@ pub fn is_event_stream(content_type: Option<&str>) -> bool {
     })
 }
 
+/// Finds `x-mcp-sim-stream` in a request head: the client's stream id, as the proxy and a
+/// custom server's recording stream read it.
+pub(crate) fn stream_id(head: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(head);
+    text.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case(STREAM_HEADER)
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
 /// POSTs `msg` over `io` with the Streamable HTTP headers (`Accept`, `MCP-Protocol-Version`,
 /// `Mcp-Method`, `Mcp-Name`) and hands every item of the response to `emit`. The SSE framer
 /// carries `mutants` (the framer mutant).

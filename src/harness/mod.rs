@@ -31,9 +31,10 @@
 //! [`run_with`] puts any server on the `server` host in place of the reference one; the
 //! reference client drives it under the same scenarios, seeds, faults and oracle. The server
 //! is a factory taking a [`ServerIo`]: for stdio, one accepted byte stream per "subprocess"
-//! (NDJSON lines; `turmoil::net::TcpStream` implements tokio's `AsyncRead`/`AsyncWrite`);
-//! for Streamable HTTP, the bound `turmoil::net::TcpListener` (the client POSTs to `/mcp`,
-//! without a `Host` header).
+//! (a [`ServerStream`] of NDJSON lines, tokio's `AsyncRead`/`AsyncWrite`, split with
+//! [`ServerStream::into_split`]); for Streamable HTTP, the bound [`ServerListener`] (the
+//! client POSTs to `/mcp` with `Host: server`; each accepted connection is a
+//! [`ServerStream`] to serve with hyper or any HTTP/1.1 server).
 //!
 //! ```no_run
 //! use mcp_sim::harness::{run_with, HarnessOptions, ServerIo, ServerUnderTest};
@@ -54,14 +55,25 @@
 //! # let _ = (run, judged);
 //! ```
 //!
-//! A custom server is a black box: the trace holds the client's side (and the proxy's), the
-//! oracle infers what the server saw (see [`crate::oracle`], observation points), no `backend`
-//! host runs, and the run is complete once the client has ended every call and lingered. A
-//! server crash (`Fault::CrashServer`) restarts the host: the factory runs again on the next
-//! connection (stdio) or with a fresh listener (HTTP). Everything the server spawns must run
-//! on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with turmoil's sockets and
-//! tokio's timers, so that the run stays deterministic. `examples/custom_server.rs` is a
-//! complete stdio server in a few dozen lines; `tests/rmcp_peer.rs` runs an rmcp server.
+//! A custom server is recorded at its end of the transport: the streams it is handed record
+//! what it reads and writes as the server's own events, on the server host's clock, in the
+//! shapes the reference server records (stdio lines; HTTP requests, statuses, SSE events,
+//! JSON bodies and the closes of each stream; see [`ServerStream`]). The oracle judges it with
+//! both sides in view, as it judges the reference server: what the server received and when
+//! is what its transport saw, not the client's send plus a grace window (see
+//! [`crate::oracle`], observation points). What it does inside stays a black box: no
+//! `backend` host runs, and the run is complete once the client has ended every call and
+//! lingered. A server crash (`Fault::CrashServer`) restarts the host: the factory runs again
+//! on the next connection (stdio) or with a fresh listener (HTTP). Everything the server
+//! spawns must run on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with
+//! turmoil's sockets and tokio's timers, so that the run stays deterministic.
+//! `examples/custom_server.rs` is a complete stdio server in a few dozen lines;
+//! `tests/rmcp_peer.rs` runs an rmcp server.
+//!
+//! The reference client calls the reference server's tool, `slow_op`, with each planned
+//! call's `{steps, step_ms}`; [`HarnessOptions::tool_calls`] drives one of the custom server's
+//! own tools instead, with arguments from a list or a function of the call's index and the
+//! seed ([`ToolCalls`]).
 //!
 //! # Your own client under test
 //!
@@ -100,13 +112,16 @@ mod backend;
 mod client;
 mod custom;
 pub mod http;
+mod observe;
 mod proxy;
 mod server;
+mod tap;
 
 pub use custom::{
     ClientFactory, ClientFuture, ClientUnderTest, ServerFactory, ServerFuture, ServerIo,
     ServerUnderTest, SERVER_STDIO_ADDR,
 };
+pub use tap::{ServerListener, ServerReadHalf, ServerStream, ServerWriteHalf};
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -118,7 +133,7 @@ use futures_util::FutureExt;
 
 use crate::memory::{RunResult, RunStats};
 use crate::model::Transport;
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::scenario::{fault_time, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
 
@@ -131,19 +146,25 @@ pub(crate) const BACKEND_PORT: u16 = 7000;
 pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
 
 /// Harness settings that are not part of the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HarnessOptions {
     /// turmoil's tick. Latencies and deliveries are quantised to it; timers inside a host are
     /// exact. Costs about 1 µs per host per tick.
     pub tick: Duration,
+    /// The tool the reference client calls for each planned call, and its arguments. The
+    /// default, `slow_op` with each call's `{steps, step_ms}`, is the reference server's one
+    /// tool; a [`ServerUnderTest::Custom`] server can be driven through any of its own
+    /// (unused with a [`ClientUnderTest::Custom`] client, which brings its own calls).
+    pub tool_calls: ToolCalls,
 }
 
 impl Default for HarnessOptions {
     /// A 10 ms tick: idle timeouts of 60-100 s and calls of 90 s are the point, and 10 ms keeps
-    /// a 4-host run of several simulated minutes near 100 ms of wall time.
+    /// a 4-host run of several simulated minutes near 100 ms of wall time. `slow_op` calls.
     fn default() -> Self {
         HarnessOptions {
             tick: Duration::from_millis(10),
+            tool_calls: ToolCalls::default(),
         }
     }
 }
@@ -151,7 +172,10 @@ impl Default for HarnessOptions {
 /// State the hosts share (all hosts run on one thread).
 #[derive(Default)]
 pub(crate) struct Shared {
-    pub trace: Trace,
+    /// The trace so far; events go in through [`Shared::push`].
+    trace: Trace,
+    /// Events a custom server's recording streams observed, not yet in `trace`.
+    pub taps: tap::TapQueue,
     /// The first panic of any simulated task.
     pub failure: Option<String>,
     /// Tool calls running at the server now.
@@ -164,6 +188,21 @@ pub(crate) struct Shared {
     pub client_done: bool,
     /// Counters.
     pub stats: RunStats,
+}
+
+impl Shared {
+    /// Appends an event, after the tapped events that happened before it.
+    pub fn push(&mut self, t: Time, side: Side, kind: EventKind) {
+        self.merge_taps();
+        self.trace.push(t, side, kind);
+    }
+
+    /// Moves the tapped events into the trace, in the order they happened.
+    fn merge_taps(&mut self) {
+        for (t, kind) in self.taps.drain() {
+            self.trace.push(t, Side::Server, kind);
+        }
+    }
 }
 
 pub(crate) type SharedRef = Rc<RefCell<Shared>>;
@@ -184,7 +223,7 @@ pub(crate) fn now() -> Time {
 /// delivered at tick boundaries, so a receiver's clock can read less than its sender's did.
 /// Rounding to the tick makes both read the same time, and the stable sort at the end of the
 /// run keeps them in the order they happened.
-fn trace_time() -> Time {
+pub(crate) fn trace_time() -> Time {
     let ms = now().as_millis();
     let tick = TICK_MS.with(|t| t.get()).max(1);
     Time::from_millis(ms - ms % tick)
@@ -192,7 +231,7 @@ fn trace_time() -> Time {
 
 /// Appends an event at the current simulated time.
 pub(crate) fn record(shared: &SharedRef, side: Side, kind: EventKind) {
-    shared.borrow_mut().trace.push(trace_time(), side, kind);
+    shared.borrow_mut().push(trace_time(), side, kind);
 }
 
 /// Spawns a task on the host's local set; a panic in it is recorded as the run's failure.
@@ -260,8 +299,9 @@ pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, H
 /// Runs `scenario` on turmoil with `server` on the `server` host and returns the trace.
 ///
 /// With [`ServerUnderTest::Custom`] the trace holds the client's side (and the proxy's, when
-/// the scenario has one) and no `backend` host runs; the run is complete once the client has
-/// ended every call and lingered.
+/// the scenario has one) and the server's, as the streams handed to it recorded what it read
+/// and wrote; no `backend` host runs, and the run is complete once the client has ended every
+/// call and lingered.
 pub fn run_with(
     scenario: &Scenario,
     options: &HarnessOptions,
@@ -327,7 +367,9 @@ fn run_hosts(
         proxy::host(&mut sim, &shared, p);
     }
     match client {
-        ClientUnderTest::Reference => client::host(&mut sim, &shared, scenario),
+        ClientUnderTest::Reference => {
+            client::host(&mut sim, &shared, scenario, &options.tool_calls)
+        }
         ClientUnderTest::Custom(factory) => {
             custom::client_host(&mut sim, &shared, scenario, factory)
         }
@@ -358,17 +400,14 @@ fn run_hosts(
             faults.remove(0);
             match f {
                 Fault::CrashServer { .. } => {
-                    // A custom server is a black box: its side stays unrecorded.
-                    if reference {
-                        // Outside any host there is no host clock: stamp it with the sim's.
-                        let at = Time::from_millis(elapsed.as_millis() as u64);
-                        let close = EventKind::Close {
-                            stream: None,
-                            by: Side::Server,
-                            reason: None,
-                        };
-                        shared.borrow_mut().trace.push(at, Side::Server, close);
-                    }
+                    // Outside any host there is no host clock: stamp it with the sim's.
+                    let at = Time::from_millis(elapsed.as_millis() as u64);
+                    let close = EventKind::Close {
+                        stream: None,
+                        by: Side::Server,
+                        reason: None,
+                    };
+                    shared.borrow_mut().push(at, Side::Server, close);
                     sim.bounce("server");
                 }
                 Fault::Partition { at, duration } => {
@@ -408,6 +447,7 @@ fn run_hosts(
         && shared.client_outstanding == 0
         && shared.server_jobs == 0
         && shared.backend_held == 0;
+    shared.merge_taps();
     let mut trace = std::mem::take(&mut shared.trace);
     trace.events.sort_by_key(|e| e.t);
     let mut stats = std::mem::take(&mut shared.stats);

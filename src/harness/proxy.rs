@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, STREAM_HEADER};
+use super::http::stream_id;
+use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT};
 use crate::scenario::ProxyConfig;
 use crate::trace::{EventKind, Side};
 
@@ -30,17 +31,6 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, config: Proxy
             }
         }
     });
-}
-
-/// Finds `x-mcp-sim-stream` in a request head.
-fn stream_id(head: &[u8]) -> Option<u64> {
-    let text = String::from_utf8_lossy(head);
-    text.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case(STREAM_HEADER)
-            .then(|| value.trim().parse().ok())?
-    })
 }
 
 fn head_end(bytes: &[u8]) -> Option<usize> {

@@ -19,6 +19,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use super::observe::{observe, stdio_lines};
 use super::{
     backend, now, record, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT,
     SERVER_STDIO_PORT, STREAM_HEADER,
@@ -265,15 +266,10 @@ impl Driver {
         let t = now();
         match input {
             Input::Bytes(bytes) => {
-                self.lines.push(&bytes);
-                while let Some(item) = self.lines.next_line() {
+                for item in stdio_lines(&mut self.lines, &bytes) {
                     match item {
-                        Ok(line) => self.receive(None, &line.bytes),
-                        Err(e) => {
-                            let w =
-                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
-                            record(&self.shared, Side::Server, EventKind::Recv(w));
-                        }
+                        Ok(line) => self.receive(None, &line),
+                        Err(w) => record(&self.shared, Side::Server, EventKind::Recv(w)),
                     }
                 }
             }
@@ -323,24 +319,11 @@ impl Driver {
     }
 
     fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let transport = self.transport();
-        match wire::decode(bytes) {
-            Ok(msg) => {
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
-                );
-                self.server.handle_message(now(), stream, msg);
-            }
-            Err(e) => {
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
-                );
-                self.server.handle_invalid(now(), stream, &e);
-            }
+        let (w, decoded) = observe(self.transport(), stream, bytes);
+        record(&self.shared, Side::Server, EventKind::Recv(w));
+        match decoded {
+            Ok(msg) => self.server.handle_message(now(), stream, msg),
+            Err(e) => self.server.handle_invalid(now(), stream, &e),
         }
     }
 
