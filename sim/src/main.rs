@@ -36,7 +36,7 @@ enum Command {
     Mutants(sweep::MutantsArgs),
     /// Drive a real MCP server (stdio: `-- COMMAND ARGS...`; Streamable HTTP: `--url URL`) with
     /// a seeded schedule and judge the trace.
-    Probe(probe::Args),
+    Probe(Box<probe::Args>),
     /// Print the oracle's rule catalog as a Markdown table.
     Rules,
 }
