@@ -1,7 +1,9 @@
 //! The `mcp-sim` command.
 //!
 //! Subcommands share the library's layers; this crate only parses arguments, reads files and
-//! prints. Exit codes: 0 success, 1 a MUST-level violation was found, 2 usage or input error.
+//! prints. Exit codes: 0 success, 1 a MUST-level violation was found (or, for `probe`, the
+//! server is at fault), 2 usage or input error, 3 (`probe`) the run was inconclusive: it did not
+//! exercise what it was meant to.
 
 use std::process::ExitCode;
 
