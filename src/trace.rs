@@ -7,13 +7,14 @@
 //! | kind | fields | meaning |
 //! | --- | --- | --- |
 //! | `send`, `recv` | `transport` (`stdio`/`http`), `stream` (HTTP), `msg` or `raw`, `policy` | a message written or read by `side`; `raw` holds text that did not decode |
-//! | `close` | `stream` (absent: the whole connection or pipe), `by`, `reason` | a stream or connection ended, as seen by `side`, closed by `by` (`reason`: `idle` for an intermediary's idle timeout) |
+//! | `close` | `stream` (absent: the whole connection or pipe), `by`, `reason` | a stream or connection ended, as seen by `side`, closed by `by` (`reason`: `idle` for an intermediary's idle timeout, `reset` for an injected reset) |
 //! | `timeout` | `request`, `reason` (`idle`/`maximum`) | the client's timer fired |
 //! | `outcome` | `request`, `outcome` (`result`/`error`/`cancelled`/`timed_out`/`lost`) | what the client application was told |
 //! | `work`, `release` | `request` | the backend did work for, or released the resource of, a request |
 //! | `comment` | `stream` | an SSE comment (keep-alive) sent or read |
 //! | `status` | `stream`, `status`, `content_type` | an HTTP response status sent or read |
 //! | `progress` | `request`, `progress` | the client application was given progress |
+//! | `fault` | `fault`, `stream`, `ms` | a fault a live driver injected on purpose: `stall` (the client stopped reading for `ms`), `restart` (the server process was restarted), `latency` (`stream` delayed by `ms` each way), `reset` (`stream` to be reset mid-response) |
 //!
 //! `policy` (optional, on a client's `send` of a request) records the request's timeout policy
 //! as `{"timeout_ms", "reset_on_progress", "max_total_ms"}`; rules that need it skip requests
