@@ -2,8 +2,9 @@
 //! Python SDK's `MCPServer` (PyPI `mcp` 2.3.0) served by uvicorn on 127.0.0.1, stateless, with
 //! a slow tool that reports progress (`tests/peers/python_slow_http_server.py`).
 //!
-//! Needs `python3` with `mcp` 2.3.0 and uvicorn importable (`python3 -m pip install mcp==2.3.0`,
-//! which brings uvicorn; CI installs it). Set `MCP_SIM_SKIP_PYTHON=1` to skip.
+//! The SDK (and uvicorn, which it brings) installs itself on first use into a virtual
+//! environment in the build folder (`common::peers`); without `python3` the test is skipped, or
+//! fails under `CI=true`. `MCP_SIM_SKIP_PYTHON=1` skips it.
 
 mod common;
 
@@ -26,20 +27,20 @@ impl Drop for Server {
 
 /// Starts the server on a free port of 127.0.0.1 and waits (at most 30 s) until it accepts
 /// connections.
-fn start_server() -> (Server, u16) {
+fn start_server(python: &Path) -> (Server, u16) {
     let port = TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
     let script = common::repo().join("tests/peers/python_slow_http_server.py");
-    let child = Command::new("python3")
+    let child = Command::new(python)
         .arg(&script)
         .arg(port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("python3 starts");
+        .expect("the venv's python starts");
     let mut server = Server(child);
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -91,10 +92,10 @@ fn count(trace: &Trace, f: impl Fn(&EventKind) -> bool) -> usize {
 
 #[test]
 fn probe_drives_the_python_sdk_http_server() {
-    if !common::python_sdk_ready("mcp.server.mcpserver, uvicorn") {
+    let Some(python) = common::peers::python_sdk() else {
         return;
-    }
-    let (_server, port) = start_server();
+    };
+    let (_server, port) = start_server(&python);
     let dir = std::env::temp_dir().join(format!("mcp-sim-probe-http-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
 
