@@ -7,8 +7,10 @@
 //! Every file also goes through the message decoder, which must not panic (most files are not
 //! MCP messages, so the verdict itself is not checked there).
 //!
-//! The corpus lives outside the repository, in `shared/data/JSONTestSuite`, a sibling of the
-//! repository folder. `JSON_TEST_SUITE_DIR` points the test at another copy of `test_parsing`.
+//! The corpus is committed once, as part of the `decode_bytes` fuzz seeds:
+//! `fuzz/seeds/decode_bytes/JSONTestSuite/` holds the 318 files of the suite's `test_parsing/`
+//! (nst/JSONTestSuite, commit 1ef36fa, MIT licence in the same folder). The test counts them,
+//! so a missing or extra file fails it.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -16,16 +18,13 @@ use std::path::PathBuf;
 use mcp_sim::wire::json::parse_value;
 use mcp_sim::wire::{decode, Limits};
 
+/// Files of each kind in the suite's `test_parsing/` at commit 1ef36fa.
+const Y_FILES: usize = 95;
+const N_FILES: usize = 188;
+const I_FILES: usize = 35;
+
 fn suite_dir() -> PathBuf {
-    match std::env::var_os("JSON_TEST_SUITE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join("shared")
-            .join("data")
-            .join("JSONTestSuite")
-            .join("test_parsing"),
-    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/decode_bytes/JSONTestSuite")
 }
 
 /// `(file name, bytes)` of every file in the corpus, sorted by name.
@@ -33,9 +32,8 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
     let dir = suite_dir();
     assert!(
         dir.is_dir(),
-        "the JSONTestSuite corpus is missing: {} is not a folder. Put the suite's \
-         test_parsing folder there (shared/ is a sibling of the repository) or set \
-         JSON_TEST_SUITE_DIR to it.",
+        "the JSONTestSuite corpus is missing: {} is not a folder (it is committed in the \
+         repository; restore it with `git checkout -- fuzz/seeds/decode_bytes/JSONTestSuite`)",
         dir.display()
     );
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
@@ -94,9 +92,10 @@ fn json_test_suite() {
     }
 
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
-    assert!(
-        yes > 0 && no > 0 && impl_defined > 0,
-        "expected y_, n_ and i_ files, saw {yes}, {no} and {impl_defined} in {}",
+    assert_eq!(
+        (yes, no, impl_defined),
+        (Y_FILES, N_FILES, I_FILES),
+        "expected {Y_FILES} y_, {N_FILES} n_ and {I_FILES} i_ files in {}",
         suite_dir().display()
     );
     eprintln!("JSONTestSuite: {yes} y_, {no} n_, {impl_defined} i_ files");
@@ -164,20 +163,21 @@ fn json_test_suite_inside_messages() {
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
-    assert!(checked > 0);
+    assert_eq!(checked, (Y_FILES + N_FILES + I_FILES) * PLACES.len());
 }
 
 /// The implementation-defined cases whose verdict this crate chose, pinned so that a change
-/// of serde_json or of the limits is noticed. Files absent from the corpus are skipped.
+/// of serde_json or of the limits is noticed.
 #[test]
 fn json_test_suite_implementation_defined_verdicts() {
     let limits = Limits::default();
     let files = corpus();
     let verdict = |name: &str| {
-        files
+        let (_, bytes) = files
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, b)| parse_value(b, &limits).map_err(|e| e.rule.as_str()))
+            .unwrap_or_else(|| panic!("{name} is missing from {}", suite_dir().display()));
+        parse_value(bytes, &limits).map_err(|e| e.rule.as_str())
     };
     // Numbers beyond f64: rejected as out of range, never turned into infinity.
     for name in [
@@ -185,22 +185,23 @@ fn json_test_suite_implementation_defined_verdicts() {
         "i_number_real_neg_overflow.json",
         "i_number_real_pos_overflow.json",
     ] {
-        if let Some(v) = verdict(name) {
-            assert_eq!(v.map(|_| ()), Err("number-out-of-range"), "{name}");
-        }
+        assert_eq!(
+            verdict(name).map(|_| ()),
+            Err("number-out-of-range"),
+            "{name}"
+        );
     }
     // Deep nesting: over the default depth limit of 64.
-    if let Some(v) = verdict("i_structure_500_nested_arrays.json") {
-        assert_eq!(v.map(|_| ()), Err("nesting-too-deep"));
-    }
+    assert_eq!(
+        verdict("i_structure_500_nested_arrays.json").map(|_| ()),
+        Err("nesting-too-deep")
+    );
     // Invalid UTF-8 is rejected: MCP messages MUST be UTF-8 (digest §1.1).
     for name in [
         "i_string_invalid_utf-8.json",
         "i_string_iso_latin_1.json",
         "i_string_UTF-8_invalid_sequence.json",
     ] {
-        if let Some(v) = verdict(name) {
-            assert!(v.is_err(), "{name}");
-        }
+        assert!(verdict(name).is_err(), "{name}");
     }
 }

@@ -1,5 +1,5 @@
-//! Every JSON example of the digest §10 (`shared/spec/mcp-2026-07-28.md`, 10.1 to 10.5) with
-//! the verdict the digest gives it.
+//! Every JSON example of the 2026-07-28 requirements digest §10 (10.1 to 10.5) with the
+//! verdict the digest gives it.
 //!
 //! One table per section. The JSON text is copied verbatim from the digest. A row is either
 //! `valid(kind, id, json)` (the message decodes to that kind, with that id) or

@@ -7,7 +7,8 @@ with an SSE stream (progress notifications, then the result). It is served by uv
 dependency of `mcp`) through `MCPServer.run("streamable-http", ...)`, at
 `http://127.0.0.1:PORT/mcp`.
 
-Run: `python3 tests/peers/python_slow_http_server.py PORT` (needs `pip install mcp==2.3.0`).
+Run: `target/peers/python-mcp-2.3.0/bin/python tests/peers/python_slow_http_server.py PORT`, the
+venv that the tests install (tests/peers/python-requirements.txt pins `mcp==2.3.0`).
 """
 
 import sys

@@ -6,7 +6,8 @@ which sends `notifications/progress` only when the request carries a progressTok
 `notifications/cancelled` for the call cancels the handler's task inside the SDK, so the
 sleep is interrupted and the loop stops.
 
-Run: `python3 tests/peers/python_slow_server.py` (needs `pip install mcp==2.3.0`).
+Run: `target/peers/python-mcp-2.3.0/bin/python tests/peers/python_slow_server.py`, the venv that
+the tests install (tests/peers/python-requirements.txt pins `mcp==2.3.0`).
 Logging goes to stderr, which the probe captures and ignores.
 """
 

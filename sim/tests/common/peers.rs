@@ -1,0 +1,353 @@
+//! Real peers from other ecosystems, installed on first use into the build folder at pinned
+//! versions, so that a fresh clone needs nothing installed by hand beyond the interpreters.
+//!
+//! - Python SDK: a virtual environment `<target>/peers/python-mcp-2.3.0/`, made with
+//!   `python3 -m venv` and filled by `pip install -r tests/peers/python-requirements.txt`
+//!   (`mcp==2.3.0`). Tests run the servers with that venv's python.
+//! - TypeScript SDK v2: `<target>/peers/node-ts-sdk-2.4.0/`, where `tests/peers/ts/package.json`
+//!   and `package-lock.json` (`@modelcontextprotocol/server` 2.4.0, `zod` 4.6.7) are copied and
+//!   installed with `npm ci`; the server scripts of `tests/peers/ts/` are copied beside them so
+//!   that Node.js resolves the SDK from that folder's `node_modules`.
+//!
+//! `<target>` is the build folder the test binaries were built into (`CARGO_TARGET_DIR` or
+//! `target/`). Each install runs once, under an exclusive lock on `<target>/peers/NAME.lock`
+//! (concurrent test threads and binaries wait for it), and ends by writing `NAME/.installed`,
+//! a stamp naming what was installed: a stamp that does not match (another interpreter, an
+//! edited requirements or lock file, an interrupted install) starts the install afresh. A
+//! failed install fails the test with the command and its output.
+//!
+//! When an interpreter is missing (`python3`, or its `venv`/`ensurepip` modules; `node` 20 or
+//! later, or `npm`), the test prints why and passes without running, except when the
+//! environment has `CI=true`: then it fails. `MCP_SIM_SKIP_PYTHON=1` and `MCP_SIM_SKIP_NODE=1`
+//! skip the tests of one ecosystem on purpose.
+
+// Each test binary uses the peers it needs.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use super::repo;
+
+/// The pinned Python SDK (PyPI `mcp`), as in `tests/peers/python-requirements.txt`.
+pub const PYTHON_MCP_VERSION: &str = "2.3.0";
+/// The pinned TypeScript SDK (npm `@modelcontextprotocol/server`), as in
+/// `tests/peers/ts/package.json`.
+pub const TS_SDK_VERSION: &str = "2.4.0";
+
+const STAMP: &str = ".installed";
+
+/// The build folder's `peers/` folder.
+pub fn peers_dir() -> PathBuf {
+    // The binary sits in `<target>/<profile>/` (or `<target>/<triple>/<profile>/`).
+    let bin = Path::new(env!("CARGO_BIN_EXE_mcp-sim"));
+    let target = bin
+        .parent()
+        .and_then(Path::parent)
+        .expect("the mcp-sim binary lies in a profile folder of the build folder");
+    target.join("peers")
+}
+
+/// The venv python with the Python SDK installed, or `None` when the test is to be skipped
+/// (the reason is printed; with `CI=true` it panics instead).
+pub fn python_sdk() -> Option<PathBuf> {
+    if skipped_on_purpose("MCP_SIM_SKIP_PYTHON", "Python SDK") {
+        return None;
+    }
+    let python = PathBuf::from("python3");
+    // The interpreter, and the modules `python3 -m venv` needs to give the venv a pip.
+    let identity = match run(Command::new(&python).args([
+        "-c",
+        "import sys, venv, ensurepip; print(sys.version.split()[0], sys.base_prefix)",
+    ])) {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        Err(RunError::NotFound(e)) => {
+            return unavailable(
+                "Python SDK",
+                &format!("{} cannot be run ({e}): install Python 3", python.display()),
+            )
+        }
+        Err(RunError::Failed(report)) => {
+            return unavailable(
+                "Python SDK",
+                &format!(
+                    "{} cannot make a virtual environment with pip (the venv and ensurepip \
+                     modules are missing; on Debian and Ubuntu: `apt-get install python3-venv`)\n\
+                     {report}",
+                    python.display()
+                ),
+            )
+        }
+    };
+    let requirements_path = repo().join("tests/peers/python-requirements.txt");
+    let requirements = fs::read_to_string(&requirements_path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", requirements_path.display()));
+    assert!(
+        requirements
+            .lines()
+            .any(|l| l.trim() == format!("mcp=={PYTHON_MCP_VERSION}")),
+        "{} must pin mcp=={PYTHON_MCP_VERSION}",
+        requirements_path.display()
+    );
+    let dir = peers_dir().join(format!("python-mcp-{PYTHON_MCP_VERSION}"));
+    let venv_python = if cfg!(windows) {
+        dir.join("Scripts").join("python.exe")
+    } else {
+        dir.join("bin").join("python")
+    };
+    let stamp = format!("python {identity}\n{}\n{requirements}", python.display());
+    install_once(&dir, &stamp, |dir| {
+        check(
+            Command::new(&python).arg("-m").arg("venv").arg(dir),
+            "making the virtual environment",
+        );
+        check(
+            Command::new(&venv_python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--no-input",
+                    "--disable-pip-version-check",
+                ])
+                .arg("-r")
+                .arg(&requirements_path),
+            "installing the Python SDK",
+        );
+        check(
+            Command::new(&venv_python).args(["-c", "import mcp.server.mcpserver, uvicorn"]),
+            "importing the installed Python SDK",
+        );
+    });
+    Some(venv_python)
+}
+
+/// Node.js and the folder holding the TypeScript SDK and the server scripts of
+/// `tests/peers/ts/`.
+pub struct NodeSdk {
+    /// The `node` command.
+    pub node: PathBuf,
+    /// `<target>/peers/node-ts-sdk-VERSION/`.
+    pub dir: PathBuf,
+}
+
+/// Node.js with the TypeScript SDK installed, or `None` when the test is to be skipped (the
+/// reason is printed; with `CI=true` it panics instead).
+pub fn node_ts_sdk() -> Option<NodeSdk> {
+    const WHAT: &str = "TypeScript SDK";
+    if skipped_on_purpose("MCP_SIM_SKIP_NODE", WHAT) {
+        return None;
+    }
+    let node = PathBuf::from("node");
+    let node_version = match run(Command::new(&node).arg("--version")) {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        Err(e) => {
+            return unavailable(
+                WHAT,
+                &format!("node cannot be run: {e}; install Node.js 20 or later"),
+            )
+        }
+    };
+    let major: u32 = node_version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 20 {
+        return unavailable(
+            WHAT,
+            &format!("node is {node_version}; the SDK needs Node.js 20 or later"),
+        );
+    }
+    let npm = PathBuf::from(if cfg!(windows) { "npm.cmd" } else { "npm" });
+    if let Err(e) = run(Command::new(&npm).arg("--version")) {
+        return unavailable(WHAT, &format!("npm cannot be run: {e}; install npm"));
+    }
+    let source = repo().join("tests/peers/ts");
+    let read = |name: &str| {
+        let path = source.join(name);
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    };
+    let (manifest, lock) = (read("package.json"), read("package-lock.json"));
+    assert!(
+        manifest.contains(&format!(
+            "\"@modelcontextprotocol/server\": \"{TS_SDK_VERSION}\""
+        )),
+        "tests/peers/ts/package.json must pin @modelcontextprotocol/server {TS_SDK_VERSION}"
+    );
+    let dir = peers_dir().join(format!("node-ts-sdk-{TS_SDK_VERSION}"));
+    let stamp = format!("node {node_version}\n{manifest}\n{lock}");
+    install_once(&dir, &stamp, |dir| {
+        fs::write(dir.join("package.json"), &manifest).expect("write package.json");
+        fs::write(dir.join("package-lock.json"), &lock).expect("write package-lock.json");
+        check(
+            Command::new(&npm)
+                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+                .current_dir(dir),
+            "installing the TypeScript SDK (npm ci)",
+        );
+    });
+    // The server scripts go beside node_modules; a script is replaced (atomically) only when
+    // its text changed, under the same lock as the install.
+    let _lock = Lock::acquire(&lock_path(&dir));
+    for entry in fs::read_dir(&source).expect("read tests/peers/ts") {
+        let path = entry.expect("directory entry").path();
+        if path.extension().is_some_and(|e| e == "mjs") {
+            let name = path.file_name().expect("file name");
+            let text = fs::read(&path).expect("read a server script");
+            let dest = dir.join(name);
+            if fs::read(&dest).ok().as_deref() != Some(&text[..]) {
+                let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
+                fs::write(&tmp, &text).expect("write a server script");
+                fs::rename(&tmp, &dest).expect("move a server script into place");
+            }
+        }
+    }
+    Some(NodeSdk { node, dir })
+}
+
+/// Whether `CI=true` (or `1`) is set: missing interpreters then fail the test.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+fn skipped_on_purpose(var: &str, what: &str) -> bool {
+    if std::env::var(var).is_ok_and(|v| v == "1") {
+        loud(&format!("{var}=1: skipping a test against the {what}"));
+        return true;
+    }
+    false
+}
+
+/// A missing interpreter: a loud skip, or a failure under CI.
+fn unavailable<T>(what: &str, why: &str) -> Option<T> {
+    let message = format!("cannot test against the {what}: {why}");
+    if in_ci() {
+        panic!("{message}\n(CI=true: a missing interpreter fails the test instead of skipping it)");
+    }
+    let bar = "!".repeat(78);
+    loud(&format!(
+        "\n{bar}\n!!! SKIPPED: {message}\n\
+         !!! (the test passes without running; with CI=true it fails)\n{bar}\n"
+    ));
+    None
+}
+
+/// Writes to the process's stderr directly: the test harness captures `eprintln!` of a
+/// passing test, and a skip or a long install must be seen.
+fn loud(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+    let _ = err.flush();
+}
+
+enum RunError {
+    /// The program could not be started.
+    NotFound(std::io::Error),
+    /// It ran and failed: the command, its status and its output.
+    Failed(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::NotFound(e) => write!(f, "{e}"),
+            RunError::Failed(report) => write!(f, "{report}"),
+        }
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<Output, RunError> {
+    let line = format!("{cmd:?}");
+    let out = cmd.output().map_err(RunError::NotFound)?;
+    if out.status.success() {
+        Ok(out)
+    } else {
+        Err(RunError::Failed(format!(
+            "$ {line}\nexit: {}\n--- stdout:\n{}--- stderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )))
+    }
+}
+
+/// Runs an install step; a failure panics with the command and its output.
+fn check(cmd: &mut Command, step: &str) {
+    if let Err(e) = run(cmd) {
+        panic!("peer install failed while {step}:\n{e}");
+    }
+}
+
+fn lock_path(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().expect("peer folder name").to_os_string();
+    name.push(".lock");
+    dir.with_file_name(name)
+}
+
+/// Runs `install` into an emptied `dir` unless `dir/.installed` holds `stamp`, under the
+/// folder's lock; writes the stamp once `install` returned.
+fn install_once(dir: &Path, stamp: &str, install: impl FnOnce(&Path)) {
+    let stamp_path = dir.join(STAMP);
+    let installed = || fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp);
+    if installed() {
+        return;
+    }
+    fs::create_dir_all(dir.parent().expect("peers folder")).expect("create the peers folder");
+    let _lock = Lock::acquire(&lock_path(dir));
+    if installed() {
+        return; // another thread or process installed it while this one waited
+    }
+    loud(&format!(
+        "installing a test peer into {} (once; later runs reuse it)",
+        dir.display()
+    ));
+    if dir.exists() {
+        fs::remove_dir_all(dir).unwrap_or_else(|e| panic!("cannot remove {}: {e}", dir.display()));
+    }
+    fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    install(dir);
+    let tmp = dir.join(".installed.tmp");
+    let mut file = fs::File::create(&tmp).expect("create the stamp");
+    file.write_all(stamp.as_bytes()).expect("write the stamp");
+    file.sync_all().expect("sync the stamp");
+    fs::rename(&tmp, &stamp_path).expect("move the stamp into place");
+}
+
+/// An exclusive advisory lock on a file (`flock`), released when dropped or when the process
+/// dies, so an interrupted install never leaves a stale lock behind. (Off Unix no lock is
+/// taken: concurrent first runs could then install twice.)
+struct Lock {
+    _file: fs::File,
+}
+
+impl Lock {
+    fn acquire(path: &Path) -> Lock {
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .unwrap_or_else(|e| panic!("cannot open the lock file {}: {e}", path.display()));
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            loop {
+                // SAFETY: flock on a descriptor this function owns; no memory is involved.
+                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                    break;
+                }
+                let e = std::io::Error::last_os_error();
+                assert!(
+                    e.kind() == std::io::ErrorKind::Interrupted,
+                    "cannot lock {}: {e}",
+                    path.display()
+                );
+            }
+        }
+        Lock { _file: file }
+    }
+}
