@@ -74,7 +74,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
 use crate::check::{oracle_config, Format, ProfileArg};
-use crate::probe_http::{self, ConnFaults, Cut, Http, RelayConfig};
+use crate::probe_http::{self, ConnFaults, Http, Input, RelayConfig};
 use crate::probe_report::{self, Coverage, Finding, JsonVerdict, ServerEnd};
 
 /// The longest hard maximum a call may be given, in ms (one hour).
@@ -249,29 +249,6 @@ fn schedule(args: &Args, window: (u64, u64)) -> Vec<Planned> {
         plan[k].restart_before = true;
     }
     plan
-}
-
-/// What the reader threads (stdio) and the POST tasks (HTTP) report.
-pub(crate) enum Input {
-    /// stdio: bytes from the server's stdout.
-    Bytes(Vec<u8>),
-    /// stdio: the server closed its stdout.
-    Eof,
-    /// HTTP: a response's status and content type.
-    Status {
-        stream: StreamId,
-        status: u16,
-        content_type: Option<String>,
-    },
-    /// HTTP: one message (an SSE event's data, or a JSON body).
-    Message { stream: StreamId, bytes: Vec<u8> },
-    /// HTTP: an SSE comment.
-    Comment { stream: StreamId },
-    /// HTTP: the response ended.
-    Ended { stream: StreamId },
-    /// HTTP: the connection ended before the response did (or could not be opened); `by` is
-    /// the relay's cut, if it was one.
-    Cut { stream: StreamId, by: Option<Cut> },
 }
 
 /// The server process of a stdio probe and the threads around it.

@@ -27,8 +27,6 @@ use mcp_sim::scenario::ProxyConfig;
 use mcp_sim::wire::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::probe::Input;
-
 /// Where the server is, from `--url`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Endpoint {
@@ -83,6 +81,29 @@ pub(crate) fn parse_url(url: &str) -> Result<Endpoint, String> {
         addr,
         path,
     })
+}
+
+/// What the reader threads (stdio) and the POST tasks (HTTP) report.
+pub(crate) enum Input {
+    /// stdio: bytes from the server's stdout.
+    Bytes(Vec<u8>),
+    /// stdio: the server closed its stdout.
+    Eof,
+    /// HTTP: a response's status and content type.
+    Status {
+        stream: StreamId,
+        status: u16,
+        content_type: Option<String>,
+    },
+    /// HTTP: one message (an SSE event's data, or a JSON body).
+    Message { stream: StreamId, bytes: Vec<u8> },
+    /// HTTP: an SSE comment.
+    Comment { stream: StreamId },
+    /// HTTP: the response ended.
+    Ended { stream: StreamId },
+    /// HTTP: the connection ended before the response did (or could not be opened); `by` is
+    /// the relay's cut, if it was one.
+    Cut { stream: StreamId, by: Option<Cut> },
 }
 
 /// The faults the relay applies to one connection, drawn by the probe when it posts.

@@ -2,10 +2,9 @@
 //! which `cargo test --workspace` builds): a correct server stays clean, its cancels meet
 //! running calls, and the barriers and the start-up check are answered.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-use serde_json::Value;
+use std::path::PathBuf;
 
 /// The example binary, next to this test's own build output.
 fn rmcp_server() -> PathBuf {
@@ -28,22 +27,22 @@ fn rmcp_server() -> PathBuf {
 fn rmcp_over_stdio_is_clean_and_exercised() {
     let server = rmcp_server();
     for seed in ["1", "2"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
-            .args(["probe", "--format", "json", "--seed", seed, "--calls", "6"])
-            .args(["--args", r#"{"steps":5,"step_ms":150}"#])
-            .args(["--cancel-percent", "50", "--drain-ms", "600"])
-            .arg("--")
-            .arg(&server)
-            .output()
-            .expect("mcp-sim runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-            panic!(
-                "not one JSON verdict ({e}):\n{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        assert_eq!(out.status.code(), Some(0), "seed {seed}: {v:#}");
+        let (code, v) = common::probe::probe_json(
+            &[
+                "--seed",
+                seed,
+                "--calls",
+                "6",
+                "--args",
+                r#"{"steps":5,"step_ms":150}"#,
+                "--cancel-percent",
+                "50",
+                "--drain-ms",
+                "600",
+            ],
+            &[&server.display().to_string()],
+        );
+        assert_eq!(code, 0, "seed {seed}: {v:#}");
         let c = &v["coverage"];
         assert!(c["cancels"].as_u64() > Some(0), "seed {seed}: {v:#}");
         assert_eq!(

@@ -7,33 +7,16 @@
 //! two fifths, and the decisive evidence (a barrier, an answer 0-5 ms after a cancel, 600 ms
 //! or more before the call's natural end) does not depend on how loaded the machine is.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
-/// Runs the probe with `args` and returns its exit code and JSON verdict.
 fn probe(args: &[&str], server: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
-        .arg("probe")
-        .args(["--format", "json"])
-        .args(args)
-        .arg("--")
-        .args(server)
-        .output()
-        .expect("mcp-sim runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let verdict: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "not one JSON verdict ({e}):\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), verdict)
+    common::probe::probe_json(args, server)
 }
 
 fn raw_server(mode: &str) -> Vec<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/raw_stdio_server.py");
+    let script = common::repo().join("tests/peers/raw_stdio_server.py");
     vec!["python3".into(), script.display().to_string(), mode.into()]
 }
 

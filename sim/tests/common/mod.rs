@@ -1,7 +1,8 @@
-//! What the tests against real peers share: where the repository is, and the peers themselves
-//! (installed on first use, see [`peers`]).
+//! What the tests against real peers share: where the repository is, the peers themselves
+//! (installed on first use, see [`peers`]) and the probe's JSON verdict ([`probe`]).
 
 pub mod peers;
+pub mod probe;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,26 @@
+//! Running `mcp-sim probe --format json` and reading its verdict.
+
+#![allow(dead_code)]
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `mcp-sim probe --format json ARGS [-- SERVER...]`; returns the exit code and the
+/// verdict object, or panics with the probe's output when it printed no single JSON object.
+pub fn probe_json(args: &[&str], server: &[&str]) -> (i32, Value) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-sim"));
+    command.args(["probe", "--format", "json"]).args(args);
+    if !server.is_empty() {
+        command.arg("--").args(server);
+    }
+    let out = command.output().expect("mcp-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let verdict: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON verdict ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), verdict)
+}
