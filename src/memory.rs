@@ -20,12 +20,12 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::sse::ClientSseFramer;
 use crate::framing::sse::{self, SseItem};
 use crate::model::{
-    Backend, BackendCall, CallSpec, Client, ClientEvent, ClientTransmit, Outcome, Server,
+    Backend, BackendCall, CallSpec, Client, ClientEvent, ClientTransmit, Mutant, Outcome, Server,
     ServerTransmit, StreamId, Transport, SLOW_TOOL,
 };
-use crate::mutants::ClientSseFramer;
 use crate::oracle::OracleConfig;
 use crate::scenario::{Fault, Scenario};
 use crate::time::Time;
@@ -599,7 +599,8 @@ impl Sim<'_> {
                     content_type: Some(content_type.into()),
                 };
                 self.record(Side::Client, kind);
-                let sse = sse.then(|| ClientSseFramer::new(self.scenario.mutants));
+                let crlf_bug = self.scenario.mutants.has(Mutant::SseCrlfChunkSplit);
+                let sse = sse.then(|| ClientSseFramer::new(crlf_bug));
                 self.client_streams.insert(
                     stream,
                     ClientStream {

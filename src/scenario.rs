@@ -13,8 +13,8 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
+use crate::model::Mutants;
 use crate::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
-use crate::mutants::Mutants;
 
 /// An intermediary that cuts idle HTTP streams (design.md, landscape B.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -260,3 +260,42 @@ pub fn encode_event(data: &str) -> String {
 pub fn encode_comment(text: &str) -> String {
     format!(": {text}\n\n")
 }
+
+/// The client's SSE framer: the real decoder, or, with `crlf_chunk_split_bug` (the mutant
+/// `sse_crlf_chunk_split`), the same decoder with eventsource-parser #17's bug: when a chunk ends in CR and the next one
+/// starts with LF, the LF is taken as an empty line, which dispatches the event early.
+#[derive(Debug)]
+pub struct ClientSseFramer {
+    inner: SseDecoder,
+    crlf_bug: bool,
+    last_was_cr: bool,
+}
+
+impl ClientSseFramer {
+    /// A framer, with eventsource-parser #17's bug or without.
+    pub fn new(crlf_chunk_split_bug: bool) -> Self {
+        ClientSseFramer {
+            inner: SseDecoder::new(Default::default()),
+            crlf_bug: crlf_chunk_split_bug,
+            last_was_cr: false,
+        }
+    }
+
+    /// Appends a received chunk.
+    pub fn push(&mut self, chunk: &[u8]) {
+        if self.crlf_bug && self.last_was_cr && chunk.first() == Some(&b'\n') {
+            // The correct decoder skips this LF as the end of the CR LF pair; an extra LF
+            // makes it see the empty line the buggy parser sees.
+            self.inner.push(b"\n");
+        }
+        if let Some(&last) = chunk.last() {
+            self.last_was_cr = last == b'\r';
+        }
+        self.inner.push(chunk);
+    }
+
+    /// The next item, as [`SseDecoder::next_item`].
+    pub fn next_item(&mut self) -> Option<Result<SseItem, crate::framing::FrameError>> {
+        self.inner.next_item()
+    }
+}

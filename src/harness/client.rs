@@ -21,8 +21,8 @@ use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::model::Mutants;
 use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport};
-use crate::mutants::Mutants;
 use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};

@@ -12,9 +12,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 
 use super::STREAM_HEADER;
+use crate::framing::sse::ClientSseFramer;
 use crate::framing::sse::SseItem;
 use crate::model::StreamId;
-use crate::mutants::{ClientSseFramer, Mutants};
+use crate::model::{Mutant, Mutants};
 use crate::wire::{self, Message, PROTOCOL_VERSION};
 
 /// What one exchange yields, in order: a status, then messages and comments, then the end or
@@ -119,7 +120,7 @@ pub async fn exchange<IO>(
             content_type,
         });
         let mut body = response.into_body();
-        let mut framer = ClientSseFramer::new(mutants);
+        let mut framer = ClientSseFramer::new(mutants.has(Mutant::SseCrlfChunkSplit));
         let mut json = Vec::new();
         loop {
             match body.frame().await {

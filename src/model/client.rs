@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use super::policy::{TimeoutPolicy, TimeoutReason};
 use super::{StreamId, Transport};
-use crate::mutants::{Mutant, Mutants};
+use crate::model::mutant::{Mutant, Mutants};
 use crate::time::Time;
 use crate::wire::{Cancelled, Message, ProgressToken, Request, RequestId};
 

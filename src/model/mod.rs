@@ -24,6 +24,7 @@ use std::fmt;
 
 pub mod backend;
 pub mod client;
+pub mod mutant;
 pub mod policy;
 pub mod server;
 
@@ -31,6 +32,7 @@ pub use backend::{Backend, BackendCall};
 pub use client::{
     CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome,
 };
+pub use mutant::{Mutant, Mutants};
 pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
     ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SseStyle, SLOW_TOOL,

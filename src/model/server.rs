@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::backend::BackendCall;
 use super::{StreamId, Transport};
-use crate::mutants::{Mutant, Mutants};
+use crate::model::mutant::{Mutant, Mutants};
 use crate::time::Time;
 use crate::wire::{
     codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request,

@@ -1,0 +1,178 @@
+//! The switches that make the reference peers faulty: the catalog of real SDK bugs.
+//!
+//! Each [`Mutant`] reproduces one documented bug (repository and issue in
+//! [`MutantInfo::bug`]) as a small deviation of the reference client, server or the client's
+//! SSE framer; a [`Mutants`] set says which are on. They live with the model because they are
+//! behaviours the peers can be told to have. The conditions each mutant needs to show, and the
+//! hunt that scores the oracle against them, are in [`crate::mutants`].
+
+use std::fmt;
+
+macro_rules! mutants {
+    ($($variant:ident = $name:literal, $side:ident, $bug:literal, $summary:literal;)*) => {
+        /// A faulty behaviour.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(u8)]
+        pub enum Mutant {
+            $(#[doc = $summary] $variant,)*
+        }
+
+        /// Every mutant, in catalog order.
+        pub const ALL: &[Mutant] = &[$(Mutant::$variant,)*];
+
+        impl Mutant {
+            /// The catalog entry.
+            pub fn info(self) -> MutantInfo {
+                match self {
+                    $(Mutant::$variant => MutantInfo { name: $name, side: MutantSide::$side, bug: $bug, summary: $summary },)*
+                }
+            }
+        }
+    };
+}
+
+mutants! {
+    RespondAfterCancel = "respond_after_cancel", Server, "python-sdk #1419, rust-sdk PR #957, go-sdk #1259",
+        "the server stops the work on a cancel but still answers the cancelled request with an error";
+    IgnoreCancel = "ignore_cancel", Server, "mark3labs/mcp-go #755, java-sdk #130",
+        "the server ignores notifications/cancelled: the work runs on and the result is sent";
+    HandlerSurvivesDisconnect = "handler_survives_disconnect", Server, "rust-sdk #857",
+        "a closed HTTP stream does not cancel the handler: the tool runs to completion";
+    CancelCompleteRacePanics = "cancel_complete_race_panics", Server, "python-sdk #2416",
+        "a cancel for a request the server already answered crashes the server";
+    WriteAfterClosePanics = "write_after_close_panics", Server, "python-sdk #1967",
+        "a client disconnect during a running tool call crashes the server";
+    CrashOnCancelNotification = "crash_on_cancel_notification", Server, "python-sdk #88",
+        "any notifications/cancelled for a request the server does not know crashes it";
+    ProgressAfterCompletion = "progress_after_completion", Server, "typescript-sdk #2580",
+        "the server writes a last progress notification after the result";
+    FlatProgress = "flat_progress", Server, "typescript-sdk #1001",
+        "the server repeats the same progress value instead of increasing it";
+    ForgedProgressToken = "forged_progress_token", Server, "twentyhq/twenty #24559",
+        "the server invents its own token tool-call-<id> and sends progress even when none was asked for";
+    ProgressMisrouted = "progress_misrouted", Server, "python-sdk #2001",
+        "the server sends a request's progress on the most recently opened stream instead of its own";
+    NoKeepalive = "no_keepalive", Server, "typescript-sdk #1211 (PR #2538), csharp-sdk #736",
+        "the server sends neither SSE keep-alives nor progress, so idle-timeout proxies cut long calls";
+    TimeoutWithoutCancel = "timeout_without_cancel", Client, "python-sdk #1458, #2507",
+        "the client gives up on a timed-out request without cancelling it on the wire";
+    LateResponseIsFatal = "late_response_is_fatal", Client, "claude-code #51073",
+        "a response for a request the client already cancelled makes it drop the connection";
+    StaleProgressIsError = "stale_progress_is_error", Client, "typescript-sdk #2580",
+        "progress for a finished request is treated as a protocol error that drops the connection";
+    AcceptNonIncreasingProgress = "accept_non_increasing_progress", Client, "typescript-sdk #1001 (PR #1982)",
+        "the client resets its timer on progress that does not increase";
+    MaxCapOnlyOnProgress = "max_cap_only_on_progress", Client, "typescript-sdk #2695",
+        "the client checks its hard maximum only when progress arrives";
+    ResetNotExtending = "reset_not_extending", Client, "typescript-sdk #2816",
+        "progress re-arms the timer but the elapsed time still counts from the send, so nothing is extended";
+    CapSlidesWithProgress = "cap_slides_with_progress", Client, "typescript-sdk #2816 (PR #2817)",
+        "the hard maximum is measured from the last progress, so it slides and never caps";
+    FixedTimeoutIgnoresProgress = "fixed_timeout_ignores_progress", Client, "claude-code #470, #58687",
+        "the client advertises reset-on-progress but cuts the call at the fixed timeout";
+    NoTimeout = "no_timeout", Client, "claude-code #69487",
+        "the client enforces no timeout at all and waits for ever on a wedged call";
+    ResetWithoutToken = "reset_without_token", Client, "opencode #28186, kotlin-sdk #220",
+        "the client resets its timer on progress but never attaches a progressToken";
+    TokenReuseCrosswire = "token_reuse_crosswire", Client, "kaeawc/auto-mobile #6539",
+        "the client uses one progress token for every request, so progress crosses requests";
+    RetryWithoutCancel = "retry_without_cancel", Client, "simonx1/ruby-mcp-client PR #178",
+        "a timed-out call is retried under a new id without cancelling the first attempt";
+    CancelBlockedByPendingPost = "cancel_blocked_by_pending_post", Client, "rust-sdk #1193 (PR #1194)",
+        "an HTTP cancel waits until the POST's first SSE event arrives before it closes the stream";
+    SseCrlfChunkSplit = "sse_crlf_chunk_split", Framer, "rexxars/eventsource-parser #17, vercel/ai PR #6200",
+        "the client's SSE parser takes an LF that follows a CR in the next chunk as an empty line and splits the event";
+}
+
+/// Which component a mutant changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MutantSide {
+    /// The MCP server.
+    Server,
+    /// The MCP client.
+    Client,
+    /// The client's SSE framer.
+    Framer,
+}
+
+impl MutantSide {
+    /// `server`, `client` or `framer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MutantSide::Server => "server",
+            MutantSide::Client => "client",
+            MutantSide::Framer => "framer",
+        }
+    }
+}
+
+/// A catalog entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutantInfo {
+    /// The mutant's name.
+    pub name: &'static str,
+    /// What it changes.
+    pub side: MutantSide,
+    /// The real bug it reproduces: repository and issue or pull request.
+    pub bug: &'static str,
+    /// The faulty behaviour.
+    pub summary: &'static str,
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info().name)
+    }
+}
+
+impl Mutant {
+    /// Looks a mutant up by name.
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        ALL.iter().copied().find(|m| m.info().name == name)
+    }
+}
+
+/// A set of mutants (the reference has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Mutants(u64);
+
+impl Mutants {
+    /// No mutant: the reference behaviour.
+    pub const NONE: Mutants = Mutants(0);
+
+    /// This set plus `m`.
+    pub const fn with(self, m: Mutant) -> Mutants {
+        Mutants(self.0 | 1 << m as u8)
+    }
+
+    /// Whether `m` is in the set.
+    pub fn has(self, m: Mutant) -> bool {
+        self.0 & (1 << m as u8) != 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The union of two sets.
+    pub fn union(self, other: Mutants) -> Mutants {
+        Mutants(self.0 | other.0)
+    }
+
+    /// The mutants in the set, in catalog order.
+    pub fn iter(self) -> impl Iterator<Item = Mutant> {
+        ALL.iter().copied().filter(move |m| self.has(*m))
+    }
+}
+
+impl fmt::Display for Mutants {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.iter().map(|m| m.info().name).collect();
+        if names.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&names.join("+"))
+        }
+    }
+}
