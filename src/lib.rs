@@ -3,28 +3,28 @@
 //! Deterministic simulation and fuzzing of the Model Context Protocol's progress, cancellation
 //! and timeout rules, revision 2026-07-28.
 //!
-//! Layers, from the bytes up (nothing flows back up):
+//! # Floors
 //!
-//! - [`wire`]: typed messages, a strict decoder with typed errors and explicit limits, and an
-//!   encoder that never emits an invalid message;
-//! - [`framing`]: incremental NDJSON (stdio) and Server-Sent Events (Streamable HTTP) framers
-//!   whose output does not depend on how the input was chunked;
-//! - [`model`]: the sans-IO client, server and backend, and host timeout policies;
-//! - [`trace`]: trace format v1, the JSON Lines record of a run shared by simulations,
-//!   recordings of real peers and hand-written cases;
-//! - [`scenario`]: every knob of a run as one value, drawn from a seed;
-//! - [`harness`] (feature `harness`, on by default): the same model on turmoil's simulated
-//!   hosts and sockets: hyper for Streamable HTTP, NDJSON over TCP for stdio, an
-//!   idle-timeout proxy, crashes and partitions;
-//! - [`memory`]: the in-memory discrete-event driver, the fast lane for property tests and
-//!   sweeps;
-//! - [`oracle`]: named, spec-referenced invariants checked over any trace;
-//! - [`mutants`]: real SDK bugs as switchable faults of the reference peers, for the
-//!   mutation score of the oracle;
-//! - [`run`]: run and judge one scenario on either lane;
-//! - [`report`]: failure reports with a trace slice and a Mermaid sequence diagram;
-//! - [`fuzzing`]: the bodies of the cargo-fuzz targets, kept in the library so that stable
-//!   `cargo test` replays every committed crasher.
+//! Each module imports only modules on the floors below it (the two lanes share a floor), so
+//! a reader can tell what a file stands on and no import cycle exists:
+//!
+//! | floor | module | what |
+//! | --- | --- | --- |
+//! | 0 | [`time`] | the simulated clock's instants |
+//! | 1 | [`wire`] | typed messages, a strict decoder with typed errors and explicit limits, an encoder that never emits an invalid message |
+//! | 2 | [`framing`] | incremental NDJSON (stdio) and Server-Sent Events (Streamable HTTP) framers whose output does not depend on chunking; the faulty client framer of one mutant |
+//! | 3 | [`model`] | the sans-IO client, server and backend, host timeout policies, and the switches that make a reference peer faulty ([`model::mutant`]) |
+//! | 4 | [`trace`] | trace format v1, the JSON Lines record of a run shared by simulations, recordings of real peers and hand-written cases |
+//! | 5 | [`oracle`] | named, spec-referenced invariants checked over any trace |
+//! | 6 | [`scenario`] | every knob of a run as one value, drawn from a seed |
+//! | 7 | [`memory`], [`harness`] | the lanes: the in-memory discrete-event driver, and turmoil's simulated hosts and sockets (feature `harness`, on by default: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions) |
+//! | 8 | [`run`] | run and judge one scenario on either lane |
+//! | 9 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
+//! | 10 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
+//!
+//! [`fuzzing`] holds the bodies of the cargo-fuzz targets (on [`wire`] and [`framing`]), kept
+//! in the library so that stable `cargo test` replays every committed crasher. The `mcp-sim`
+//! command (`sim/`) stands on all of them.
 #![warn(missing_docs)]
 
 pub mod framing;

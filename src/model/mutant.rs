@@ -49,7 +49,7 @@ mutants! {
     FlatProgress = "flat_progress", Server, "typescript-sdk #1001",
         "the server repeats the same progress value instead of increasing it";
     ForgedProgressToken = "forged_progress_token", Server, "twentyhq/twenty #24559",
-        "the server invents its own token tool-call-<id> and sends progress even when none was asked for";
+        "the server invents its own token `tool-call-<id>` and sends progress even when none was asked for";
     ProgressMisrouted = "progress_misrouted", Server, "python-sdk #2001",
         "the server sends a request's progress on the most recently opened stream instead of its own";
     NoKeepalive = "no_keepalive", Server, "typescript-sdk #1211 (PR #2538), csharp-sdk #736",

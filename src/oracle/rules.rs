@@ -372,8 +372,8 @@ fn cancel_point(s: &Sink<'_, '_>, r: &Req) -> Option<CancelPoint> {
     ))
 }
 
-/// How soon after a stdio cancel a final response must arrive to be read as an answer to it
-/// (see [`answer_to_cancel`]), in ms.
+/// How soon after a stdio cancel a final response must arrive to be read as an answer to it,
+/// in ms (see the oracle's module docs, "An answer to the cancel").
 pub const CANCEL_REACTION_MS: u64 = 100;
 
 /// The first message for `r` the server sent after the cancellation reached it, with the
