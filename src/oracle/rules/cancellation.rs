@@ -1,0 +1,482 @@
+//! §3 Cancellation: who may cancel what, nothing sent after a cancel reached the server (with
+//! the black-box evidence: barriers and answers to a cancel), work and resources after a
+//! cancel, one outcome per request, races handled gracefully.
+
+use super::{outstanding_at, sender, Sink};
+use crate::model::{Outcome, Transport};
+use crate::oracle::index::{Index, Req};
+use crate::oracle::{rule, Level, Profile};
+use crate::trace::{EventKind, Side};
+use crate::wire::Message;
+
+pub(super) fn server_cancels(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    for &i in &ix.emissions {
+        let Some(Message::Cancelled(c)) = ix.msg(i) else {
+            continue;
+        };
+        let target = ix.by_id(&c.request_id, i).map(|r| &ix.requests[r]);
+        let problem = match target {
+            None => Some(format!(
+                "the server cancels {}, which the client never sent",
+                c.request_id
+            )),
+            Some(r) if !r.is_listen() => Some(format!(
+                "the server cancels {} ({}); it may cancel only subscriptions/listen",
+                c.request_id, r.method
+            )),
+            Some(r) if r.responses.iter().any(|&d| d < i) => Some(format!(
+                "the server cancels listen {} after ending it",
+                c.request_id
+            )),
+            Some(_) => None,
+        };
+        if let Some(p) = problem {
+            s.flag(rule::SERVER_CANCEL_NOT_LISTEN, Level::Must, vec![i], p);
+        }
+    }
+}
+
+pub(super) fn client_cancels(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    for i in 0..ix.trace.events.len() {
+        if sender(ix, i) != Some(Side::Client) {
+            continue;
+        }
+        let Some(Message::Cancelled(c)) = ix.msg(i) else {
+            continue;
+        };
+        let target = ix
+            .by_id(&c.request_id, i)
+            .filter(|r| ix.requests[*r].created < i);
+        let problem = match target.map(|r| &ix.requests[r]) {
+            None => Some((
+                vec![i],
+                format!("cancel of {}, which the client never sent", c.request_id),
+            )),
+            Some(r) => match (r.client_response, r.client_cancels.iter().find(|&&e| e < i)) {
+                (Some(resp), _) if resp < i => Some((
+                    vec![resp, i],
+                    format!("cancel of {} after its response arrived", c.request_id),
+                )),
+                (_, Some(&first)) => Some((
+                    vec![first, i],
+                    format!("{} was already cancelled", c.request_id),
+                )),
+                _ => None,
+            },
+        };
+        if let Some((events, p)) = problem {
+            s.flag(rule::CANCEL_UNKNOWN_REQUEST, Level::Must, events, p);
+        }
+    }
+}
+
+/// The point after which the server must send nothing for `r`, as an event index when the
+/// server recorded it, else as an inferred time.
+pub(super) enum CancelPoint {
+    Seen(usize),
+    Inferred(u64, usize),
+}
+
+fn cancel_point(s: &Sink<'_, '_>, r: &Req) -> Option<CancelPoint> {
+    let ix = s.ix;
+    if let Some(seen) = r.server_cancel_seen {
+        return Some(CancelPoint::Seen(seen));
+    }
+    let trigger = match r.transport? {
+        // Without the server's own view, the cancel reached it within the grace window.
+        Transport::Stdio if !ix.has(Side::Server) => r.client_cancels.first().copied(),
+        Transport::Stdio => None,
+        Transport::Http if ix.has(Side::Server) => None,
+        // A stream cut by anyone but the server itself, before the response.
+        Transport::Http => r.closes.iter().copied().find(|&c| {
+            let by_server = matches!(
+                ix.trace.events[c].kind,
+                EventKind::Close {
+                    by: Side::Server,
+                    ..
+                }
+            );
+            !by_server && r.responses.first().is_none_or(|&d| d > c)
+        }),
+    }?;
+    Some(CancelPoint::Inferred(
+        s.t(trigger) + s.config.grace_ms,
+        trigger,
+    ))
+}
+
+/// How soon after a stdio cancel a final response must arrive to be read as an answer to it,
+/// in ms (see the oracle's module docs, "An answer to the cancel").
+pub const CANCEL_REACTION_MS: u64 = 100;
+
+/// The first message for `r` the server sent after the cancellation reached it, with the
+/// events that show it (decisive last) and, when the evidence is not the server's own view,
+/// how it is known.
+///
+/// With the server's `recv` of the cancel recorded, any later send is one. Without the
+/// server's side (a black box) there are three kinds of evidence, strongest first:
+///
+/// 1. **Barrier** (stdio): a message received after the answer to a request the client sent
+///    after its cancel ([`Index::answered_after`]). Certain: the pipes are ordered.
+/// 2. **Grace window**: a message received later than the cancel plus the grace window.
+/// 3. **An answer to the cancel** (stdio): see [`answer_to_cancel`].
+fn message_after_cancel(
+    s: &Sink<'_, '_>,
+    r: &Req,
+    point: &CancelPoint,
+) -> Option<(Vec<usize>, String)> {
+    let (trigger, limit) = match *point {
+        CancelPoint::Seen(i) => {
+            let e = r.emissions.iter().copied().find(|&e| e > i)?;
+            return Some((vec![i, e], String::new()));
+        }
+        CancelPoint::Inferred(t, i) => (i, t),
+    };
+    let stdio = r.transport == Some(Transport::Stdio);
+    let barrier = stdio.then(|| s.ix.answered_after(trigger)).flatten();
+    // A message the client read late because it stalled its reads on purpose was written
+    // that much earlier.
+    let late = r.emissions.iter().copied().find(|&e| {
+        let stalled = s.ix.stalled_ms(s.t(trigger), s.t(e));
+        s.t(e) > limit + stalled || barrier.is_some_and(|b| e > b)
+    });
+    if let Some(e) = late {
+        return Some(match barrier.filter(|&b| e > b) {
+            Some(b) => (
+                vec![trigger, b, e],
+                format!(
+                    " (it arrived after the answer #{b} to a request the client wrote after the \
+                     cancel, and stdio pipes are ordered: the server had read the cancel)"
+                ),
+            ),
+            None => (
+                vec![trigger, e],
+                format!(
+                    " (more than the {} ms grace window after the cancel)",
+                    s.config.grace_ms
+                ),
+            ),
+        });
+    }
+    if stdio {
+        return answer_to_cancel(s, r, trigger);
+    }
+    None
+}
+
+/// A final response to a stdio request that answers its cancellation rather than crossing it
+/// (python-sdk #1419: "Request cancelled" errors), judged from the client's side alone.
+///
+/// A response that crosses a cancel was written when the request's work ended, at a time the
+/// cancel did not choose. One that answers the cancel follows it within the server's reaction
+/// time, whatever work was left. So a response counts as an answer when both hold:
+///
+/// - it arrived within [`CANCEL_REACTION_MS`] of the cancel;
+/// - the request had at least half its work left: it had run for less than half the duration
+///   of the shortest of the uncancelled requests with the same method and params (its
+///   siblings, at least one), each answered with no cancel and no timeout.
+///
+/// For a crossing to look like this, the request would have to end in under half the time of
+/// every sibling, and, the cancel's time being drawn by the client independently of the
+/// server, end within the reaction window after it: with cancels spread over a window of
+/// `W` ms, the second alone has a chance of at most `CANCEL_REACTION_MS / W` per cancel.
+fn answer_to_cancel(s: &Sink<'_, '_>, r: &Req, cancel: usize) -> Option<(Vec<usize>, String)> {
+    let ix = s.ix;
+    let d = r.responses.iter().copied().find(|&d| d > cancel)?;
+    let reaction = s.t(d).checked_sub(s.t(cancel))?;
+    if reaction > CANCEL_REACTION_MS {
+        return None;
+    }
+    let send = r.client_send?;
+    if ix.stalled_ms(s.t(send), s.t(d)) > 0 {
+        return None; // the client's own stall moved the arrival: no timing evidence
+    }
+    let ran = s.t(d).saturating_sub(s.t(send));
+    let (method, params) = ix.request_params(send)?;
+    let siblings: Vec<u64> = ix
+        .requests
+        .iter()
+        .filter(|q| q.client_cancels.is_empty() && q.client_send != Some(send))
+        .filter_map(|q| {
+            let (q_send, q_answer) = (q.client_send?, q.client_response?);
+            if q.timeout.is_some_and(|t| t < q_answer) {
+                return None;
+            }
+            (ix.request_params(q_send)? == (method, params)).then(|| s.t(q_answer) - s.t(q_send))
+        })
+        .collect();
+    let shortest = *siblings.iter().min()?;
+    if ran.saturating_mul(2) >= shortest {
+        return None;
+    }
+    Some((
+        vec![cancel, d],
+        format!(
+            " (its final response came {reaction} ms after the cancel, {ran} ms into a call \
+             whose {} uncancelled identical calls took at least {shortest} ms: it answers the \
+             cancel)",
+            siblings.len()
+        ),
+    ))
+}
+
+pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
+    let Some(point) = cancel_point(s, r) else {
+        return;
+    };
+    let (rule, level) = match r.transport {
+        Some(Transport::Http) => (rule::DISCONNECT_IS_CANCEL, Level::Must),
+        _ => match s.config.profile {
+            Profile::Strict => (rule::RESPONSE_AFTER_CANCEL, Level::Must),
+            Profile::Lenient => (rule::RESPONSE_AFTER_CANCEL, Level::Should),
+        },
+    };
+    let anchor = match point {
+        CancelPoint::Seen(i) | CancelPoint::Inferred(_, i) => i,
+    };
+    if let Some((events, why)) = message_after_cancel(s, r, &point) {
+        let message = format!(
+            "the server sent a message for {} after the cancellation reached it{why}",
+            s.name(r)
+        );
+        s.flag(rule, level, events, message);
+    }
+    // Work: allowed up to the grace window after the server learned of the cancel.
+    let limit = match point {
+        CancelPoint::Seen(i) => s.t(i) + s.config.grace_ms,
+        CancelPoint::Inferred(t, _) => t,
+    };
+    // On stdio stopping work is a SHOULD (§3.3 item 6). On HTTP the MUST is to treat the
+    // disconnect as a cancellation (§3.2, §5.2); work still going on after the grace window is
+    // the evidence that it was not (rust-sdk #857: the handler runs to completion).
+    if let Some(&w) = r.work.iter().find(|&&w| s.t(w) > limit) {
+        let msg = format!(
+            "backend work for {} {} ms after the cancellation reached the server",
+            s.name(r),
+            s.t(w) - (limit - s.config.grace_ms)
+        );
+        let (rule, level) = match r.transport {
+            Some(Transport::Http) => (rule::DISCONNECT_IS_CANCEL, Level::Must),
+            _ => (rule::WORK_AFTER_CANCEL, Level::Should),
+        };
+        s.flag(rule, level, vec![anchor, w], msg);
+    }
+}
+
+pub(super) fn cancel_on_timeout(s: &mut Sink<'_, '_>, r: &Req) {
+    let ix = s.ix;
+    let abandon = r.timeout.or_else(|| {
+        r.outcomes.iter().copied().find(|&o| {
+            matches!(
+                ix.trace.events[o].kind,
+                EventKind::Outcome {
+                    outcome: Outcome::Cancelled | Outcome::TimedOut,
+                    ..
+                }
+            )
+        })
+    });
+    let Some(a) = abandon else { return };
+    if r.client_response.is_some_and(|resp| resp <= a) {
+        return;
+    }
+    let deadline = s.t(a) + s.config.grace_ms;
+    if r.client_cancels.iter().any(|&c| s.t(c) <= deadline) {
+        return;
+    }
+    let (level, how) = match r.transport {
+        Some(Transport::Http) => (Level::Should, "closing its stream"),
+        _ => (Level::Must, "sending notifications/cancelled"),
+    };
+    s.flag(
+        rule::CANCEL_ON_TIMEOUT,
+        level,
+        vec![a],
+        format!("the client abandoned {} without {how}", s.name(r)),
+    );
+}
+
+pub(super) fn late_delivery(s: &mut Sink<'_, '_>, r: &Req) {
+    let ix = s.ix;
+    if let Some(a) = r.client_abandoned() {
+        let late = r.outcomes.iter().copied().find(|&o| {
+            o > a
+                && matches!(
+                    ix.trace.events[o].kind,
+                    EventKind::Outcome {
+                        outcome: Outcome::Result | Outcome::Error,
+                        ..
+                    }
+                )
+        });
+        if let Some(o) = late {
+            s.flag(
+                rule::LATE_RESPONSE_DELIVERED,
+                Level::Should,
+                vec![a, o],
+                format!(
+                    "a response for {} reached the application after the client abandoned it",
+                    s.name(r)
+                ),
+            );
+        }
+    }
+    if let Some(&first) = r.outcomes.first() {
+        if let Some(&d) = r.deliveries.iter().find(|&&d| d > first) {
+            s.flag(
+                rule::LATE_RESPONSE_DELIVERED,
+                Level::Should,
+                vec![first, d],
+                format!(
+                    "progress for {} reached the application after its outcome",
+                    s.name(r)
+                ),
+            );
+        }
+    }
+}
+
+pub(super) fn resources(s: &mut Sink<'_, '_>, r: &Req) {
+    let Some(&first_work) = r.work.first() else {
+        return;
+    };
+    if r.release.iter().any(|&rel| rel > first_work) {
+        return;
+    }
+    // The request ended for the server when it answered or learned of the cancellation; a
+    // black-box server is assumed to learn when the client stopped waiting.
+    let client_view = (!s.ix.has(Side::Server)).then(|| r.client_end()).flatten();
+    let ended = [
+        r.responses.first().copied(),
+        r.server_cancel_seen,
+        client_view,
+    ]
+    .into_iter()
+    .flatten()
+    .min();
+    let overdue = match ended {
+        Some(e) => s.ix.trace.end() > s.t(e) + s.config.grace_ms,
+        None => s.config.complete,
+    };
+    if overdue {
+        let events = ended.map_or(vec![first_work], |e| vec![first_work, e]);
+        s.flag(
+            rule::RESOURCE_LEAK,
+            Level::Should,
+            events,
+            format!("the backend resource of {} was never released", s.name(r)),
+        );
+    }
+}
+
+pub(super) fn outcomes(s: &mut Sink<'_, '_>, r: &Req) {
+    if let [first, second, ..] = r.outcomes[..] {
+        s.flag(
+            rule::SINGLE_OUTCOME,
+            Level::Policy,
+            vec![first, second],
+            format!("{} has more than one outcome", s.name(r)),
+        );
+    }
+    if s.config.complete && r.client_send.is_some() && r.outcomes.is_empty() && !r.is_listen() {
+        s.flag(
+            rule::SINGLE_OUTCOME,
+            Level::Policy,
+            vec![r.created],
+            format!("{} never got an outcome", s.name(r)),
+        );
+    }
+}
+
+/// The client dropped its connection because of a late message, or gave up a request as lost
+/// with no close by the server or an intermediary to explain it (claude-code #51073,
+/// typescript-sdk #2580). Closing the connection to shut down is allowed (§9 C23); closing it
+/// right after a message for a finished request, with other requests outstanding, is not.
+pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.has(Side::Client) {
+        return;
+    }
+    for (i, e) in ix.trace.events.iter().enumerate() {
+        let (
+            Side::Client,
+            EventKind::Close {
+                stream: None,
+                by: Side::Client,
+                ..
+            },
+        ) = (e.side, &e.kind)
+        else {
+            continue;
+        };
+        let outstanding = ix
+            .requests
+            .iter()
+            .any(|r| r.client_send.is_some() && outstanding_at(ix, r, i));
+        let late = (0..i)
+            .rev()
+            .take_while(|&j| s.t(j) + s.config.grace_ms >= e.t)
+            .find(|&j| late_message(ix, j));
+        if let (true, Some(late)) = (outstanding, late) {
+            let msg = "the client dropped its connection, and the requests on it, after a message for a finished request";
+            s.flag(
+                rule::RACE_NOT_GRACEFUL,
+                Level::Must,
+                vec![late, i],
+                msg.into(),
+            );
+        }
+    }
+    for r in &ix.requests {
+        for &o in &r.outcomes {
+            if !matches!(
+                ix.trace.events[o].kind,
+                EventKind::Outcome {
+                    outcome: Outcome::Lost,
+                    ..
+                }
+            ) {
+                continue;
+            }
+            let explained = ix.trace.events[r.created..o]
+                .iter()
+                .any(|e| match (&e.kind, e.side) {
+                    (
+                        EventKind::Close {
+                            stream: None, by, ..
+                        },
+                        Side::Client,
+                    ) => *by != Side::Client,
+                    (
+                        EventKind::Close {
+                            stream: Some(st),
+                            by,
+                            ..
+                        },
+                        Side::Client,
+                    ) => Some(*st) == r.stream && *by != Side::Client,
+                    _ => false,
+                });
+            if !explained {
+                s.flag(rule::RACE_NOT_GRACEFUL, Level::Must, vec![r.created, o], format!("the client gave up {} as lost although nothing closed its stream or connection", s.name(r)));
+            }
+        }
+    }
+}
+
+/// Whether event `j` is the client reading a response or progress for a request it no longer
+/// waits for.
+fn late_message(ix: &Index<'_>, j: usize) -> bool {
+    let e = &ix.trace.events[j];
+    if !matches!((&e.kind, e.side), (EventKind::Recv(_), Side::Client)) {
+        return false;
+    }
+    let req = match ix.msg(j) {
+        Some(m @ (Message::Result(_) | Message::Error(_))) => m.id().and_then(|id| ix.by_id(id, j)),
+        Some(Message::Progress(p)) => ix.by_token(&p.token, j),
+        _ => return false,
+    };
+    req.is_none_or(|r| ix.requests[r].client_end().is_some_and(|end| end < j))
+}

@@ -1,0 +1,109 @@
+//! The rules, one small function each, grouped by the section of the 2026-07-28 digest they
+//! enforce: [`messages`] (§1), [`progress`] (§2), [`cancellation`] (§3), [`timeouts`] (§4),
+//! [`transport`] (§5) and [`listen`] (§7.1). Each reads the [`Index`] built once per trace and
+//! reports through a [`Sink`]; what they share (who sent a message, whether a request is
+//! outstanding) is here.
+
+mod cancellation;
+mod listen;
+mod messages;
+mod progress;
+mod timeouts;
+mod transport;
+
+pub use cancellation::CANCEL_REACTION_MS;
+
+use super::index::{Index, Req};
+use super::{Level, OracleConfig, Violation};
+use crate::trace::{EventKind, Side};
+use cancellation::{
+    after_cancel, cancel_on_timeout, client_cancels, connection_races, late_delivery, outcomes,
+    resources, server_cancels,
+};
+use listen::listen_ack_first;
+use messages::{duplicate_response, message_shape, request_ids};
+use progress::{progress, reset_needs_token};
+use timeouts::timeouts;
+use transport::{idle_cuts, wire_integrity};
+
+/// Collects violations for one check.
+struct Sink<'a, 'c> {
+    ix: &'a Index<'a>,
+    config: &'c OracleConfig,
+    out: Vec<Violation>,
+}
+
+impl Sink<'_, '_> {
+    fn flag(&mut self, rule: &'static str, level: Level, events: Vec<usize>, message: String) {
+        self.out.push(Violation {
+            rule,
+            level,
+            events,
+            message,
+        });
+    }
+
+    fn t(&self, i: usize) -> u64 {
+        self.ix.t(i)
+    }
+
+    fn name(&self, r: &Req) -> String {
+        r.id.as_ref()
+            .map_or_else(|| "?".into(), |id| format!("request {id}"))
+    }
+}
+
+pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation> {
+    let mut s = Sink {
+        ix,
+        config,
+        out: Vec::new(),
+    };
+    message_shape(&mut s);
+    request_ids(&mut s);
+    progress(&mut s);
+    server_cancels(&mut s);
+    client_cancels(&mut s);
+    for r in 0..ix.requests.len() {
+        let req = &ix.requests[r];
+        duplicate_response(&mut s, req);
+        after_cancel(&mut s, req);
+        cancel_on_timeout(&mut s, req);
+        timeouts(&mut s, req);
+        reset_needs_token(&mut s, req);
+        late_delivery(&mut s, req);
+        resources(&mut s, req);
+        outcomes(&mut s, req);
+    }
+    listen_ack_first(&mut s);
+    connection_races(&mut s);
+    idle_cuts(&mut s);
+    wire_integrity(&mut s);
+    s.out
+}
+
+/// The side that wrote the message of event `i`, if it is judged here: sends are judged;
+/// receipts only when the sender's own side was not recorded (so nothing is judged twice).
+fn sender(ix: &Index<'_>, i: usize) -> Option<Side> {
+    let e = &ix.trace.events[i];
+    match (&e.kind, e.side) {
+        (EventKind::Send(_), side @ (Side::Client | Side::Server)) => Some(side),
+        (EventKind::Recv(_), Side::Client) if !ix.has(Side::Server) => Some(Side::Server),
+        (EventKind::Recv(_), Side::Server) if !ix.has(Side::Client) => Some(Side::Client),
+        _ => None,
+    }
+}
+
+/// Whether request `r` is still outstanding at event `i`, in the client's view when the client
+/// was recorded, else the server's.
+fn outstanding_at(ix: &Index<'_>, r: &Req, i: usize) -> bool {
+    let end = if ix.has(Side::Client) {
+        r.client_end()
+    } else {
+        [r.responses.first().copied(), r.server_cancel_seen]
+            .into_iter()
+            .flatten()
+            .min()
+    };
+    r.created < i && end.is_none_or(|e| e > i)
+}

@@ -1,0 +1,106 @@
+//! §2 Progress: token types and uniqueness, known tokens, strictly increasing values, nothing
+//! after completion, the right stream; a resetting timer needs a token.
+
+use super::Sink;
+use crate::model::Transport;
+use crate::oracle::index::Req;
+use crate::oracle::{rule, Level, Profile};
+use crate::trace::Side;
+use crate::wire::{Message, META_SUBSCRIPTION_ID};
+
+pub(super) fn progress(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    let mut last: Vec<Option<(usize, f64)>> = vec![None; ix.requests.len()];
+    for &i in &ix.emissions {
+        let Some(Message::Progress(p)) = ix.msg(i) else {
+            continue;
+        };
+        if p.meta
+            .as_ref()
+            .is_some_and(|m| m.contains_key(META_SUBSCRIPTION_ID))
+        {
+            s.flag(
+                rule::PROGRESS_STREAM,
+                Level::Must,
+                vec![i],
+                "progress never carries a subscriptionId".into(),
+            );
+        }
+        let received =
+            |r: &Req| !ix.has(Side::Server) || r.server_recv.is_some_and(|recv| recv < i);
+        let Some(r) = ix
+            .by_token(&p.token, i)
+            .filter(|r| received(&ix.requests[*r]))
+        else {
+            s.flag(
+                rule::PROGRESS_UNKNOWN_TOKEN,
+                Level::Must,
+                vec![i],
+                format!(
+                    "progressToken {} belongs to no request the server received",
+                    p.token
+                ),
+            );
+            continue;
+        };
+        let req = &ix.requests[r];
+        if let Some(&done) = req.responses.iter().find(|&&d| d < i) {
+            s.flag(
+                rule::PROGRESS_AFTER_COMPLETION,
+                Level::Must,
+                vec![done, i],
+                format!("progress for {} after its final response", s.name(req)),
+            );
+        }
+        if req.transport == Some(Transport::Http) {
+            let stream = ix.wire(i).and_then(|w| w.stream);
+            if stream.is_some() && req.stream.is_some() && stream != req.stream {
+                let msg = format!(
+                    "progress for {} on stream {:?}, not on its own stream {:?}",
+                    s.name(req),
+                    stream,
+                    req.stream
+                );
+                s.flag(
+                    rule::PROGRESS_STREAM,
+                    Level::Must,
+                    vec![req.created, i],
+                    msg,
+                );
+            }
+        }
+        if let Some((prev_i, prev)) = last[r] {
+            let broken = match s.config.profile {
+                Profile::Strict => p.progress <= prev,
+                Profile::Lenient => p.progress < prev,
+            };
+            if broken {
+                let msg = format!(
+                    "progress {} after {} for {} does not increase",
+                    p.progress,
+                    prev,
+                    s.name(req)
+                );
+                s.flag(rule::PROGRESS_MONOTONIC, Level::Must, vec![prev_i, i], msg);
+            }
+        }
+        last[r] = Some((i, p.progress));
+    }
+}
+
+pub(super) fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
+    let (Some(sent), Some(policy)) = (r.client_send, r.policy) else {
+        return;
+    };
+    if policy.reset_timeout_on_progress && r.token.is_none() {
+        s.flag(
+            rule::RESET_NEEDS_TOKEN,
+            Level::Policy,
+            vec![sent],
+            format!(
+                "{} resets its timer on progress but asks for none",
+                s.name(r)
+            ),
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! §4 Timeouts: the client's deadlines against its recorded policy, and the hard maximum.
+
+use super::Sink;
+use crate::model::{Outcome, Transport};
+use crate::oracle::index::Req;
+use crate::oracle::{rule, Level};
+use crate::trace::EventKind;
+use crate::wire::Message;
+
+/// Valid progress receipts of `r` in the client's view: its token, its stream, strictly
+/// increasing, before the client stopped waiting.
+fn valid_progress_times(s: &Sink<'_, '_>, r: &Req, until: usize) -> Vec<u64> {
+    let ix = s.ix;
+    let mut last = f64::NEG_INFINITY;
+    let mut times = Vec::new();
+    for &i in r.client_progress.iter().filter(|&&i| i < until) {
+        let Some(Message::Progress(p)) = ix.msg(i) else {
+            continue;
+        };
+        let stream = ix.wire(i).and_then(|w| w.stream);
+        if r.transport == Some(Transport::Http) && stream.is_some() && stream != r.stream {
+            continue;
+        }
+        if p.progress > last {
+            last = p.progress;
+            times.push(s.t(i));
+        }
+    }
+    times
+}
+
+pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
+    let ix = s.ix;
+    let Some(sent) = r.client_send else { return };
+    if r.is_listen() {
+        return;
+    }
+    let tol = s.config.timer_tolerance_ms;
+    let t_sent = s.t(sent);
+    let trace_end = ix.trace.end();
+    // The client's own end of waiting other than by its timer.
+    let other_end = [
+        r.client_response,
+        r.outcomes.iter().copied().find(|&o| {
+            !matches!(
+                ix.trace.events[o].kind,
+                EventKind::Outcome {
+                    outcome: Outcome::TimedOut,
+                    ..
+                }
+            )
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|&e| r.timeout.is_none_or(|t| e < t))
+    .min();
+    let end_i = r.client_end();
+    let open_until = end_i.map_or(trace_end, |e| s.t(e));
+
+    let policy_bound = r
+        .policy
+        .and_then(|p| p.hard_bound())
+        .map(|d| d.as_millis() as u64);
+    let bound = policy_bound.map_or(s.config.max_request_ms, |b| b.min(s.config.max_request_ms));
+    if open_until.saturating_sub(t_sent) > bound + tol {
+        let last = end_i.unwrap_or(ix.trace.events.len() - 1);
+        let msg = format!(
+            "{} stayed open {} ms, past its hard maximum of {} ms",
+            s.name(r),
+            open_until - t_sent,
+            bound
+        );
+        s.flag(rule::TIMEOUT_MAXIMUM, Level::Should, vec![sent, last], msg);
+    }
+
+    let Some(policy) = r.policy else { return };
+    let until = [r.timeout, other_end]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(ix.trace.events.len());
+    // Progress that arrives within the tolerance of the deadline may or may not have beaten
+    // the timer (trace times are coarser than the client's clock): accept either reading.
+    let progress = valid_progress_times(s, r, until);
+    let strict = expected_deadline(policy, t_sent, &progress, 0);
+    let lenient = expected_deadline(policy, t_sent, &progress, tol);
+    let deadline = match (strict, lenient) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    match (r.timeout, deadline) {
+        (Some(fired), Some((early, late)))
+            if s.t(fired).abs_diff(early) > tol
+                && s.t(fired).abs_diff(late) > tol
+                && other_end.is_none_or(|o| o > fired) =>
+        {
+            let msg = format!(
+                "{} timed out at {} ms; its policy puts the deadline at {} ms",
+                s.name(r),
+                s.t(fired),
+                early
+            );
+            s.flag(
+                rule::TIMEOUT_DEADLINE,
+                Level::Policy,
+                vec![sent, fired],
+                msg,
+            );
+        }
+        (Some(fired), None) => {
+            let msg = format!(
+                "{} timed out although its policy has no deadline",
+                s.name(r)
+            );
+            s.flag(
+                rule::TIMEOUT_DEADLINE,
+                Level::Policy,
+                vec![sent, fired],
+                msg,
+            );
+        }
+        (None, Some((_, late))) => {
+            let waited_until = other_end.map_or(trace_end, |e| s.t(e));
+            if waited_until > late + tol {
+                let last = other_end.unwrap_or(ix.trace.events.len() - 1);
+                let msg = format!(
+                    "{} should have timed out at {} ms but was still waiting at {} ms",
+                    s.name(r),
+                    late,
+                    waited_until
+                );
+                s.flag(rule::TIMEOUT_DEADLINE, Level::Policy, vec![sent, last], msg);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The deadline `policy` gives a request sent at `sent` with valid progress at `progress`,
+/// counting progress that arrives up to `slack` ms after the running deadline as in time.
+fn expected_deadline(
+    policy: crate::model::TimeoutPolicy,
+    sent: u64,
+    progress: &[u64],
+    slack: u64,
+) -> Option<u64> {
+    use crate::time::Time;
+    let mut deadline = policy
+        .deadline(Time::from_millis(sent), None)
+        .map(|(t, _)| t.as_millis());
+    for &p in progress {
+        match deadline {
+            Some(d) if p < d + slack => {
+                deadline = policy
+                    .deadline(Time::from_millis(sent), Some(Time::from_millis(p)))
+                    .map(|(t, _)| t.as_millis());
+            }
+            _ => break,
+        }
+    }
+    deadline
+}
