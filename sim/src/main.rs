@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod decode;
+mod merge;
 mod probe;
 mod probe_http;
 mod probe_report;
@@ -34,6 +35,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Run one seed again: summary, violations, trace slice, diagram, report files.
     Replay(sweep::ReplayArgs),
+    /// Add up the `--format json` outputs of a sweep's shards into one summary.
+    Merge(merge::Args),
     /// Hunt every mutant (a real SDK bug) until the oracle flags it: the mutation score.
     Mutants(sweep::MutantsArgs),
     /// Drive a real MCP server (stdio: `-- COMMAND ARGS...`; Streamable HTTP: `--url URL`) with
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::CheckTrace(args) => check::run(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Replay(args) => sweep::replay(&args),
+        Command::Merge(args) => merge::run(&args),
         Command::Mutants(args) => sweep::mutants(&args),
         Command::Probe(args) => probe::run(&args),
         Command::Rules => {

@@ -145,6 +145,23 @@ impl Overrides {
         s
     }
 
+    /// The lane and the overrides as flags (shards of one sweep must agree on them).
+    fn setup(&self) -> String {
+        let transport = self
+            .transport
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        let mut out = format!("--transport {transport}{}", self.lane.flags());
+        if let Some(p) = &self.proxy {
+            let _ = write!(out, " --proxy {p}");
+        }
+        if let Some(m) = &self.mutant {
+            let _ = write!(out, " --mutant {m}");
+        }
+        out
+    }
+
     /// The command that replays `seed` with these overrides.
     fn replay_line(&self, seed: u64, transport: Option<Transport>) -> String {
         let mut line = format!(
@@ -193,6 +210,34 @@ pub struct SweepArgs {
     /// Write a report (trace, diagram, summary) for each failing seed here.
     #[arg(long, default_value = "target/mcp-sim-reports")]
     report_dir: PathBuf,
+    /// Run only shard K of N (`K/N`, 1 <= K <= N): the seeds `s` with `(s - A) mod N = K - 1`.
+    /// The N shards are disjoint and together are the whole range; `mcp-sim merge` adds up
+    /// their `--format json` outputs.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// Output: the text summary, or one JSON object (a summary plus one entry per failing run
+    /// with its replay line), which `mcp-sim merge` reads.
+    #[arg(long, value_enum, default_value_t = crate::check::Format::Text)]
+    format: crate::check::Format,
+}
+
+/// `K/N` with `1 <= K <= N`.
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (k, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("expected K/N, got {s:?}"))?;
+    let k: u64 = k
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad shard index in {s:?}"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad shard count in {s:?}"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("shard {s:?}: need 1 <= K <= N"));
+    }
+    Ok((k, n))
 }
 
 #[derive(clap::Args)]
@@ -358,16 +403,25 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let (a, b) = args.seeds;
+    let (k, n) = args.shard.unwrap_or((1, 1));
     let transports = args.overrides.transports();
     let runs: Vec<(u64, Option<Transport>)> = (a..b)
+        .filter(|s| (s - a) % n == k - 1)
         .flat_map(|s| transports.iter().map(move |t| (s, *t)))
         .collect();
-    println!(
-        "sweep: seeds {a}..{b}, {} runs, {}, {} job(s)",
+    let shard = args
+        .shard
+        .map(|(k, n)| format!(", shard {k}/{n}"))
+        .unwrap_or_default();
+    let header = format!(
+        "sweep: seeds {a}..{b}{shard}, {} runs, {}, {} job(s)",
         runs.len(),
         args.overrides.lane.describe(),
         args.jobs.max(1)
     );
+    if matches!(args.format, crate::check::Format::Text) {
+        println!("{header}");
+    }
     let bar = ProgressBar::new(runs.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
@@ -398,68 +452,164 @@ pub fn sweep(args: &SweepArgs) -> ExitCode {
     let mut results = results.into_inner().expect("workers finished");
     results.sort_by_key(|s| (s.seed, s.transport));
 
-    let sim_ms: u64 = results.iter().map(|s| s.sim_ms).sum();
-    let requests: u64 = results.iter().map(|s| s.requests).sum();
-    let mut outcomes: BTreeMap<Outcome, u64> = BTreeMap::new();
-    let mut by_rule: BTreeMap<&'static str, (u64, &'static str)> = BTreeMap::new();
+    let mut totals = Totals {
+        format: TOTALS_FORMAT.into(),
+        seeds: args.seeds,
+        shards: vec![(k, n)],
+        setup: args.overrides.setup(),
+        runs: results.len() as u64,
+        sim_ms: 0,
+        wall_ms: wall.as_millis() as u64,
+        requests: 0,
+        outcomes: BTreeMap::new(),
+        violations: BTreeMap::new(),
+        failing: Vec::new(),
+    };
     for s in &results {
+        totals.sim_ms += s.sim_ms;
+        totals.requests += s.requests;
         for (o, n) in &s.outcomes {
-            *outcomes.entry(*o).or_default() += n;
+            *totals.outcomes.entry(*o).or_default() += n;
         }
         for (rule, level) in &s.rules {
-            by_rule.entry(rule).or_insert((0, level)).0 += 1;
+            totals
+                .violations
+                .entry((*rule).to_string())
+                .or_insert_with(|| RuleCount {
+                    level: (*level).to_string(),
+                    runs: 0,
+                })
+                .runs += 1;
+        }
+        if s.fails {
+            totals.failing.push(FailingRun {
+                seed: s.seed,
+                transport: s.transport.map(|t| t.to_string()),
+                rules: s.rules.iter().map(|r| r.0.to_string()).collect(),
+                replay: s.replay.clone(),
+                test: s.test_line.clone(),
+                report: s.report.as_ref().map(|p| p.display().to_string()),
+            });
         }
     }
-    println!("runs:        {}", results.len());
-    println!(
-        "simulated:   {:.0} s ({:.1} h)",
-        sim_ms as f64 / 1000.0,
-        sim_ms as f64 / 3.6e6
-    );
-    println!(
-        "wall:        {:.2} s ({:.0} runs/s)",
-        wall.as_secs_f64(),
-        results.len() as f64 / wall.as_secs_f64()
-    );
-    println!(
-        "compression: {:.0}x simulated seconds per wall second",
-        sim_ms as f64 / 1000.0 / wall.as_secs_f64()
-    );
-    println!("requests:    {requests}");
-    let outcome_text: Vec<String> = outcomes
-        .iter()
-        .map(|(o, n)| format!("{} {n}", o.as_str()))
-        .collect();
-    println!("outcomes:    {}", outcome_text.join(", "));
-    if by_rule.is_empty() {
-        println!("violations:  none");
-    } else {
-        println!("violations (runs per rule):");
-        for (rule, (n, level)) in &by_rule {
-            println!("  {rule:<28} {level:<7} {n}");
-        }
+    match args.format {
+        crate::check::Format::Json => println!(
+            "{}",
+            serde_json::to_string(&totals).expect("totals serialize")
+        ),
+        crate::check::Format::Text => print!("{}", totals.text()),
     }
-    let failing: Vec<&Summary> = results.iter().filter(|s| s.fails).collect();
-    for s in &failing {
-        let rules: Vec<&str> = s.rules.iter().map(|r| r.0).collect();
-        println!("FAIL seed {}: {}", s.seed, rules.join(", "));
-        if let Some(folder) = &s.report {
-            println!("  report: {}", folder.display());
-        }
-        println!("  replay: {}", s.replay);
-        if let Some(t) = &s.test_line {
-            println!("  test:   {t}");
-        }
-    }
-    if failing.is_empty() {
+    if totals.failing.is_empty() {
         ExitCode::SUCCESS
     } else {
-        println!(
-            "{} of {} runs violate a MUST rule",
-            failing.len(),
-            results.len()
-        );
         ExitCode::from(1)
+    }
+}
+
+/// The `format` member of a sweep's JSON output.
+pub(crate) const TOTALS_FORMAT: &str = "mcp-sim-sweep/1";
+
+/// What a sweep (or a shard of one) found: the summary and every failing run. `--format json`
+/// prints it; `mcp-sim merge` adds shards up.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct Totals {
+    /// [`TOTALS_FORMAT`].
+    pub format: String,
+    /// The seed range `[A, B)`.
+    pub seeds: (u64, u64),
+    /// The shards covered, `(K, N)`.
+    pub shards: Vec<(u64, u64)>,
+    /// The lane and overrides, as the flags of a replay line: shards of one sweep agree.
+    pub setup: String,
+    pub runs: u64,
+    pub sim_ms: u64,
+    /// Wall time in ms (summed over merged shards).
+    pub wall_ms: u64,
+    pub requests: u64,
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Runs per violated rule, with the rule's level.
+    pub violations: BTreeMap<String, RuleCount>,
+    /// Every run that broke a MUST rule or crashed, in seed order.
+    pub failing: Vec<FailingRun>,
+}
+
+/// Runs that broke one rule.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct RuleCount {
+    pub level: String,
+    pub runs: u64,
+}
+
+/// One failing run and how to reproduce it.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct FailingRun {
+    pub seed: u64,
+    pub transport: Option<String>,
+    pub rules: Vec<String>,
+    /// The `mcp-sim replay` line.
+    pub replay: String,
+    /// The `cargo test` line, for the reference peers.
+    pub test: Option<String>,
+    /// The report folder, on the machine that ran it.
+    pub report: Option<String>,
+}
+
+impl Totals {
+    /// The text summary `mcp-sim sweep` prints after its header.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let wall = self.wall_ms as f64 / 1000.0;
+        let _ = writeln!(out, "runs:        {}", self.runs);
+        let _ = writeln!(
+            out,
+            "simulated:   {:.0} s ({:.1} h)",
+            self.sim_ms as f64 / 1000.0,
+            self.sim_ms as f64 / 3.6e6
+        );
+        let _ = writeln!(
+            out,
+            "wall:        {wall:.2} s ({:.0} runs/s)",
+            self.runs as f64 / wall
+        );
+        let _ = writeln!(
+            out,
+            "compression: {:.0}x simulated seconds per wall second",
+            self.sim_ms as f64 / 1000.0 / wall
+        );
+        let _ = writeln!(out, "requests:    {}", self.requests);
+        let outcome_text: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|(o, n)| format!("{} {n}", o.as_str()))
+            .collect();
+        let _ = writeln!(out, "outcomes:    {}", outcome_text.join(", "));
+        if self.violations.is_empty() {
+            let _ = writeln!(out, "violations:  none");
+        } else {
+            let _ = writeln!(out, "violations (runs per rule):");
+            for (rule, c) in &self.violations {
+                let _ = writeln!(out, "  {rule:<28} {:<7} {}", c.level, c.runs);
+            }
+        }
+        for f in &self.failing {
+            let _ = writeln!(out, "FAIL seed {}: {}", f.seed, f.rules.join(", "));
+            if let Some(folder) = &f.report {
+                let _ = writeln!(out, "  report: {folder}");
+            }
+            let _ = writeln!(out, "  replay: {}", f.replay);
+            if let Some(t) = &f.test {
+                let _ = writeln!(out, "  test:   {t}");
+            }
+        }
+        if !self.failing.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} of {} runs violate a MUST rule",
+                self.failing.len(),
+                self.runs
+            );
+        }
+        out
     }
 }
 
