@@ -21,12 +21,15 @@
 //! | 8 | [`run`] | run and judge one scenario on either lane |
 //! | 9 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
 //! | 10 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
+//! | 11 | [`check`] | one call to check a user's server or client in their own `cargo test` |
 //!
 //! [`fuzzing`] holds the bodies of the cargo-fuzz targets (on [`wire`] and [`framing`]), kept
 //! in the library so that stable `cargo test` replays every committed crasher. The `mcp-sim`
 //! command (`sim/`) stands on all of them.
 #![warn(missing_docs)]
 
+#[cfg(feature = "harness")]
+pub mod check;
 pub mod framing;
 pub mod fuzzing;
 #[cfg(feature = "harness")]

@@ -124,6 +124,19 @@ pub fn judge_with(
     })
 }
 
+/// Runs the reference server under `scenario` with `client` on the `client` host and judges
+/// the trace, as [`judge`] does (see [`crate::harness::run_with_client`]).
+#[cfg(feature = "harness")]
+pub fn judge_with_client(
+    scenario: &Scenario,
+    options: &crate::harness::HarnessOptions,
+    client: &crate::harness::ClientUnderTest,
+) -> Judged {
+    judge_by(scenario, || {
+        crate::harness::run_with_client(scenario, options, client).map_err(|e| e.to_string())
+    })
+}
+
 fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>) -> Judged {
     quiet_panics();
     QUIET.with(|q| q.set(true));

@@ -210,3 +210,28 @@ fn custom_server_runs_replay() {
         }
     }
 }
+
+#[test]
+fn the_one_call_check_fails_the_buggy_server_with_a_report_and_passes_the_correct_one() {
+    use mcp_sim::check::{check_server, CheckOptions};
+    let options = CheckOptions {
+        transports: vec![Transport::Stdio],
+        ..CheckOptions::seeds(0..8)
+    };
+    let buggy = ServerUnderTest::custom(|io| serve(io, true));
+    let failure = check_server(&buggy, &options).expect_err("the bug is found");
+    let text = failure.to_string();
+    for needle in [
+        "response-after-cancel",
+        "§3.3 item 6",
+        "MCP_SIM_SEED=",
+        "sequenceDiagram",
+        "scenario: seed=",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    let correct = ServerUnderTest::custom(|io| serve(io, false));
+    let summary = check_server(&correct, &options).unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(summary.runs, 8);
+    assert!(summary.requests > 0);
+}

@@ -3,7 +3,8 @@
 //! [`Scenario::from_seed`] draws every knob from a seed with ChaCha8 (swarm testing: each seed
 //! also decides which features are on: a proxy or none, keep-alives or none, faults or none,
 //! as TigerBeetle's VOPR does), so a seed alone reproduces a run. Property tests build the
-//! same type from proptest strategies, so failures shrink to a small scenario.
+//! same type from the proptest strategies of [`strategies`] (feature `proptest`), so failures
+//! shrink to a small scenario.
 
 use std::fmt;
 use std::sync::Arc;
@@ -526,6 +527,9 @@ impl fmt::Display for Scenario {
         )
     }
 }
+
+#[cfg(feature = "proptest")]
+pub mod strategies;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,240 @@
+//! One call to check a user's server or client in their own `cargo test`.
+//!
+//! [`check_server`] runs the reference client against the user's server on the simulated
+//! `server` host over a range of seeds and transports, each seed's scenario with its latency,
+//! faults and intermediary (or the ones [`CheckOptions`] imposes), and judges every trace with
+//! the oracle. [`check_client`] does the same for a user's client against the reference
+//! server (stdio). The first run that breaks a MUST rule, crashes or does not settle is
+//! returned as a [`CheckFailure`], whose `Display` is the whole report: the seed, each broken
+//! rule with its level and spec section, the scenario, the line that reruns exactly that seed,
+//! and a Mermaid sequence diagram of the violations.
+//!
+//! ```no_run
+//! use mcp_sim::check::{check_server, CheckOptions};
+//! use mcp_sim::harness::{ServerIo, ServerUnderTest};
+//!
+//! #[test]
+//! fn my_server_handles_cancellation() {
+//!     let server = ServerUnderTest::custom(|io| async move {
+//!         if let ServerIo::Stdio(stream) = io {
+//!             let _ = stream; // my_server::serve(stream).await
+//!         }
+//!     });
+//!     if let Err(failure) = check_server(&server, &CheckOptions::default()) {
+//!         panic!("{failure}");
+//!     }
+//! }
+//! ```
+//!
+//! The rerun line sets `MCP_SIM_SEED` (and `MCP_SIM_TRANSPORT`): with them set, a check runs
+//! that one seed on that transport only, so the user's own test replays the failure.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+
+use crate::harness::{ClientUnderTest, HarnessOptions, ServerUnderTest};
+use crate::model::{Outcome, Transport};
+use crate::oracle::{self, Level, Violation};
+use crate::report;
+use crate::run::{judge_with, judge_with_client, Judged};
+use crate::scenario::{ProxyConfig, Scenario};
+
+/// Which runs a check makes.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The seeds (each draws latency, workload, faults, proxy and timeout policies).
+    pub seeds: Range<u64>,
+    /// The transports each seed runs on (a client check runs on stdio only).
+    pub transports: Vec<Transport>,
+    /// Impose an intermediary on HTTP runs (`Some(None)`: none), instead of the seed's.
+    pub proxy: Option<Option<ProxyConfig>>,
+    /// Keep the seed's faults (crashes, partitions, resets); `false` runs without them.
+    pub faults: bool,
+    /// The harness: turmoil's tick and which tool the reference client calls with which
+    /// arguments (`ToolCalls`).
+    pub harness: HarnessOptions,
+}
+
+impl Default for CheckOptions {
+    /// Seeds 0 to 31 on both transports, with each seed's own faults and intermediary, the
+    /// reference tool `slow_op`.
+    fn default() -> Self {
+        CheckOptions {
+            seeds: 0..32,
+            transports: vec![Transport::Stdio, Transport::Http],
+            proxy: None,
+            faults: true,
+            harness: HarnessOptions::default(),
+        }
+    }
+}
+
+impl CheckOptions {
+    /// The default options over `seeds`.
+    pub fn seeds(seeds: Range<u64>) -> Self {
+        CheckOptions {
+            seeds,
+            ..CheckOptions::default()
+        }
+    }
+
+    /// The runs to make: `MCP_SIM_SEED` and `MCP_SIM_TRANSPORT` narrow them to one.
+    fn runs(&self) -> Vec<(u64, Transport)> {
+        let seed: Option<u64> = std::env::var("MCP_SIM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok());
+        let transport = match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
+            Ok("stdio") => Some(Transport::Stdio),
+            Ok("http") => Some(Transport::Http),
+            _ => None,
+        };
+        let seeds: Vec<u64> = match seed {
+            Some(s) => vec![s],
+            None => self.seeds.clone().collect(),
+        };
+        seeds
+            .into_iter()
+            .flat_map(|s| self.transports.iter().map(move |t| (s, *t)))
+            .filter(|(_, t)| transport.is_none_or(|want| want == *t))
+            .collect()
+    }
+
+    fn scenario(&self, seed: u64, transport: Transport) -> Scenario {
+        let mut s = Scenario::from_seed(seed).with_transport(transport);
+        if let Some(p) = self.proxy {
+            s = s.with_proxy(p);
+        }
+        if !self.faults {
+            s.faults.clear();
+        }
+        s
+    }
+}
+
+/// What a passing check ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckSummary {
+    /// Runs made (seeds times transports).
+    pub runs: usize,
+    /// Requests the client sent.
+    pub requests: u64,
+    /// How they ended.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Runs with a SHOULD or policy finding, by rule: reported, not failed.
+    pub findings: BTreeMap<&'static str, usize>,
+}
+
+/// The first run of a check that broke a MUST rule, crashed or did not settle.
+#[derive(Debug, Clone)]
+pub struct CheckFailure {
+    /// Its seed.
+    pub seed: u64,
+    /// Its transport.
+    pub transport: Transport,
+    /// The whole scenario.
+    pub scenario: Scenario,
+    /// The run and its verdict.
+    pub judged: Judged,
+}
+
+impl CheckFailure {
+    /// The MUST violations.
+    pub fn violations(&self) -> impl Iterator<Item = &Violation> {
+        self.judged
+            .report
+            .violations
+            .iter()
+            .filter(|v| v.level == Level::Must)
+    }
+
+    /// The line that reruns this seed alone: the user's own test, with the seed in the
+    /// environment.
+    pub fn rerun_line(&self) -> String {
+        format!(
+            "MCP_SIM_SEED={} MCP_SIM_TRANSPORT={} cargo test <this test> -- --nocapture",
+            self.seed, self.transport
+        )
+    }
+}
+
+impl fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "mcp-sim: seed {} on {} fails", self.seed, self.transport)?;
+        if let Some(crash) = &self.judged.crash {
+            writeln!(f, "  crash: {crash}")?;
+        }
+        for v in self.violations() {
+            let spec = oracle::rule_info(v.rule).map_or("", |r| r.spec);
+            writeln!(f, "  [{}] {} ({spec}): {}", v.level, v.rule, v.message)?;
+        }
+        writeln!(f, "scenario: {}", self.scenario)?;
+        writeln!(f, "rerun:    {}", self.rerun_line())?;
+        let trace = &self.judged.run.trace;
+        let report = &self.judged.report;
+        if !report.is_clean() {
+            let events = report::slice(trace, report);
+            writeln!(f, "{}", report::mermaid(trace, report, &events))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CheckFailure {}
+
+/// Checks a user's server: every run of `options`, judged; the first failing one is the error.
+pub fn check_server(
+    server: &ServerUnderTest,
+    options: &CheckOptions,
+) -> Result<CheckSummary, Box<CheckFailure>> {
+    check(options, &options.transports, |scenario| {
+        judge_with(scenario, &options.harness, server)
+    })
+}
+
+/// Checks a user's client against the reference server, over stdio.
+pub fn check_client(
+    client: &ClientUnderTest,
+    options: &CheckOptions,
+) -> Result<CheckSummary, Box<CheckFailure>> {
+    check(options, &[Transport::Stdio], |scenario| {
+        judge_with_client(scenario, &options.harness, client)
+    })
+}
+
+fn check(
+    options: &CheckOptions,
+    transports: &[Transport],
+    judge: impl Fn(&Scenario) -> Judged,
+) -> Result<CheckSummary, Box<CheckFailure>> {
+    let mut summary = CheckSummary::default();
+    for (seed, transport) in options.runs() {
+        if !transports.contains(&transport) {
+            continue;
+        }
+        let scenario = options.scenario(seed, transport);
+        let judged = judge(&scenario);
+        if judged.fails() {
+            return Err(Box::new(CheckFailure {
+                seed,
+                transport,
+                scenario,
+                judged,
+            }));
+        }
+        summary.runs += 1;
+        let stats = &judged.run.stats;
+        summary.requests += stats.requests;
+        for (o, n) in &stats.outcomes {
+            *summary.outcomes.entry(*o).or_default() += n;
+        }
+        let mut rules: Vec<&'static str> =
+            judged.report.violations.iter().map(|v| v.rule).collect();
+        rules.sort_unstable();
+        rules.dedup();
+        for r in rules {
+            *summary.findings.entry(r).or_default() += 1;
+        }
+    }
+    Ok(summary)
+}
