@@ -154,7 +154,7 @@ pub struct Args {
     proxy_idle_ms: Option<u64>,
     /// With `--url`: the relay delays every post's bytes, each way, by a seeded latency in
     /// this range of ms (`A..B`).
-    #[arg(long, value_parser = parse_range)]
+    #[arg(long, value_parser = parse_ms_range)]
     latency_ms: Option<(u64, u64)>,
     /// With `--url`: percentage of posts whose connection the relay resets in the middle of
     /// the response.
@@ -165,7 +165,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     stall_percent: u64,
     /// stdio: how long a stall lasts, a range of ms (`A..B`).
-    #[arg(long, value_parser = parse_range, default_value = "200..2000")]
+    #[arg(long, value_parser = parse_ms_range, default_value = "200..2000")]
     stall_ms: (u64, u64),
     /// stdio: kill and restart the server this many times, between calls.
     #[arg(long, default_value_t = 0)]
@@ -182,7 +182,7 @@ fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
 }
 
 /// `A..B` in ms, `A <= B`.
-fn parse_range(s: &str) -> Result<(u64, u64), String> {
+fn parse_ms_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("{s:?} is not a range A..B"))?;

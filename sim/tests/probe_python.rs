@@ -48,14 +48,7 @@ fn probe_drives_the_python_sdk_server() {
     );
     let text = std::fs::read_to_string(&trace_path).expect("the probe wrote its trace");
     let trace = Trace::from_jsonl(&text).expect("the trace reads back");
-    let requests = trace
-        .events
-        .iter()
-        .filter(|e| match &e.kind {
-            EventKind::Send(w) => w.msg.as_ref().is_some_and(|m| m.get("id").is_some()),
-            _ => false,
-        })
-        .count();
+    let requests = common::probe::requests_sent(&trace);
     let outcomes = trace
         .events
         .iter()

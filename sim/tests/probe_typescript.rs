@@ -150,15 +150,7 @@ fn typescript_sdk_findings_match_the_baseline() {
     for run in &runs {
         let outcomes = run.outcomes();
         let text = run.trace.to_jsonl();
-        let requests = run
-            .trace
-            .events
-            .iter()
-            .filter(|e| match &e.kind {
-                EventKind::Send(w) => w.msg.as_ref().is_some_and(|m| m.get("id").is_some()),
-                _ => false,
-            })
-            .count();
+        let requests = common::probe::requests_sent(&run.trace);
         assert_eq!(
             outcomes.len(),
             requests,

@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use mcp_sim::trace::{EventKind, Trace};
 use serde_json::Value;
 
 /// Runs `mcp-sim probe --format json ARGS [-- SERVER...]`; returns the exit code and the
@@ -23,4 +24,16 @@ pub fn probe_json(args: &[&str], server: &[&str]) -> (i32, Value) {
         )
     });
     (out.status.code().unwrap_or(-1), verdict)
+}
+
+/// How many requests the client sent in `trace` (messages with an id).
+pub fn requests_sent(trace: &Trace) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|e| match &e.kind {
+            EventKind::Send(w) => w.msg.as_ref().is_some_and(|m| m.get("id").is_some()),
+            _ => false,
+        })
+        .count()
 }
