@@ -80,25 +80,33 @@ fn stdio(seed: u64, mutants: Mutants) -> Scenario {
     s
 }
 
+/// Runs `scenario`, judges it from the client's side alone and fails on any
+/// `response-after-cancel` (the reference never sends after reading a cancel); returns the
+/// cancels and the crossings seen.
+fn clean_from_the_client_side(scenario: &Scenario, what: &str) -> (usize, usize) {
+    let run = memory::run(scenario);
+    let view = client_side(&run.trace);
+    let verdict = oracle::check(&view, &run.oracle_config(scenario));
+    let flagged: Vec<_> = verdict
+        .violations
+        .iter()
+        .filter(|v| v.rule == rule::RESPONSE_AFTER_CANCEL)
+        .collect();
+    assert!(
+        flagged.is_empty(),
+        "seed {} ({what}): a crossing judged as a message after the cancel: {flagged:#?}\n\
+         replay: cargo run --release -p mcp-sim-cli -- replay --seed {} --transport stdio --lane memory --trace (without its faults)",
+        scenario.seed,
+        scenario.seed
+    );
+    cancels_and_crossings(&view)
+}
+
 #[test]
 fn crossings_of_the_reference_server_are_not_flagged_from_the_client_side() {
     let (mut cancels, mut crossings, mut runs) = (0, 0, 0);
     for seed in 0..seeds() {
-        let scenario = stdio(seed, Mutants::NONE);
-        let run = memory::run(&scenario);
-        let view = client_side(&run.trace);
-        let verdict = oracle::check(&view, &run.oracle_config(&scenario));
-        let flagged: Vec<_> = verdict
-            .violations
-            .iter()
-            .filter(|v| v.rule == rule::RESPONSE_AFTER_CANCEL)
-            .collect();
-        assert!(
-            flagged.is_empty(),
-            "seed {seed}: a crossing judged as a message after the cancel: {flagged:#?}\n\
-             replay: cargo run --release -p mcp-sim-cli -- replay --seed {seed} --transport stdio --lane memory --trace (without its faults)"
-        );
-        let (c, x) = cancels_and_crossings(&view);
+        let (c, x) = clean_from_the_client_side(&stdio(seed, Mutants::NONE), "seed's scenario");
         cancels += c;
         crossings += x;
         runs += 1;
@@ -132,15 +140,7 @@ fn probe_shaped_runs_of_the_reference_are_clean_and_the_answering_mutant_is_flag
     let (mut cancels, mut crossings) = (0, 0);
     let (mut answered, mut flagged, mut first) = (0, 0, None);
     for seed in 0..seeds() {
-        let scenario = probe_shaped(seed, Mutants::NONE);
-        let run = memory::run(&scenario);
-        let view = client_side(&run.trace);
-        let verdict = oracle::check(&view, &run.oracle_config(&scenario));
-        assert!(
-            !verdict.violates(rule::RESPONSE_AFTER_CANCEL),
-            "seed {seed}: a crossing judged as an answer to the cancel: {verdict:#?}"
-        );
-        let (c, x) = cancels_and_crossings(&view);
+        let (c, x) = clean_from_the_client_side(&probe_shaped(seed, Mutants::NONE), "probe-shaped");
         cancels += c;
         crossings += x;
 
@@ -168,14 +168,7 @@ fn probe_shaped_runs_of_the_reference_are_clean_and_the_answering_mutant_is_flag
                 c.cancel_after = Some(c.step * c.steps);
             }
         }
-        let run = memory::run(&scenario);
-        let view = client_side(&run.trace);
-        let verdict = oracle::check(&view, &run.oracle_config(&scenario));
-        assert!(
-            !verdict.violates(rule::RESPONSE_AFTER_CANCEL),
-            "seed {seed}, cancels at the natural end: a crossing judged as an answer: {verdict:#?}"
-        );
-        let (c, x) = cancels_and_crossings(&view);
+        let (c, x) = clean_from_the_client_side(&scenario, "cancels at the natural end");
         late_cancels += c;
         late_crossings += x;
     }

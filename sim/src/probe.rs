@@ -644,26 +644,28 @@ impl Probe {
         }
     }
 
-    /// Kills the server and starts it again (stdio), then waits for its start-up check.
-    fn restart(&mut self, command: &[String], startup: &TimeoutPolicy, hard_end: Time) -> bool {
-        let Conn::Stdio(process) = &mut self.conn else {
-            return true;
-        };
-        process.stdin = None;
-        self.record(EventKind::Fault {
-            fault: "restart".into(),
-            stream: None,
-            ms: None,
-        });
+    /// Closes the server's stdin and stops the process (§5.1: close, wait, kill), recording
+    /// the close; returns how it ended.
+    fn stop_server(&mut self) -> String {
         self.record(EventKind::Close {
             stream: None,
             by: Side::Client,
             reason: None,
         });
-        let Conn::Stdio(process) = &mut self.conn else {
-            return true;
-        };
-        process.stop();
+        match &mut self.conn {
+            Conn::Stdio(process) => process.stop(),
+            Conn::Http(_) => String::new(),
+        }
+    }
+
+    /// Kills the server and starts it again (stdio), then waits for its start-up check.
+    fn restart(&mut self, command: &[String], startup: &TimeoutPolicy, hard_end: Time) -> bool {
+        self.record(EventKind::Fault {
+            fault: "restart".into(),
+            stream: None,
+            ms: None,
+        });
+        self.stop_server();
         let (new, rx) = match Process::spawn(command, &self.write_errors) {
             Ok(p) => p,
             Err(e) => {
@@ -911,13 +913,9 @@ fn run_stdio(args: &Args, policy: &TimeoutPolicy, arguments: &Value) -> ExitCode
     let mut probe = new_probe(Transport::Stdio, Conn::Stdio(Box::new(process)), rx, args);
     probe.write_errors = write_errors;
     let run = drive(&mut probe, args, policy, arguments);
-    let ended = match (&probe.eof, &mut probe.conn) {
-        (Some(how), _) => format!("server: {how}"),
-        (None, Conn::Stdio(p)) => {
-            probe_stdin_closed(&mut probe.trace, probe.started);
-            format!("server: {}", p.stop())
-        }
-        (None, Conn::Http(_)) => unreachable!("a stdio probe"),
+    let ended = match &probe.eof {
+        Some(how) => format!("server: {how}"),
+        None => format!("server: {}", probe.stop_server()),
     };
     let end = ServerEnd {
         exited_early: probe.eof.clone(),
@@ -925,20 +923,6 @@ fn run_stdio(args: &Args, policy: &TimeoutPolicy, arguments: &Value) -> ExitCode
     };
     let label = args.command.join(" ");
     finish(probe, args, &label, &run, &ended, &end)
-}
-
-/// Records the probe's close of the server's stdin at shutdown.
-fn probe_stdin_closed(trace: &mut Trace, started: Instant) {
-    let t = Time::from_millis(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-    trace.push(
-        t,
-        Side::Client,
-        EventKind::Close {
-            stream: None,
-            by: Side::Client,
-            reason: None,
-        },
-    );
 }
 
 /// What the run did, for the report.
