@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use mcp_sim::harness::{self, HarnessOptions};
-use mcp_sim::memory;
+use mcp_sim::lanes::memory;
+use mcp_sim::lanes::turmoil::{self as turmoil_lane, TurmoilOptions};
 use mcp_sim::scenario::Scenario;
 use mcp_sim::trace::{EventKind, Side, Trace};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -39,9 +39,9 @@ fn harness_lane(seeds: u64, tick: Duration) -> (Figures, Vec<Trace>) {
     let mut traces = Vec::new();
     for seed in 0..seeds {
         let scenario = Scenario::standard(seed);
-        let run = harness::run(
+        let run = turmoil_lane::run(
             &scenario,
-            &HarnessOptions {
+            &TurmoilOptions {
                 tick,
                 ..Default::default()
             },
@@ -240,11 +240,11 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
-    let tick = HarnessOptions::default().tick;
+    let tick = TurmoilOptions::default().tick;
     println!("standard scenario: HTTP, 4 hosts, 8 x 90 s tool calls, ALB 60 s idle proxy, partition + reset; {seeds} seeds, one thread");
 
     let (harness_figures, traces) = harness_lane(seeds, tick);
-    harness_figures.print("turmoil harness, 10 ms tick");
+    harness_figures.print("turmoil lane, 10 ms tick");
 
     let schedules: Vec<Schedule> = traces.iter().map(schedule).collect();
     let start = Instant::now();
@@ -260,13 +260,13 @@ fn main() {
     bare.print("bare turmoil, same bytes, 10 ms");
     println!(
         "{:<34} {:>8.2}x wall time of bare turmoil for the same traffic",
-        "harness overhead",
+        "turmoil lane overhead",
         harness_figures.wall.as_secs_f64() / bare.wall.as_secs_f64()
     );
 
     let fine = (seeds / 10).max(5);
     let (fine_figures, _) = harness_lane(fine, Duration::from_millis(1));
-    fine_figures.print("turmoil harness, 1 ms tick");
+    fine_figures.print("turmoil lane, 1 ms tick");
 
     memory_lane(seeds * 10).print("in-memory lane");
 }

@@ -7,7 +7,7 @@
 mod rmcp_slow_op;
 
 use mcp_sim::check::{check_server, CheckOptions, CheckSummary};
-use mcp_sim::harness::{ServerIo, ServerUnderTest};
+use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest};
 use mcp_sim::model::Transport;
 use rmcp::ServiceExt;
 

@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_sim::harness::{HarnessOptions, ServerIo, ServerUnderTest};
+use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest, TurmoilOptions};
 use mcp_sim::model::Transport;
-use mcp_sim::run::judge_with;
+use mcp_sim::run::judge_with_server;
 use mcp_sim::scenario::Scenario;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -102,10 +102,10 @@ fn main() {
     };
     // The few lines a user writes: wrap the server, pick scenarios, judge.
     let server = ServerUnderTest::custom(serve);
-    let options = HarnessOptions::default();
+    let options = TurmoilOptions::default();
     for seed in seeds {
         let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-        let judged = judge_with(&scenario, &options, &server);
+        let judged = judge_with_server(&scenario, &options, &server);
         let verdict = if judged.fails() { "FAIL" } else { "ok" };
         println!(
             "seed {seed:>3}: {verdict:4} complete={} events={} outcomes={:?} rules={:?}",

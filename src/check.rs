@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! use mcp_sim::check::{check_server, CheckOptions};
-//! use mcp_sim::harness::{ServerIo, ServerUnderTest};
+//! use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest};
 //!
 //! #[test]
 //! fn my_server_handles_cancellation() {
@@ -33,11 +33,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 
-use crate::harness::{ClientUnderTest, HarnessOptions, ServerUnderTest};
+use crate::lanes::turmoil::{ClientUnderTest, ServerUnderTest, TurmoilOptions};
 use crate::model::{Outcome, Transport};
 use crate::oracle::{self, Level, Violation};
 use crate::report;
-use crate::run::{judge_with, judge_with_client, Judged};
+use crate::run::{judge_with_client, judge_with_server, Judged};
 use crate::scenario::{ProxyConfig, Scenario};
 
 /// Which runs a check makes.
@@ -51,9 +51,9 @@ pub struct CheckOptions {
     pub proxy: Option<Option<ProxyConfig>>,
     /// Keep the seed's faults (crashes, partitions, resets); `false` runs without them.
     pub faults: bool,
-    /// The harness: turmoil's tick and which tool the reference client calls with which
+    /// The turmoil lane: turmoil's tick and which tool the reference client calls with which
     /// arguments (`ToolCalls`).
-    pub harness: HarnessOptions,
+    pub turmoil: TurmoilOptions,
 }
 
 impl Default for CheckOptions {
@@ -65,7 +65,7 @@ impl Default for CheckOptions {
             transports: vec![Transport::Stdio, Transport::Http],
             proxy: None,
             faults: true,
-            harness: HarnessOptions::default(),
+            turmoil: TurmoilOptions::default(),
         }
     }
 }
@@ -142,7 +142,7 @@ impl CheckFailure {
     /// The MUST violations.
     pub fn violations(&self) -> impl Iterator<Item = &Violation> {
         self.judged
-            .report
+            .verdict
             .violations
             .iter()
             .filter(|v| v.level == Level::Must)
@@ -171,7 +171,7 @@ impl fmt::Display for CheckFailure {
         writeln!(f, "scenario: {}", self.scenario)?;
         writeln!(f, "rerun:    {}", self.rerun_line())?;
         let trace = &self.judged.run.trace;
-        let report = &self.judged.report;
+        let report = &self.judged.verdict;
         if !report.is_clean() {
             let events = report::slice(trace, report);
             writeln!(f, "{}", report::mermaid(trace, report, &events))?;
@@ -188,7 +188,7 @@ pub fn check_server(
     options: &CheckOptions,
 ) -> Result<CheckSummary, Box<CheckFailure>> {
     check(options, &options.transports, |scenario| {
-        judge_with(scenario, &options.harness, server)
+        judge_with_server(scenario, &options.turmoil, server)
     })
 }
 
@@ -198,7 +198,7 @@ pub fn check_client(
     options: &CheckOptions,
 ) -> Result<CheckSummary, Box<CheckFailure>> {
     check(options, &[Transport::Stdio], |scenario| {
-        judge_with_client(scenario, &options.harness, client)
+        judge_with_client(scenario, &options.turmoil, client)
     })
 }
 
@@ -229,7 +229,7 @@ fn check(
             *summary.outcomes.entry(*o).or_default() += n;
         }
         let mut rules: Vec<&'static str> =
-            judged.report.violations.iter().map(|v| v.rule).collect();
+            judged.verdict.violations.iter().map(|v| v.rule).collect();
         rules.sort_unstable();
         rules.dedup();
         for r in rules {

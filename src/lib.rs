@@ -5,8 +5,8 @@
 //!
 //! # Floors
 //!
-//! Each module imports only modules on the floors below it (the two lanes share a floor), so
-//! a reader can tell what a file stands on and no import cycle exists:
+//! Each module imports only modules on the floors below it, so a reader can tell what a file
+//! stands on and no import cycle exists:
 //!
 //! | floor | module | what |
 //! | --- | --- | --- |
@@ -17,7 +17,7 @@
 //! | 4 | [`trace`] | trace format v1, the JSON Lines record of a run shared by simulations, recordings of real peers and hand-written cases |
 //! | 5 | [`oracle`] | named, spec-referenced invariants checked over any trace |
 //! | 6 | [`scenario`] | every knob of a run as one value, drawn from a seed |
-//! | 7 | [`memory`], [`harness`] | the lanes: the in-memory discrete-event driver, and turmoil's simulated hosts and sockets (feature `harness`, on by default: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions) |
+//! | 7 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
 //! | 8 | [`run`] | run and judge one scenario on either lane |
 //! | 9 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
 //! | 10 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
@@ -28,13 +28,11 @@
 //! command (`sim/`) stands on all of them.
 #![warn(missing_docs)]
 
-#[cfg(feature = "harness")]
+#[cfg(feature = "turmoil")]
 pub mod check;
 pub mod framing;
 pub mod fuzzing;
-#[cfg(feature = "harness")]
-pub mod harness;
-pub mod memory;
+pub mod lanes;
 pub mod model;
 pub mod mutants;
 pub mod oracle;

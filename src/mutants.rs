@@ -11,17 +11,17 @@
 
 use std::time::Duration;
 
-pub use crate::model::mutant::{Mutant, MutantInfo, MutantSide, Mutants, ALL};
+pub use crate::model::mutant::{Mutant, MutantInfo, MutantSet, MutantSide, ALL};
 use crate::model::Transport;
 use crate::scenario::{ProxyConfig, Scenario};
 
 impl Mutant {
     /// Faults of the peer that this mutant reacts to. They are applied to the reference run
     /// of the same seed as well.
-    pub fn environment(self) -> Mutants {
+    pub fn environment(self) -> MutantSet {
         match self {
-            Mutant::AcceptNonIncreasingProgress => Mutants::NONE.with(Mutant::FlatProgress),
-            _ => Mutants::NONE,
+            Mutant::AcceptNonIncreasingProgress => MutantSet::NONE.with(Mutant::FlatProgress),
+            _ => MutantSet::NONE,
         }
     }
 
@@ -76,7 +76,7 @@ pub struct Hunt {
 
 /// The scenario a mutant hunt runs for `seed`: the seed's scenario adapted to the mutant,
 /// with `mutants` switched on.
-pub fn hunt_scenario(m: Mutant, seed: u64, mutants: Mutants) -> Scenario {
+pub fn hunt_scenario(m: Mutant, seed: u64, mutants: MutantSet) -> Scenario {
     let mut s = m.adapt(Scenario::from_seed(seed));
     s.mutants = mutants;
     s
@@ -86,7 +86,7 @@ pub fn hunt_scenario(m: Mutant, seed: u64, mutants: Mutants) -> Scenario {
 /// reference's run of the same seed (under the mutant's environment): the mutant is killed by
 /// rules only its run breaks. Also checks that the unmutated reference is clean on every seed
 /// run.
-pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::run::Lane) -> Hunt {
+pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::lanes::Lane) -> Hunt {
     use crate::run::judge;
     let env = m.environment();
     let mut reference_failures = Vec::new();
@@ -95,7 +95,7 @@ pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::run::Lane) -> H
         let pure = if env.is_empty() {
             baseline.clone()
         } else {
-            judge(&hunt_scenario(m, seed, Mutants::NONE), lane)
+            judge(&hunt_scenario(m, seed, MutantSet::NONE), lane)
         };
         if pure.fails() {
             reference_failures.push((seed, pure.rules()));

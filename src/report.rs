@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::oracle::{rule_info, Report};
+use crate::oracle::{rule_info, Verdict};
 use crate::trace::{EventKind, Side, Trace, TraceEvent, WireEvent};
 
 /// Events shown before the first and after the last event a violation names.
@@ -11,7 +11,7 @@ const CONTEXT: usize = 6;
 
 /// Indices of the events to show for `report`: the events each violation names, with some
 /// context around them, in order.
-pub fn slice(trace: &Trace, report: &Report) -> Vec<usize> {
+pub fn slice(trace: &Trace, report: &Verdict) -> Vec<usize> {
     let mut keep = vec![false; trace.events.len()];
     for v in &report.violations {
         for &e in &v.events {
@@ -30,7 +30,7 @@ pub fn slice(trace: &Trace, report: &Report) -> Vec<usize> {
 }
 
 /// The violations, one per line, with each rule's spec reference.
-pub fn violations_text(report: &Report) -> String {
+pub fn violations_text(report: &Verdict) -> String {
     let mut out = String::new();
     for v in &report.violations {
         let spec = rule_info(v.rule).map_or("", |r| r.spec);
@@ -152,7 +152,7 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
 
 /// A Mermaid `sequenceDiagram` of the given events, with each violation as a note at its
 /// decisive event.
-pub fn mermaid(trace: &Trace, report: &Report, events: &[usize]) -> String {
+pub fn mermaid(trace: &Trace, report: &Verdict, events: &[usize]) -> String {
     let mut sides_with_sends: Vec<Side> = trace
         .events
         .iter()

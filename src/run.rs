@@ -4,40 +4,17 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
-use crate::memory::{self, RunResult};
-use crate::oracle::{self, Level, Report, Violation};
+use crate::lanes::{memory, panic_text, Lane, RunResult};
+use crate::oracle::{self, Level, Verdict, Violation};
 use crate::scenario::Scenario;
-
-/// Which driver runs a scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Lane {
-    /// turmoil: simulated hosts, TCP, hyper, proxies, crashes (the full simulation).
-    #[cfg(feature = "harness")]
-    Turmoil {
-        /// turmoil's tick.
-        tick: std::time::Duration,
-    },
-    /// The in-memory discrete-event driver: the same model and oracle, much faster.
-    Memory,
-}
-
-impl Lane {
-    /// The turmoil lane with the default tick.
-    #[cfg(feature = "harness")]
-    pub fn turmoil() -> Lane {
-        Lane::Turmoil {
-            tick: crate::harness::HarnessOptions::default().tick,
-        }
-    }
-}
 
 /// A run and its verdict.
 #[derive(Debug, Clone)]
 pub struct Judged {
     /// The run (an empty trace if it crashed).
     pub run: RunResult,
-    /// The oracle's report, plus a `liveness` violation if the run did not settle.
-    pub report: Report,
+    /// The oracle's verdict, plus a `liveness` violation if the run did not settle.
+    pub verdict: Verdict,
     /// A peer or the harness panicked: the run itself failed.
     pub crash: Option<String>,
 }
@@ -45,12 +22,12 @@ pub struct Judged {
 impl Judged {
     /// Whether the run failed at MUST level (a MUST rule, a crash, or no liveness).
     pub fn fails(&self) -> bool {
-        self.crash.is_some() || self.report.has_must()
+        self.crash.is_some() || self.verdict.has_must()
     }
 
     /// Names of the violated rules (and `crash`), sorted, without repeats.
     pub fn rules(&self) -> Vec<&'static str> {
-        let mut rules: Vec<&'static str> = self.report.violations.iter().map(|v| v.rule).collect();
+        let mut rules: Vec<&'static str> = self.verdict.violations.iter().map(|v| v.rule).collect();
         if self.crash.is_some() {
             rules.push("crash");
         }
@@ -85,55 +62,48 @@ fn quiet_panics() {
     });
 }
 
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".into())
-}
-
 /// Runs `scenario` on `lane` and judges the trace. A panic of a peer is caught and reported
 /// as a crash; a run that does not settle after its faults healed gets a `liveness`
 /// violation.
 pub fn judge(scenario: &Scenario, lane: Lane) -> Judged {
     judge_by(scenario, || match lane {
-        #[cfg(feature = "harness")]
+        #[cfg(feature = "turmoil")]
         Lane::Turmoil { tick } => {
-            let options = crate::harness::HarnessOptions {
+            let options = crate::lanes::turmoil::TurmoilOptions {
                 tick,
                 ..Default::default()
             };
-            crate::harness::run(scenario, &options).map_err(|e| e.to_string())
+            crate::lanes::turmoil::run(scenario, &options).map_err(|e| e.to_string())
         }
         Lane::Memory => Ok(memory::run(scenario)),
     })
 }
 
 /// Runs `scenario` on turmoil with `server` on the `server` host and judges the trace, as
-/// [`judge`] does. With a [`ServerUnderTest::Custom`](crate::harness::ServerUnderTest) server
+/// [`judge`] does. With a [`ServerUnderTest::Custom`](crate::lanes::turmoil::ServerUnderTest) server
 /// the trace holds the client's side and what the server read and wrote at its end of the
 /// transport, so the oracle judges the server by its own observations.
-#[cfg(feature = "harness")]
-pub fn judge_with(
+#[cfg(feature = "turmoil")]
+pub fn judge_with_server(
     scenario: &Scenario,
-    options: &crate::harness::HarnessOptions,
-    server: &crate::harness::ServerUnderTest,
+    options: &crate::lanes::turmoil::TurmoilOptions,
+    server: &crate::lanes::turmoil::ServerUnderTest,
 ) -> Judged {
     judge_by(scenario, || {
-        crate::harness::run_with(scenario, options, server).map_err(|e| e.to_string())
+        crate::lanes::turmoil::run_with_server(scenario, options, server).map_err(|e| e.to_string())
     })
 }
 
 /// Runs the reference server under `scenario` with `client` on the `client` host and judges
-/// the trace, as [`judge`] does (see [`crate::harness::run_with_client`]).
-#[cfg(feature = "harness")]
+/// the trace, as [`judge`] does (see [`crate::lanes::turmoil::run_with_client`]).
+#[cfg(feature = "turmoil")]
 pub fn judge_with_client(
     scenario: &Scenario,
-    options: &crate::harness::HarnessOptions,
-    client: &crate::harness::ClientUnderTest,
+    options: &crate::lanes::turmoil::TurmoilOptions,
+    client: &crate::lanes::turmoil::ClientUnderTest,
 ) -> Judged {
     judge_by(scenario, || {
-        crate::harness::run_with_client(scenario, options, client).map_err(|e| e.to_string())
+        crate::lanes::turmoil::run_with_client(scenario, options, client).map_err(|e| e.to_string())
     })
 }
 
@@ -152,16 +122,20 @@ fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>
             Some(first.unwrap_or_else(|| panic_text(p.as_ref()))),
         ),
     };
-    let mut report = oracle::check(&run.trace, &run.oracle_config(scenario));
+    let mut verdict = oracle::check(&run.trace, &run.oracle_config(scenario));
     if !run.complete && crash.is_none() {
-        report.violations.push(Violation {
+        verdict.violations.push(Violation {
             rule: LIVENESS,
             level: Level::Must,
             events: vec![run.trace.events.len().saturating_sub(1)],
             message: "the run did not settle after the faults healed: a request, a job or a resource is still open".into(),
         });
     }
-    Judged { run, report, crash }
+    Judged {
+        run,
+        verdict,
+        crash,
+    }
 }
 
 fn empty() -> RunResult {

@@ -15,9 +15,9 @@
 //!
 //! `MCP_SIM_SEEDS` widens the sweep (default 300 seeds); `--nocapture` prints the figures.
 
-use mcp_sim::memory;
+use mcp_sim::lanes::memory;
 use mcp_sim::model::Transport;
-use mcp_sim::mutants::{Mutant, Mutants};
+use mcp_sim::mutants::{Mutant, MutantSet};
 use mcp_sim::oracle::{self, rule};
 use mcp_sim::scenario::Scenario;
 use mcp_sim::trace::{EventKind, Side, Trace};
@@ -71,7 +71,7 @@ fn cancels_and_crossings(trace: &Trace) -> (usize, usize) {
 /// The seed's scenario on stdio, without network faults and with one-way latency capped at
 /// 400 ms: the grace window assumes a pipe whose delay stays below it, as a local process's
 /// does (a partition or a 2 s latency is no pipe a probe sees).
-fn stdio(seed: u64, mutants: Mutants) -> Scenario {
+fn stdio(seed: u64, mutants: MutantSet) -> Scenario {
     let mut s = Scenario::from_seed(seed).with_transport(Transport::Stdio);
     s.faults.clear();
     let cap = std::time::Duration::from_millis(400);
@@ -106,7 +106,7 @@ fn clean_from_the_client_side(scenario: &Scenario, what: &str) -> (usize, usize)
 fn crossings_of_the_reference_server_are_not_flagged_from_the_client_side() {
     let (mut cancels, mut crossings, mut runs) = (0, 0, 0);
     for seed in 0..seeds() {
-        let (c, x) = clean_from_the_client_side(&stdio(seed, Mutants::NONE), "seed's scenario");
+        let (c, x) = clean_from_the_client_side(&stdio(seed, MutantSet::NONE), "seed's scenario");
         cancels += c;
         crossings += x;
         runs += 1;
@@ -123,7 +123,7 @@ fn crossings_of_the_reference_server_are_not_flagged_from_the_client_side() {
 
 /// The shape of a probe run: identical calls (the first call's work for all), a local pipe
 /// (one-way latency at most 10 ms), no network faults.
-fn probe_shaped(seed: u64, mutants: Mutants) -> Scenario {
+fn probe_shaped(seed: u64, mutants: MutantSet) -> Scenario {
     let mut s = stdio(seed, mutants);
     let first = s.calls[0];
     for c in &mut s.calls {
@@ -136,11 +136,12 @@ fn probe_shaped(seed: u64, mutants: Mutants) -> Scenario {
 
 #[test]
 fn probe_shaped_runs_of_the_reference_are_clean_and_the_answering_mutant_is_flagged() {
-    let mutant = Mutants::NONE.with(Mutant::RespondAfterCancel);
+    let mutant = MutantSet::NONE.with(Mutant::RespondAfterCancel);
     let (mut cancels, mut crossings) = (0, 0);
     let (mut answered, mut flagged, mut first) = (0, 0, None);
     for seed in 0..seeds() {
-        let (c, x) = clean_from_the_client_side(&probe_shaped(seed, Mutants::NONE), "probe-shaped");
+        let (c, x) =
+            clean_from_the_client_side(&probe_shaped(seed, MutantSet::NONE), "probe-shaped");
         cancels += c;
         crossings += x;
 
@@ -162,7 +163,7 @@ fn probe_shaped_runs_of_the_reference_are_clean_and_the_answering_mutant_is_flag
     // Cancels timed to the calls' natural end: results and cancels cross on the wire.
     let (mut late_cancels, mut late_crossings) = (0, 0);
     for seed in 0..seeds() {
-        let mut scenario = probe_shaped(seed, Mutants::NONE);
+        let mut scenario = probe_shaped(seed, MutantSet::NONE);
         for c in &mut scenario.calls {
             if c.cancel_after.is_some() {
                 c.cancel_after = Some(c.step * c.steps);

@@ -5,15 +5,15 @@
 //! judges it from the server's own observations (its `recv` of the cancel, its `send` of the
 //! error), with no grace window.
 
-#![cfg(feature = "harness")]
+#![cfg(feature = "turmoil")]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mcp_sim::harness::{HarnessOptions, ServerIo, ServerUnderTest};
+use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest, TurmoilOptions};
 use mcp_sim::model::Transport;
 use mcp_sim::oracle::{self, rule};
-use mcp_sim::run::{judge_with, Judged};
+use mcp_sim::run::{judge_with_server, Judged};
 use mcp_sim::scenario::Scenario;
 use mcp_sim::trace::{EventKind, Side, Trace};
 use serde_json::{json, Value};
@@ -91,7 +91,7 @@ async fn serve(io: ServerIo, answers_cancels: bool) {
 fn judge(seed: u64, answers_cancels: bool) -> Judged {
     let server = ServerUnderTest::custom(move |io| serve(io, answers_cancels));
     let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-    judge_with(&scenario, &HarnessOptions::default(), &server)
+    judge_with_server(&scenario, &TurmoilOptions::default(), &server)
 }
 
 /// The message of event `i` when `side` sent (`sending`) or received it.
@@ -146,9 +146,9 @@ fn answering_a_cancel_breaks_response_after_cancel_at_the_servers_end() {
         let good = judge(seed, false);
         assert!(good.run.complete, "seed {seed} did not settle");
         assert!(
-            good.report.violations.is_empty(),
+            good.verdict.violations.is_empty(),
             "seed {seed}: {:?}",
-            good.report.violations
+            good.verdict.violations
         );
         let bad = judge(seed, true);
         let trace = &bad.run.trace;
@@ -159,12 +159,12 @@ fn answering_a_cancel_breaks_response_after_cancel_at_the_servers_end() {
             "seed {seed}"
         );
         if !answered_a_cancel(trace) {
-            assert!(!bad.fails(), "seed {seed}: {:?}", bad.report.violations);
+            assert!(!bad.fails(), "seed {seed}: {:?}", bad.verdict.violations);
             continue;
         }
         assert!(bad.fails(), "seed {seed}");
         assert_eq!(bad.rules(), [rule::RESPONSE_AFTER_CANCEL], "seed {seed}");
-        for v in &bad.report.violations {
+        for v in &bad.verdict.violations {
             let [cancel, answer] = v.events[..] else {
                 panic!("seed {seed}: {v}");
             };
@@ -190,7 +190,7 @@ fn answering_a_cancel_breaks_response_after_cancel_at_the_servers_end() {
 #[test]
 fn from_the_clients_side_alone_the_grace_window_hides_the_bug() {
     let bad = judge(1, true);
-    assert!(bad.report.violates(rule::RESPONSE_AFTER_CANCEL));
+    assert!(bad.verdict.violates(rule::RESPONSE_AFTER_CANCEL));
     let mut client_only = bad.run.trace.clone();
     client_only.events.retain(|e| e.side != Side::Server);
     let config = bad.run.oracle_config(&Scenario::from_seed(1));

@@ -1,8 +1,8 @@
 //! The mutation score: every mutant (a real SDK bug) is caught by the oracle within its seed
 //! budget, and the unmutated reference is clean on the same seeds.
 
+use mcp_sim::lanes::Lane;
 use mcp_sim::mutants::{self, Mutant};
-use mcp_sim::run::Lane;
 
 /// Seeds each mutant may take on the in-memory lane before it counts as surviving.
 const BUDGET: u64 = 100;

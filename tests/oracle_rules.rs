@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use mcp_sim::oracle::{self, rule, Level, OracleConfig, Profile, Report, RULES};
+use mcp_sim::oracle::{self, rule, Level, OracleConfig, Profile, Verdict, RULES};
 use mcp_sim::trace::{EventKind, Side, Trace};
 
 const STRICT: Profile = Profile::Strict;
@@ -302,11 +302,11 @@ fn config(profile: Profile, complete: bool) -> OracleConfig {
     }
 }
 
-fn run(case: &Case) -> Report {
+fn run(case: &Case) -> Verdict {
     oracle::check(&load(case.file), &config(case.profile, case.complete))
 }
 
-fn reported(report: &Report) -> BTreeSet<(&'static str, Level)> {
+fn reported(report: &Verdict) -> BTreeSet<(&'static str, Level)> {
     report
         .violations
         .iter()

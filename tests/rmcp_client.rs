@@ -20,13 +20,13 @@
 //!   ([`rmcp_client_gives_up_when_the_server_crashes`]); a lost message stalls the client
 //!   forever ([`rmcp_client_waits_forever_for_a_lost_response`]).
 
-#![cfg(feature = "harness")]
+#![cfg(feature = "turmoil")]
 
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
-use mcp_sim::harness::{run_with_client, ClientUnderTest, HarnessOptions};
-use mcp_sim::memory::RunResult;
+use mcp_sim::lanes::turmoil::{run_with_client, ClientUnderTest, TurmoilOptions};
+use mcp_sim::lanes::RunResult;
 use mcp_sim::model::Transport;
 use mcp_sim::oracle::{self, Level};
 use mcp_sim::scenario::Scenario;
@@ -271,7 +271,7 @@ fn observe_with(seed: u64, shim: bool, lifecycle: ClientLifecycleMode) -> Observ
     let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
     let client =
         ClientUnderTest::custom(move |stream| rmcp_client(stream, seed, shim, lifecycle.clone()));
-    let run = run_with_client(&scenario, &HarnessOptions::default(), &client).expect("the run");
+    let run = run_with_client(&scenario, &TurmoilOptions::default(), &client).expect("the run");
     Observed {
         scenario,
         run,
@@ -502,7 +502,7 @@ fn rmcp_client_gives_up_when_the_server_crashes() {
     let mut scenario = Scenario::from_seed(1).with_transport(Transport::Stdio);
     scenario.faults = vec![Fault::CrashServer { at: crash }];
     let client = ClientUnderTest::custom(|stream| rmcp_client(stream, 1, false, discover()));
-    let run = run_with_client(&scenario, &HarnessOptions::default(), &client).expect("the run");
+    let run = run_with_client(&scenario, &TurmoilOptions::default(), &client).expect("the run");
     let outcomes = OUTCOMES.with(|o| o.borrow_mut().drain(..).collect::<Vec<_>>());
     assert_eq!(outcomes.len(), 6);
     assert!(
@@ -548,7 +548,7 @@ fn rmcp_client_dropping_a_request_handle_sends_no_cancel() {
     let scenario = Scenario::from_seed(1).with_transport(Transport::Stdio);
     let run = run_with_client(
         &scenario,
-        &HarnessOptions::default(),
+        &TurmoilOptions::default(),
         &ClientUnderTest::custom(client),
     )
     .expect("the run");

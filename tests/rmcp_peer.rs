@@ -3,14 +3,14 @@
 //! oracle as the reference server, through the reference server's tool (`slow_op`) or a tool
 //! of its own (`index_repo`, with [`ToolCalls`]).
 
-#![cfg(feature = "harness")]
+#![cfg(feature = "turmoil")]
 
 use std::cell::Cell;
 use std::time::Duration;
 
-use mcp_sim::harness::{HarnessOptions, ServerIo, ServerUnderTest};
+use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest, TurmoilOptions};
 use mcp_sim::model::{Outcome, Transport};
-use mcp_sim::run::{judge_with, Judged};
+use mcp_sim::run::{judge_with_server, Judged};
 use mcp_sim::scenario::{Scenario, ToolCalls};
 use mcp_sim::trace::{EventKind, Side, Trace};
 use rmcp::handler::server::wrapper::Parameters;
@@ -82,9 +82,9 @@ fn assert_clean(seed: u64, judged: &Judged) {
     assert_eq!(judged.crash, None, "seed {seed}");
     assert!(judged.run.complete, "seed {seed} did not settle");
     assert!(
-        judged.report.violations.is_empty(),
+        judged.verdict.violations.is_empty(),
         "seed {seed}: {:?}",
-        judged.report.violations
+        judged.verdict.violations
     );
 }
 
@@ -96,12 +96,12 @@ fn results_of(judged: &Judged) -> u64 {
 
 fn sweep(seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Judged)> {
     let server = ServerUnderTest::custom(|io| rmcp_stdio(io, SlowServer));
-    let options = HarnessOptions::default();
+    let options = TurmoilOptions::default();
     seeds
         .into_iter()
         .map(|seed| {
             let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-            (seed, judge_with(&scenario, &options, &server))
+            (seed, judge_with_server(&scenario, &options, &server))
         })
         .collect()
 }
@@ -224,19 +224,19 @@ fn sweep_http(
     seeds: impl IntoIterator<Item = u64>,
     server: &ServerUnderTest,
 ) -> Vec<(u64, Scenario, Judged)> {
-    sweep_http_with(seeds, server, &HarnessOptions::default())
+    sweep_http_with(seeds, server, &TurmoilOptions::default())
 }
 
 fn sweep_http_with(
     seeds: impl IntoIterator<Item = u64>,
     server: &ServerUnderTest,
-    options: &HarnessOptions,
+    options: &TurmoilOptions,
 ) -> Vec<(u64, Scenario, Judged)> {
     seeds
         .into_iter()
         .map(|seed| {
             let scenario = Scenario::from_seed(seed).with_transport(Transport::Http);
-            let judged = judge_with(&scenario, options, server);
+            let judged = judge_with_server(&scenario, options, server);
             (seed, scenario, judged)
         })
         .collect()
@@ -368,19 +368,19 @@ fn assert_index_repo_calls(
 /// `slow_op`; the oracle finds nothing on seeds 0 to 7 of each transport.
 #[test]
 fn rmcp_tool_of_its_own_passes_the_oracle() {
-    let computed = HarnessOptions {
+    let computed = TurmoilOptions {
         tool_calls: ToolCalls::from_fn("index_repo", index_arguments),
-        ..HarnessOptions::default()
+        ..TurmoilOptions::default()
     };
     let server = ServerUnderTest::custom(|io| rmcp_stdio(io, IndexServer));
     let mut results = 0;
     for seed in 0..8 {
         let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-        let judged = judge_with(&scenario, &computed, &server);
+        let judged = judge_with_server(&scenario, &computed, &server);
         assert_index_repo_calls(seed, &scenario, &judged, &computed.tool_calls);
         results += results_of(&judged);
     }
-    let listed = HarnessOptions {
+    let listed = TurmoilOptions {
         tool_calls: ToolCalls::cycle(
             "index_repo",
             [
@@ -389,7 +389,7 @@ fn rmcp_tool_of_its_own_passes_the_oracle() {
                 json!({"files": 1, "ms_per_file": 50}),
             ],
         ),
-        ..HarnessOptions::default()
+        ..TurmoilOptions::default()
     };
     let server = ServerUnderTest::custom(|io| rmcp_http(io, IndexServer, false, None));
     for (seed, scenario, judged) in sweep_http_with(0..8, &server, &listed) {

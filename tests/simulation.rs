@@ -6,15 +6,15 @@ mod common;
 
 use std::time::Duration;
 
-use mcp_sim::memory;
+use mcp_sim::lanes::memory;
+use mcp_sim::lanes::Lane;
 use mcp_sim::model::{Outcome, ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
 use mcp_sim::oracle;
-use mcp_sim::run::Lane;
 use mcp_sim::scenario::{PlannedCall, Scenario};
 use mcp_sim::trace::EventKind;
 use proptest::prelude::*;
 
-fn assert_clean(scenario: &Scenario) -> memory::RunResult {
+fn assert_clean(scenario: &Scenario) -> mcp_sim::lanes::RunResult {
     common::assert_clean(scenario, Lane::Memory);
     memory::run(scenario)
 }
@@ -69,11 +69,11 @@ fn crossing(transport: Transport, cancel_ms: u64) -> Scenario {
         no_buffering_header: true,
         calls: vec![call],
         faults: vec![],
-        mutants: mcp_sim::mutants::Mutants::NONE,
+        mutants: mcp_sim::mutants::MutantSet::NONE,
     }
 }
 
-fn outcomes(run: &memory::RunResult) -> Vec<Outcome> {
+fn outcomes(run: &mcp_sim::lanes::RunResult) -> Vec<Outcome> {
     run.trace
         .events
         .iter()

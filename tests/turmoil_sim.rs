@@ -6,8 +6,8 @@
 
 mod common;
 
-use mcp_sim::harness::{self, HarnessOptions};
-use mcp_sim::run::Lane;
+use mcp_sim::lanes::turmoil::{self as turmoil_lane, TurmoilOptions};
+use mcp_sim::lanes::Lane;
 use mcp_sim::scenario::Scenario;
 use proptest::prelude::*;
 
@@ -29,7 +29,7 @@ fn seeds_replay_to_identical_traces() {
     for seed in 0..common::seed_count(12) {
         let scenario = Scenario::from_seed(seed);
         let first = assert_clean(&scenario);
-        let second = harness::run(&scenario, &HarnessOptions::default())
+        let second = turmoil_lane::run(&scenario, &TurmoilOptions::default())
             .expect("second run")
             .trace
             .digest();

@@ -9,13 +9,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod check;
-mod decode;
-mod merge;
-mod probe;
-mod probe_http;
-mod probe_report;
-mod sweep;
+mod args;
+mod cmd;
+
+use cmd::{check_trace, decode, merge, mutants, probe, replay, rules, sweep};
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
 #[derive(Parser)]
@@ -30,15 +27,15 @@ enum Command {
     /// Decode NDJSON messages from stdin; print one JSON verdict per input line.
     Decode(decode::Args),
     /// Judge a trace (JSON Lines, format v1) with the oracle.
-    CheckTrace(check::Args),
+    CheckTrace(check_trace::Args),
     /// Run a range of seeded scenarios and judge every trace.
-    Sweep(sweep::SweepArgs),
+    Sweep(sweep::Args),
     /// Run one seed again: summary, violations, trace slice, diagram, report files.
-    Replay(sweep::ReplayArgs),
+    Replay(replay::Args),
     /// Add up the `--format json` outputs of a sweep's shards into one summary.
     Merge(merge::Args),
     /// Hunt every mutant (a real SDK bug) until the oracle flags it: the mutation score.
-    Mutants(sweep::MutantsArgs),
+    Mutants(mutants::Args),
     /// Drive a real MCP server (stdio: `-- COMMAND ARGS...`; Streamable HTTP: `--url URL`) with
     /// a seeded schedule and judge the trace.
     Probe(Box<probe::Args>),
@@ -54,23 +51,13 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Decode(args) => decode::run(&args),
-        Command::CheckTrace(args) => check::run(&args),
-        Command::Sweep(args) => sweep::sweep(&args),
-        Command::Replay(args) => sweep::replay(&args),
+        Command::CheckTrace(args) => check_trace::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Merge(args) => merge::run(&args),
-        Command::Mutants(args) => sweep::mutants(&args),
+        Command::Mutants(args) => mutants::run(&args),
         Command::Probe(args) => probe::run(&args),
-        Command::Rules => {
-            println!("| rule | level | spec | what it demands |");
-            println!("| --- | --- | --- | --- |");
-            for r in mcp_sim::oracle::RULES {
-                println!(
-                    "| `{}` | {} | {} | {} |",
-                    r.name, r.level, r.spec, r.summary
-                );
-            }
-            ExitCode::SUCCESS
-        }
+        Command::Rules => rules::run(),
     }
 }
 

@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use super::policy::{TimeoutPolicy, TimeoutReason};
 use super::{StreamId, Transport};
-use crate::model::mutant::{Mutant, Mutants};
+use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{Cancelled, Message, ProgressToken, Request, RequestId};
 
@@ -40,7 +40,7 @@ pub struct ClientConfig {
     /// How many times an idempotent request lost with its stream or pipe is re-issued.
     pub max_retries: u32,
     /// Faulty behaviours switched on (none for the reference client).
-    pub mutants: Mutants,
+    pub mutants: MutantSet,
 }
 
 impl ClientConfig {
@@ -49,7 +49,7 @@ impl ClientConfig {
         ClientConfig {
             transport,
             max_retries: 1,
-            mutants: Mutants::NONE,
+            mutants: MutantSet::NONE,
         }
     }
 }

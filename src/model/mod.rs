@@ -32,7 +32,7 @@ pub use backend::{Backend, BackendCall};
 pub use client::{
     CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome,
 };
-pub use mutant::{Mutant, Mutants};
+pub use mutant::{Mutant, MutantSet};
 pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
     ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SseStyle, SLOW_TOOL,

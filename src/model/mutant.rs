@@ -2,7 +2,7 @@
 //!
 //! Each [`Mutant`] reproduces one documented bug (repository and issue in
 //! [`MutantInfo::bug`]) as a small deviation of the reference client, server or the client's
-//! SSE framer; a [`Mutants`] set says which are on. They live with the model because they are
+//! SSE framer; a [`MutantSet`] set says which are on. They live with the model because they are
 //! behaviours the peers can be told to have. The conditions each mutant needs to show, and the
 //! hunt that scores the oracle against them, are in [`crate::mutants`].
 
@@ -134,15 +134,15 @@ impl Mutant {
 
 /// A set of mutants (the reference has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Mutants(u64);
+pub struct MutantSet(u64);
 
-impl Mutants {
+impl MutantSet {
     /// No mutant: the reference behaviour.
-    pub const NONE: Mutants = Mutants(0);
+    pub const NONE: MutantSet = MutantSet(0);
 
     /// This set plus `m`.
-    pub const fn with(self, m: Mutant) -> Mutants {
-        Mutants(self.0 | 1 << m as u8)
+    pub const fn with(self, m: Mutant) -> MutantSet {
+        MutantSet(self.0 | 1 << m as u8)
     }
 
     /// Whether `m` is in the set.
@@ -156,8 +156,8 @@ impl Mutants {
     }
 
     /// The union of two sets.
-    pub fn union(self, other: Mutants) -> Mutants {
-        Mutants(self.0 | other.0)
+    pub fn union(self, other: MutantSet) -> MutantSet {
+        MutantSet(self.0 | other.0)
     }
 
     /// The mutants in the set, in catalog order.
@@ -166,7 +166,7 @@ impl Mutants {
     }
 }
 
-impl fmt::Display for Mutants {
+impl fmt::Display for MutantSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.iter().map(|m| m.info().name).collect();
         if names.is_empty() {

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::backend::BackendCall;
 use super::{StreamId, Transport};
-use crate::model::mutant::{Mutant, Mutants};
+use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
     codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request,
@@ -117,7 +117,7 @@ pub struct ServerConfig {
     /// Behaviour knobs.
     pub behaviour: ServerBehaviour,
     /// Faulty behaviours switched on (none for the reference server).
-    pub mutants: Mutants,
+    pub mutants: MutantSet,
 }
 
 impl ServerConfig {
@@ -126,7 +126,7 @@ impl ServerConfig {
         ServerConfig {
             transport,
             behaviour: ServerBehaviour::default(),
-            mutants: Mutants::NONE,
+            mutants: MutantSet::NONE,
         }
     }
 }

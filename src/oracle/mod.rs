@@ -1,6 +1,6 @@
 //! The oracle: named, spec-referenced invariants checked over a [`Trace`].
 //!
-//! [`check`] is a pure function from a trace and an [`OracleConfig`] to a [`Report`]. Every
+//! [`check`] is a pure function from a trace and an [`OracleConfig`] to a [`Verdict`]. Every
 //! layer hands its traces to it: unit tests, property tests, fuzz targets, simulation sweeps
 //! and recordings of real peers. The catalog is [`RULES`]; each rule has a stable name, a level
 //! (MUST, SHOULD or host policy), the digest section it enforces and a one-line summary, and
@@ -239,12 +239,12 @@ impl fmt::Display for Violation {
 
 /// The oracle's verdict on a trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
+pub struct Verdict {
     /// Every violation, ordered by decisive event, then rule name.
     pub violations: Vec<Violation>,
 }
 
-impl Report {
+impl Verdict {
     /// Whether a MUST-level rule is broken.
     pub fn has_must(&self) -> bool {
         self.violations.iter().any(|v| v.level == Level::Must)
@@ -262,10 +262,10 @@ impl Report {
 }
 
 /// Checks every rule over `trace`.
-pub fn check(trace: &Trace, config: &OracleConfig) -> Report {
+pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
     let index = index::Index::build(trace, config);
     let mut violations = rules::check_all(&index, config);
     violations.sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
     violations.dedup();
-    Report { violations }
+    Verdict { violations }
 }

@@ -14,7 +14,7 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use crate::model::Mutants;
+use crate::model::{CallSpec, MutantSet};
 use crate::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
 
 /// An intermediary that cuts idle HTTP streams (design.md, landscape B.1).
@@ -117,6 +117,15 @@ impl PlannedCall {
     pub fn slow_op_arguments(&self) -> Value {
         json!({"steps": self.steps, "step_ms": self.step.as_millis() as u64})
     }
+
+    /// The request the client makes for this call: `tool` with `arguments`, under the call's
+    /// policy, with or without a progress token, idempotent or not.
+    pub fn call_spec(&self, tool: &str, arguments: Value) -> CallSpec {
+        let mut spec = CallSpec::tool(tool, arguments, self.policy);
+        spec.progress = self.progress;
+        spec.idempotent = self.idempotent;
+        spec
+    }
 }
 
 /// Which tool the reference client calls for each of a scenario's planned calls, and with
@@ -130,7 +139,7 @@ impl PlannedCall {
 /// ([`ToolCalls::cycle`]) or a function of the call's index and the scenario's seed
 /// ([`ToolCalls::from_fn`]). A function is not a plain value, so this is not part of the
 /// [`Scenario`] (which replays from its seed alone): the harness options carry it
-/// (`HarnessOptions::tool_calls`). Either way the arguments depend on the index and the seed
+/// (`TurmoilOptions::tool_calls`). Either way the arguments depend on the index and the seed
 /// only, so a seed still replays the same run. A retried call is sent with its arguments
 /// again.
 #[derive(Clone, Default)]
@@ -277,7 +286,7 @@ pub struct Scenario {
     /// Faults, in time order.
     pub faults: Vec<Fault>,
     /// Faulty behaviours of the peers (none: the reference peers).
-    pub mutants: Mutants,
+    pub mutants: MutantSet,
 }
 
 /// Seeded choices.
@@ -389,7 +398,7 @@ impl Scenario {
             no_buffering_header,
             calls,
             faults,
-            mutants: Mutants::NONE,
+            mutants: MutantSet::NONE,
         }
     }
 
@@ -450,7 +459,7 @@ impl Scenario {
                     call: 5,
                 },
             ],
-            mutants: Mutants::NONE,
+            mutants: MutantSet::NONE,
         }
     }
 
@@ -475,6 +484,15 @@ impl Scenario {
             self.proxy = proxy;
         }
         self
+    }
+
+    /// How long after its start a run may last before it counts as not settling: the last
+    /// planned start or fault, plus twice the loosest timeout, plus a minute. Every lane
+    /// stops there.
+    pub fn horizon(&self) -> Duration {
+        let last_start = self.calls.iter().map(|c| c.at).max().unwrap_or_default();
+        let last_fault = self.faults.iter().map(fault_time).max().unwrap_or_default();
+        last_start.max(last_fault) + self.max_request() * 2 + Duration::from_secs(60)
     }
 
     /// The longest a well-behaved client may keep any request open: the loosest hard bound

@@ -11,7 +11,7 @@
 //!     #![proptest_config(config("proptest-regressions/my_server.txt", 64))]
 //!     #[test]
 //!     fn my_server_is_clean(scenario in arb_scenario()) {
-//!         let _ = scenario; // run it with mcp_sim::run::judge_with and your server
+//!         let _ = scenario; // run it with mcp_sim::run::judge_with_server and your server
 //!     }
 //! }
 //! ```
@@ -22,7 +22,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 
 use super::{Fault, PlannedCall, ProxyConfig, Scenario};
-use crate::model::{Mutants, ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
+use crate::model::{MutantSet, ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
 
 /// A proptest configuration that keeps its regressions in the top-level
 /// `proptest-regressions/` folder. `PROPTEST_CASES` overrides `cases`.
@@ -153,7 +153,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     no_buffering_header: no_buffering,
                     calls,
                     faults,
-                    mutants: Mutants::NONE,
+                    mutants: MutantSet::NONE,
                 };
                 scenario.with_transport(transport)
             },

@@ -9,10 +9,10 @@ use mcp_sim::scenario::Scenario;
 
 /// Runs `scenario` on `lane` and fails the test on a crash, a MUST violation or a run that
 /// does not settle; returns the run's trace digest.
-pub fn assert_clean(scenario: &Scenario, lane: mcp_sim::run::Lane) -> u64 {
+pub fn assert_clean(scenario: &Scenario, lane: mcp_sim::lanes::Lane) -> u64 {
     let judged = mcp_sim::run::judge(scenario, lane);
     let musts: Vec<String> = judged
-        .report
+        .verdict
         .violations
         .iter()
         .filter(|v| v.level == mcp_sim::oracle::Level::Must)

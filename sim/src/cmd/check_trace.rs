@@ -6,29 +6,12 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
-use mcp_sim::oracle::{self, OracleConfig, Profile, Report};
+use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::report;
 use mcp_sim::trace::Trace;
 use serde::Serialize;
 
-/// Which reading of the spec's ambiguous points to judge by.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ProfileArg {
-    /// The binding pages' MUSTs, strictly increasing progress.
-    Strict,
-    /// Non-decreasing progress, SHOULD for messages after a cancel.
-    Lenient,
-}
-
-/// Output format.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Format {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object.
-    Json,
-}
+use crate::args::{json_violations, oracle_config, Format, JsonViolation, ProfileArg};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -57,41 +40,6 @@ struct JsonVerdict<'a> {
     ok: bool,
     events: usize,
     violations: Vec<JsonViolation<'a>>,
-}
-
-/// One violation as JSON: rule, level, event indices (decisive last), message.
-#[derive(Serialize)]
-pub(crate) struct JsonViolation<'a> {
-    rule: &'a str,
-    level: &'a str,
-    events: &'a [usize],
-    message: &'a str,
-}
-
-/// The violations of `verdict` as JSON values.
-pub(crate) fn json_violations(verdict: &Report) -> Vec<JsonViolation<'_>> {
-    verdict
-        .violations
-        .iter()
-        .map(|v| JsonViolation {
-            rule: v.rule,
-            level: v.level.as_str(),
-            events: &v.events,
-            message: &v.message,
-        })
-        .collect()
-}
-
-/// The oracle settings of `--profile` and `--grace-ms`, shared by `check-trace` and `probe`.
-pub(crate) fn oracle_config(profile: ProfileArg, grace_ms: u64) -> OracleConfig {
-    OracleConfig {
-        profile: match profile {
-            ProfileArg::Strict => Profile::Strict,
-            ProfileArg::Lenient => Profile::Lenient,
-        },
-        grace_ms,
-        ..OracleConfig::default()
-    }
 }
 
 pub fn run(args: &Args) -> ExitCode {

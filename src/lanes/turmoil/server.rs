@@ -19,16 +19,16 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::observe::{observe, stdio_lines};
 use super::{
     backend, now, record, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT,
     SERVER_STDIO_PORT, STREAM_HEADER,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
 use crate::framing::sse;
+use crate::lanes::recorder::{self, observe, stdio_lines};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
-use crate::trace::{EventKind, Side, WireEvent};
+use crate::trace::{EventKind, Side};
 use crate::wire;
 
 type ResponseBody = Either<SseBody, Full<Bytes>>;
@@ -274,6 +274,9 @@ impl Driver {
                 }
             }
             Input::Eof => {
+                if let Some(w) = recorder::stdio_end(&mut self.lines) {
+                    record(&self.shared, Side::Server, EventKind::Recv(w));
+                }
                 record(
                     &self.shared,
                     Side::Server,
@@ -342,26 +345,19 @@ impl Driver {
     }
 
     async fn transmit(&mut self, t: ServerTransmit) {
-        let transport = self.transport();
+        for kind in recorder::server_transmit(self.transport(), &t) {
+            if matches!(kind, EventKind::Send(_)) {
+                self.shared.borrow_mut().stats.messages += 1;
+            }
+            record(&self.shared, Side::Server, kind);
+        }
         match t {
             ServerTransmit::Line(msg) => {
-                self.shared.borrow_mut().stats.messages += 1;
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Send(WireEvent::message(transport, None, &msg)),
-                );
                 if let (Some(out), Ok(line)) = (self.stdout.as_mut(), ndjson::encode_line(&msg)) {
                     let _ = out.write_all(&line).await;
                 }
             }
             ServerTransmit::SseStart { stream } => {
-                let kind = EventKind::Status {
-                    stream: Some(stream.0),
-                    status: 200,
-                    content_type: Some("text/event-stream".into()),
-                };
-                record(&self.shared, Side::Server, kind);
                 let (body_tx, body_rx) = mpsc::unbounded_channel();
                 let body = SseBody {
                     rx: body_rx,
@@ -382,12 +378,6 @@ impl Driver {
                 }
             }
             ServerTransmit::SseEvent { stream, msg } => {
-                self.shared.borrow_mut().stats.messages += 1;
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
-                );
                 if let Some(body) = self.bodies.get(&stream) {
                     for piece in self.style.encode(&msg) {
                         let _ = body.send(Bytes::from(piece));
@@ -395,27 +385,11 @@ impl Driver {
                 }
             }
             ServerTransmit::SseComment { stream } => {
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Comment {
-                        stream: Some(stream.0),
-                    },
-                );
                 if let Some(body) = self.bodies.get(&stream) {
                     let _ = body.send(Bytes::from(sse::encode_comment("keep-alive")));
                 }
             }
             ServerTransmit::SseEnd { stream } => {
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Close {
-                        stream: Some(stream.0),
-                        by: Side::Server,
-                        reason: None,
-                    },
-                );
                 self.bodies.remove(&stream);
             }
             ServerTransmit::Json {
@@ -423,18 +397,6 @@ impl Driver {
                 status,
                 msg,
             } => {
-                self.shared.borrow_mut().stats.messages += 1;
-                let kind = EventKind::Status {
-                    stream: Some(stream.0),
-                    status,
-                    content_type: Some("application/json".into()),
-                };
-                record(&self.shared, Side::Server, kind);
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
-                );
                 let body = wire::encode(&msg).unwrap_or_default();
                 let response = hyper::Response::builder()
                     .status(status)
@@ -446,15 +408,6 @@ impl Driver {
                 }
             }
             ServerTransmit::Accepted { stream } => {
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Status {
-                        stream: Some(stream.0),
-                        status: 202,
-                        content_type: None,
-                    },
-                );
                 let mut response = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
                 *response.status_mut() = hyper::StatusCode::ACCEPTED;
                 if let Some(slot) = self.pending.remove(&stream) {

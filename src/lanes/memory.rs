@@ -19,53 +19,19 @@ use std::time::Duration;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::recorder::{self, observe, ClientNote};
+use super::{RunResult, RunStats};
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
 use crate::framing::sse::ClientSseFramer;
 use crate::framing::sse::{self, SseItem};
 use crate::model::{
-    Backend, BackendCall, CallSpec, Client, ClientEvent, ClientTransmit, Mutant, Outcome, Server,
-    ServerTransmit, StreamId, Transport, SLOW_TOOL,
+    Backend, BackendCall, Client, ClientEvent, ClientTransmit, Mutant, Server, ServerTransmit,
+    StreamId, Transport, SLOW_TOOL,
 };
-use crate::oracle::OracleConfig;
 use crate::scenario::{Fault, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace, WireEvent};
 use crate::wire::{self, Message, RequestId};
-
-/// What a run produced.
-#[derive(Debug, Clone)]
-pub struct RunResult {
-    /// The recorded trace.
-    pub trace: Trace,
-    /// Whether the run ended settled: nothing outstanding, no work running, nothing held.
-    pub complete: bool,
-    /// Counters for sweep summaries.
-    pub stats: RunStats,
-}
-
-impl RunResult {
-    /// The oracle settings this run must be judged with.
-    pub fn oracle_config(&self, scenario: &Scenario) -> OracleConfig {
-        OracleConfig {
-            max_request_ms: scenario.max_request().as_millis() as u64,
-            complete: self.complete,
-            ..OracleConfig::default()
-        }
-    }
-}
-
-/// Counters of one run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunStats {
-    /// Requests sent (retries included).
-    pub requests: u64,
-    /// Outcomes by kind.
-    pub outcomes: BTreeMap<Outcome, u64>,
-    /// Simulated time at the end, in ms.
-    pub sim_ms: u64,
-    /// Messages put on the wire.
-    pub messages: u64,
-}
 
 /// A piece of an HTTP response travelling to the client.
 #[derive(Debug, Clone)]
@@ -243,7 +209,7 @@ pub fn run(scenario: &Scenario) -> RunResult {
             );
         }
     }
-    let horizon = sim.horizon();
+    let horizon = Time::ZERO + scenario.horizon();
     loop {
         let next_action = sim.queue.peek().map(|s| s.0.at);
         let next_timer = sim.next_timer();
@@ -277,27 +243,6 @@ pub fn run(scenario: &Scenario) -> RunResult {
 }
 
 impl Sim<'_> {
-    fn horizon(&self) -> Time {
-        let last_start = self
-            .scenario
-            .calls
-            .iter()
-            .map(|c| c.at)
-            .max()
-            .unwrap_or_default();
-        let last_fault = self
-            .scenario
-            .faults
-            .iter()
-            .map(crate::scenario::fault_time)
-            .max()
-            .unwrap_or_default();
-        Time::ZERO
-            + last_start.max(last_fault)
-            + self.scenario.max_request() * 2
-            + Duration::from_secs(60)
-    }
-
     fn schedule_at(&mut self, at: Time, action: Action) {
         self.seq += 1;
         self.queue.push(Reverse(Scheduled {
@@ -378,18 +323,10 @@ impl Sim<'_> {
                 }
                 match stream {
                     None => {
-                        self.server_lines.push(&bytes);
-                        while let Some(item) = self.server_lines.next_line() {
-                            match item {
-                                Ok(line) => self.server_receive(None, &line.bytes),
-                                Err(e) => {
-                                    let w = WireEvent::raw(
-                                        Transport::Stdio,
-                                        None,
-                                        e.to_string().as_bytes(),
-                                    );
-                                    self.record(Side::Server, EventKind::Recv(w));
-                                }
+                        for line in recorder::stdio_lines(&mut self.server_lines, &bytes) {
+                            match line {
+                                Ok(line) => self.server_receive(None, &line),
+                                Err(w) => self.record(Side::Server, EventKind::Recv(w)),
                             }
                         }
                     }
@@ -412,15 +349,10 @@ impl Sim<'_> {
             }
             // Bytes written before a crash are still in the pipe: they are delivered.
             Action::ToClientLine { bytes } => {
-                self.client_lines.push(&bytes);
-                while let Some(item) = self.client_lines.next_line() {
-                    match item {
-                        Ok(line) => self.client_receive(None, &line.bytes),
-                        Err(e) => {
-                            let w =
-                                WireEvent::raw(Transport::Stdio, None, e.to_string().as_bytes());
-                            self.record(Side::Client, EventKind::Recv(w));
-                        }
+                for line in recorder::stdio_lines(&mut self.client_lines, &bytes) {
+                    match line {
+                        Ok(line) => self.client_receive(None, &line),
+                        Err(w) => self.record(Side::Client, EventKind::Recv(w)),
                     }
                 }
             }
@@ -440,6 +372,9 @@ impl Sim<'_> {
                 }
             }
             Action::ClientSeesPipeClosed => {
+                if let Some(w) = recorder::stdio_end(&mut self.client_lines) {
+                    self.record(Side::Client, EventKind::Recv(w));
+                }
                 self.record(
                     Side::Client,
                     EventKind::Close {
@@ -456,9 +391,7 @@ impl Sim<'_> {
 
     fn start_call(&mut self, k: usize) {
         let call = self.scenario.calls[k];
-        let mut spec = CallSpec::tool(SLOW_TOOL, call.slow_op_arguments(), call.policy);
-        spec.progress = call.progress;
-        spec.idempotent = call.idempotent;
+        let spec = call.call_spec(SLOW_TOOL, call.slow_op_arguments());
         let id = self.client.start_request(self.now, spec);
         self.call_ids.insert(k, id);
     }
@@ -550,39 +483,19 @@ impl Sim<'_> {
     }
 
     fn server_receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let transport = self.scenario.transport;
-        match wire::decode(bytes) {
-            Ok(msg) => {
-                self.record(
-                    Side::Server,
-                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
-                );
-                self.server.handle_message(self.now, stream, msg);
-            }
-            Err(e) => {
-                self.record(
-                    Side::Server,
-                    EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
-                );
-                self.server.handle_invalid(self.now, stream, &e);
-            }
+        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
+        self.record(Side::Server, EventKind::Recv(w));
+        match decoded {
+            Ok(msg) => self.server.handle_message(self.now, stream, msg),
+            Err(e) => self.server.handle_invalid(self.now, stream, &e),
         }
     }
 
     fn client_receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let transport = self.scenario.transport;
-        match wire::decode(bytes) {
-            Ok(msg) => {
-                self.record(
-                    Side::Client,
-                    EventKind::Recv(WireEvent::message(transport, stream, &msg)),
-                );
-                self.client.handle_message(self.now, stream, msg);
-            }
-            Err(_) => self.record(
-                Side::Client,
-                EventKind::Recv(WireEvent::raw(transport, stream, bytes)),
-            ),
+        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
+        self.record(Side::Client, EventKind::Recv(w));
+        if let Ok(msg) = decoded {
+            self.client.handle_message(self.now, stream, msg);
         }
     }
 
@@ -787,27 +700,22 @@ impl Sim<'_> {
 
     fn record_client_send(&mut self, stream: Option<StreamId>, msg: &Message) {
         self.stats.messages += 1;
-        let mut w = WireEvent::message(self.scenario.transport, stream, msg);
-        if let Message::Request(r) = msg {
+        if matches!(msg, Message::Request(_)) {
             self.stats.requests += 1;
-            w.policy = self.client.policy_of(&r.id).map(Into::into);
         }
-        self.record(Side::Client, EventKind::Send(w));
+        let kind = recorder::client_send(&self.client, self.scenario.transport, stream, msg);
+        self.record(Side::Client, kind);
     }
 
     fn client_event(&mut self, e: ClientEvent) {
-        match e {
-            ClientEvent::Progress {
-                request, progress, ..
-            } => self.record(Side::Client, EventKind::Progress { request, progress }),
-            ClientEvent::Timeout { request, reason } => {
-                self.record(Side::Client, EventKind::Timeout { request, reason })
+        match recorder::client_event(e) {
+            ClientNote::Record(kind) => {
+                if let EventKind::Outcome { outcome, .. } = kind {
+                    *self.stats.outcomes.entry(outcome).or_default() += 1;
+                }
+                self.record(Side::Client, kind);
             }
-            ClientEvent::Outcome { request, outcome } => {
-                *self.stats.outcomes.entry(outcome).or_default() += 1;
-                self.record(Side::Client, EventKind::Outcome { request, outcome });
-            }
-            ClientEvent::Retried { lost, new } => {
+            ClientNote::Retried { lost, new } => {
                 if let Some((&k, _)) = self.call_ids.iter().find(|(_, id)| **id == lost) {
                     self.call_ids.insert(k, new);
                 }
@@ -816,43 +724,26 @@ impl Sim<'_> {
     }
 
     fn server_transmit(&mut self, t: ServerTransmit) {
-        let transport = self.scenario.transport;
+        for kind in recorder::server_transmit(self.scenario.transport, &t) {
+            if matches!(kind, EventKind::Send(_)) {
+                self.stats.messages += 1;
+            }
+            self.record(Side::Server, kind);
+        }
         match t {
             ServerTransmit::Line(msg) => {
-                self.stats.messages += 1;
-                self.record(
-                    Side::Server,
-                    EventKind::Send(WireEvent::message(transport, None, &msg)),
-                );
                 let bytes = ndjson::encode_line(&msg).expect("the server's messages encode");
                 self.deliver(Channel::ToClient(None), Action::ToClientLine { bytes });
             }
             ServerTransmit::SseStart { stream } => {
-                let kind = EventKind::Status {
-                    stream: Some(stream.0),
-                    status: 200,
-                    content_type: Some("text/event-stream".into()),
-                };
-                self.record(Side::Server, kind);
                 self.send_to_client(stream, Piece::Status(200, "text/event-stream"), true);
             }
             ServerTransmit::SseEvent { stream, msg } => {
-                self.stats.messages += 1;
-                self.record(
-                    Side::Server,
-                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
-                );
                 for piece in self.scenario.server.sse_style.encode(&msg) {
                     self.send_to_client(stream, Piece::Body(piece), true);
                 }
             }
             ServerTransmit::SseComment { stream } => {
-                self.record(
-                    Side::Server,
-                    EventKind::Comment {
-                        stream: Some(stream.0),
-                    },
-                );
                 self.send_to_client(
                     stream,
                     Piece::Body(sse::encode_comment("keep-alive").into_bytes()),
@@ -860,14 +751,6 @@ impl Sim<'_> {
                 );
             }
             ServerTransmit::SseEnd { stream } => {
-                self.record(
-                    Side::Server,
-                    EventKind::Close {
-                        stream: Some(stream.0),
-                        by: Side::Server,
-                        reason: None,
-                    },
-                );
                 self.send_to_client(stream, Piece::End, false);
             }
             ServerTransmit::Json {
@@ -875,17 +758,6 @@ impl Sim<'_> {
                 status,
                 msg,
             } => {
-                self.stats.messages += 1;
-                let kind = EventKind::Status {
-                    stream: Some(stream.0),
-                    status,
-                    content_type: Some("application/json".into()),
-                };
-                self.record(Side::Server, kind);
-                self.record(
-                    Side::Server,
-                    EventKind::Send(WireEvent::message(transport, Some(stream), &msg)),
-                );
                 let body = wire::encode(&msg)
                     .expect("the server's messages encode")
                     .into_bytes();
@@ -894,14 +766,6 @@ impl Sim<'_> {
                 self.send_to_client(stream, Piece::End, false);
             }
             ServerTransmit::Accepted { stream } => {
-                self.record(
-                    Side::Server,
-                    EventKind::Status {
-                        stream: Some(stream.0),
-                        status: 202,
-                        content_type: None,
-                    },
-                );
                 self.send_to_client(stream, Piece::Status(202, "none"), true);
                 self.send_to_client(stream, Piece::End, false);
             }

@@ -11,11 +11,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 
-use super::STREAM_HEADER;
+/// The header carrying the simulation's stream id (the simulated server and proxy record it).
+pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
 use crate::framing::sse::ClientSseFramer;
 use crate::framing::sse::SseItem;
 use crate::model::StreamId;
-use crate::model::{Mutant, Mutants};
+use crate::model::{Mutant, MutantSet};
 use crate::wire::{self, Message, PROTOCOL_VERSION};
 
 /// What one exchange yields, in order: a status, then messages and comments, then the end or
@@ -59,18 +60,6 @@ pub fn is_event_stream(content_type: Option<&str>) -> bool {
     })
 }
 
-/// Finds `x-mcp-sim-stream` in a request head: the client's stream id, as the proxy and a
-/// custom server's recording stream read it.
-pub(crate) fn stream_id(head: &[u8]) -> Option<u64> {
-    let text = String::from_utf8_lossy(head);
-    text.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case(STREAM_HEADER)
-            .then(|| value.trim().parse().ok())?
-    })
-}
-
 /// POSTs `msg` over `io` with the Streamable HTTP headers (`Accept`, `MCP-Protocol-Version`,
 /// `Mcp-Method`, `Mcp-Name`) and hands every item of the response to `emit`. The SSE framer
 /// carries `mutants` (the framer mutant).
@@ -78,7 +67,7 @@ pub async fn exchange<IO>(
     io: IO,
     target: PostTarget<'_>,
     msg: &Message,
-    mutants: Mutants,
+    mutants: MutantSet,
     mut emit: impl FnMut(ExchangeItem),
 ) where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::http::stream_id;
+use super::stream_id;
 use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT};
 use crate::scenario::ProxyConfig;
 use crate::trace::{EventKind, Side};

@@ -221,7 +221,7 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
-    use crate::harness::{run_with, run_with_client, HarnessOptions};
+    use crate::lanes::turmoil::{run_with_client, run_with_server, TurmoilOptions};
     use crate::trace::Side;
 
     /// A server that answers every request with "method not found".
@@ -279,7 +279,7 @@ mod tests {
     /// settles, and the oracle finds nothing.
     #[test]
     fn a_custom_client_is_a_black_box_and_the_run_settles() {
-        let options = HarnessOptions::default();
+        let options = TurmoilOptions::default();
         let client = ClientUnderTest::custom(raw_client);
         for seed in [1, 3] {
             let scenario = Scenario::from_seed(seed);
@@ -298,7 +298,7 @@ mod tests {
     }
 
     /// The messages `side` sent (`sending`) or received, in its order.
-    fn messages(run: &crate::memory::RunResult, side: Side, sending: bool) -> Vec<String> {
+    fn messages(run: &crate::lanes::RunResult, side: Side, sending: bool) -> Vec<String> {
         use crate::trace::EventKind;
         run.trace
             .events
@@ -324,11 +324,11 @@ mod tests {
     /// settles.
     #[test]
     fn a_custom_server_is_recorded_at_its_end_and_the_run_settles() {
-        let options = HarnessOptions::default();
+        let options = TurmoilOptions::default();
         let server = ServerUnderTest::custom(refuser);
         for seed in 0..6 {
             let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
-            let run = run_with(&scenario, &options, &server).expect("the run");
+            let run = run_with_server(&scenario, &options, &server).expect("the run");
             assert!(run.complete, "seed {seed} did not settle");
             assert!(run.trace.events.iter().all(|e| e.side != Side::Backend));
             let client_sent = messages(&run, Side::Client, true);

@@ -31,11 +31,12 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
-use super::http::{is_event_stream, stream_id};
-use super::observe::{observe, stdio_lines};
+use super::stream_id;
 use super::trace_time;
 use crate::framing::ndjson::{LineDecoder, LineOptions};
 use crate::framing::sse::{SseDecoder, SseItem, SseOptions};
+use crate::lanes::http_exchange::is_event_stream;
+use crate::lanes::recorder::{observe, stdio_lines};
 use crate::model::{StreamId, Transport};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};

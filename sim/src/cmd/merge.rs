@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::check::Format;
-use crate::sweep::{Totals, TOTALS_FORMAT};
+use super::sweep::{Totals, TOTALS_FORMAT};
+use crate::args::Format;
 
 #[derive(clap::Args)]
 pub struct Args {

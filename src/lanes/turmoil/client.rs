@@ -15,41 +15,25 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::http::{self, ExchangeItem, PostTarget};
-use super::observe::{observe, stdio_lines};
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::model::Mutants;
-use crate::model::{CallSpec, Client, ClientEvent, ClientTransmit, StreamId, Transport};
+use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
+use crate::lanes::recorder::{self, observe, stdio_lines, ClientNote};
+use crate::model::MutantSet;
+use crate::model::{Client, ClientEvent, ClientTransmit, StreamId, Transport};
 use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
 use crate::time::Time;
-use crate::trace::{EventKind, Side, WireEvent};
+use crate::trace::{EventKind, Side};
 use crate::wire::{Message, RequestId};
 
 enum Input {
     Bytes(u64, Vec<u8>),
     /// The stdio connection of this generation ended.
     PipeClosed(u64),
-    Status {
-        stream: StreamId,
-        status: u16,
-        content_type: Option<String>,
-    },
-    Message {
-        stream: StreamId,
-        bytes: Vec<u8>,
-    },
-    Comment {
-        stream: StreamId,
-    },
-    Ended {
-        stream: StreamId,
-    },
-    Cut {
-        stream: StreamId,
-    },
+    /// What a POST's exchange yielded.
+    Http(StreamId, ExchangeItem),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -205,9 +189,7 @@ impl Driver {
             Work::Start(k) => {
                 let call = self.scenario.calls[k];
                 let args = self.tool_calls.arguments(&self.scenario, k);
-                let mut spec = CallSpec::tool(self.tool_calls.tool(), args, call.policy);
-                spec.progress = call.progress;
-                spec.idempotent = call.idempotent;
+                let spec = call.call_spec(self.tool_calls.tool(), args);
                 let id = self.client.start_request(t, spec);
                 self.call_ids.insert(k, id);
             }
@@ -295,6 +277,9 @@ impl Driver {
                 }
             }
             Input::PipeClosed(_) => {
+                if let Some(w) = recorder::stdio_end(&mut self.lines) {
+                    record(&self.shared, Side::Client, EventKind::Recv(w));
+                }
                 record(
                     &self.shared,
                     Side::Client,
@@ -311,11 +296,13 @@ impl Driver {
                 self.flush().await;
                 self.connect_stdio().await;
             }
-            Input::Status {
+            Input::Http(
                 stream,
-                status,
-                content_type,
-            } => {
+                ExchangeItem::Status {
+                    status,
+                    content_type,
+                },
+            ) => {
                 record(
                     &self.shared,
                     Side::Client,
@@ -326,15 +313,15 @@ impl Driver {
                     },
                 );
             }
-            Input::Message { stream, bytes } => self.receive(Some(stream), &bytes),
-            Input::Comment { stream } => record(
+            Input::Http(stream, ExchangeItem::Message(bytes)) => self.receive(Some(stream), &bytes),
+            Input::Http(stream, ExchangeItem::Comment) => record(
                 &self.shared,
                 Side::Client,
                 EventKind::Comment {
                     stream: Some(stream.0),
                 },
             ),
-            Input::Ended { stream } => {
+            Input::Http(stream, ExchangeItem::Ended) => {
                 if self.posts.remove(&stream).is_some() {
                     record(
                         &self.shared,
@@ -348,7 +335,7 @@ impl Driver {
                     self.client.handle_stream_closed(t, stream);
                 }
             }
-            Input::Cut { stream } => {
+            Input::Http(stream, ExchangeItem::Cut) => {
                 if self.posts.remove(&stream).is_some() {
                     let by = if self.scenario.proxy.is_some() {
                         Side::Proxy
@@ -397,41 +384,37 @@ impl Driver {
     }
 
     fn event(&mut self, e: ClientEvent) {
-        let kind = match e {
-            ClientEvent::Progress {
-                request, progress, ..
-            } => EventKind::Progress { request, progress },
-            ClientEvent::Timeout { request, reason } => EventKind::Timeout { request, reason },
-            ClientEvent::Outcome { request, outcome } => {
-                *self
-                    .shared
-                    .borrow_mut()
-                    .stats
-                    .outcomes
-                    .entry(outcome)
-                    .or_default() += 1;
-                EventKind::Outcome { request, outcome }
+        match recorder::client_event(e) {
+            ClientNote::Record(kind) => {
+                if let EventKind::Outcome { outcome, .. } = kind {
+                    *self
+                        .shared
+                        .borrow_mut()
+                        .stats
+                        .outcomes
+                        .entry(outcome)
+                        .or_default() += 1;
+                }
+                record(&self.shared, Side::Client, kind);
             }
-            ClientEvent::Retried { lost, new } => {
+            ClientNote::Retried { lost, new } => {
                 if let Some((&k, _)) = self.call_ids.iter().find(|(_, id)| **id == lost) {
                     self.call_ids.insert(k, new);
                 }
-                return;
             }
-        };
-        record(&self.shared, Side::Client, kind);
+        }
     }
 
     fn record_send(&mut self, stream: Option<StreamId>, msg: &Message) {
-        let mut w = WireEvent::message(self.scenario.transport, stream, msg);
-        let mut shared = self.shared.borrow_mut();
-        shared.stats.messages += 1;
-        if let Message::Request(r) = msg {
-            shared.stats.requests += 1;
-            w.policy = self.client.policy_of(&r.id).map(Into::into);
+        {
+            let mut shared = self.shared.borrow_mut();
+            shared.stats.messages += 1;
+            if matches!(msg, Message::Request(_)) {
+                shared.stats.requests += 1;
+            }
         }
-        drop(shared);
-        record(&self.shared, Side::Client, EventKind::Send(w));
+        let kind = recorder::client_send(&self.client, self.scenario.transport, stream, msg);
+        record(&self.shared, Side::Client, kind);
     }
 
     async fn transmit(&mut self, t: ClientTransmit) {
@@ -511,10 +494,10 @@ async fn post(
     stream: StreamId,
     msg: Message,
     tx: mpsc::UnboundedSender<Input>,
-    mutants: Mutants,
+    mutants: MutantSet,
 ) {
     let Ok(tcp) = turmoil::net::TcpStream::connect(target).await else {
-        let _ = tx.send(Input::Cut { stream });
+        let _ = tx.send(Input::Http(stream, ExchangeItem::Cut));
         return;
     };
     let to = PostTarget {
@@ -523,20 +506,7 @@ async fn post(
         stream_header: Some(stream),
     };
     http::exchange(tcp, to, &msg, mutants, |item| {
-        let _ = tx.send(match item {
-            ExchangeItem::Status {
-                status,
-                content_type,
-            } => Input::Status {
-                stream,
-                status,
-                content_type,
-            },
-            ExchangeItem::Message(bytes) => Input::Message { stream, bytes },
-            ExchangeItem::Comment => Input::Comment { stream },
-            ExchangeItem::Ended => Input::Ended { stream },
-            ExchangeItem::Cut => Input::Cut { stream },
-        });
+        let _ = tx.send(Input::Http(stream, item));
     })
     .await;
 }

@@ -18,19 +18,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mcp_sim::oracle::{OracleConfig, Report};
-use mcp_sim::trace::{EventKind, Side, Trace};
-use mcp_sim::wire::{DecodeOptions, Message, ProgressToken, RequestId, METHOD_TOOLS_CALL};
+use crate::oracle::{OracleConfig, Verdict};
+use crate::trace::{EventKind, Side, Trace};
+use crate::wire::{DecodeOptions, Message, ProgressToken, RequestId, METHOD_TOOLS_CALL};
 use serde::Serialize;
 
-use crate::check::JsonViolation;
-
 /// Exit code of an inconclusive run.
-pub(crate) const EXIT_INCONCLUSIVE: u8 = 3;
+pub const EXIT_INCONCLUSIVE: u8 = 3;
 
 /// What the run exercised, counted from its trace.
 #[derive(Debug, Default, Clone, Serialize)]
-pub(crate) struct Coverage {
+pub struct Coverage {
     /// `tools/call` requests sent (the calibration call included).
     pub calls_sent: usize,
     /// Of those, how many got a final response (result or error).
@@ -61,7 +59,7 @@ pub(crate) struct Coverage {
 
 /// One finding beyond the oracle's rules.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Finding {
+pub struct Finding {
     /// `server-exited`, `no-response` or `nothing-exercised`.
     pub finding: &'static str,
     /// `fault` (exit 1) or `inconclusive` (exit 3).
@@ -72,7 +70,7 @@ pub(crate) struct Finding {
 
 /// How the server process or endpoint ended, as far as the probe saw.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct ServerEnd {
+pub struct ServerEnd {
     /// The server closed its output (stdio) before the probe was done with it.
     pub exited_early: Option<String>,
     /// Connections that could not be opened (HTTP).
@@ -94,11 +92,7 @@ struct CallView {
 /// `response-after-cancel`: a final response among them answered the cancel and does not make
 /// the cancel a crossing of finished work, and no message from the first of them on counts as
 /// a crossing.
-pub(crate) fn coverage(
-    trace: &Trace,
-    config: &OracleConfig,
-    flagged: &BTreeSet<usize>,
-) -> Coverage {
+pub fn coverage(trace: &Trace, config: &OracleConfig, flagged: &BTreeSet<usize>) -> Coverage {
     let lenient = DecodeOptions {
         allow_null_error_id: true,
         allow_integral_float_ids: true,
@@ -213,12 +207,7 @@ pub(crate) fn coverage(
 }
 
 /// The findings of a run that the oracle's rules cannot name.
-pub(crate) fn findings(
-    c: &Coverage,
-    end: &ServerEnd,
-    tool: &str,
-    cancels_planned: usize,
-) -> Vec<Finding> {
+pub fn findings(c: &Coverage, end: &ServerEnd, tool: &str, cancels_planned: usize) -> Vec<Finding> {
     let mut out = Vec::new();
     let answered = c.calls_answered + c.other_answered;
     let sent = c.calls_sent + c.other_requests;
@@ -272,47 +261,60 @@ pub(crate) fn findings(
     out
 }
 
-/// The verdict: a word and the exit code.
-pub(crate) fn verdict(report: &Report, findings: &[Finding]) -> (&'static str, u8) {
-    if report.has_must() {
-        ("violations", 1)
-    } else if findings.iter().any(|f| f.kind == "fault") {
-        ("server-fault", 1)
-    } else if !findings.is_empty() {
-        ("inconclusive", EXIT_INCONCLUSIVE)
-    } else {
-        ("clean", 0)
+/// A probe's verdict: the oracle's MUST rules first, then the findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeVerdict {
+    /// Exercised, and no MUST rule broken (exit 0).
+    Clean,
+    /// A MUST rule is broken (exit 1).
+    Violations,
+    /// The server exited or never answered (exit 1).
+    ServerFault,
+    /// Nothing wrong seen, but the run did not exercise what it was meant to (exit 3).
+    Inconclusive,
+}
+
+impl ProbeVerdict {
+    /// Judges the oracle's verdict together with the findings.
+    pub fn of(verdict: &Verdict, findings: &[Finding]) -> ProbeVerdict {
+        if verdict.has_must() {
+            ProbeVerdict::Violations
+        } else if findings.iter().any(|f| f.kind == "fault") {
+            ProbeVerdict::ServerFault
+        } else if !findings.is_empty() {
+            ProbeVerdict::Inconclusive
+        } else {
+            ProbeVerdict::Clean
+        }
+    }
+
+    /// The word printed and written in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeVerdict::Clean => "clean",
+            ProbeVerdict::Violations => "violations",
+            ProbeVerdict::ServerFault => "server-fault",
+            ProbeVerdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// The command's exit code.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ProbeVerdict::Clean => 0,
+            ProbeVerdict::Violations | ProbeVerdict::ServerFault => 1,
+            ProbeVerdict::Inconclusive => EXIT_INCONCLUSIVE,
+        }
     }
 }
 
 /// Events the oracle named as decisive in a `response-after-cancel` violation.
-pub(crate) fn flagged_answers(report: &Report) -> BTreeSet<usize> {
-    report
+pub fn flagged_answers(verdict: &Verdict) -> BTreeSet<usize> {
+    verdict
         .violations
         .iter()
-        .filter(|v| v.rule == mcp_sim::oracle::rule::RESPONSE_AFTER_CANCEL)
+        .filter(|v| v.rule == crate::oracle::rule::RESPONSE_AFTER_CANCEL)
         .filter_map(|v| v.events.last().copied())
         .collect()
-}
-
-/// The probe's verdict as one JSON object (`--format json`).
-#[derive(Serialize)]
-pub(crate) struct JsonVerdict<'a> {
-    /// The command or URL probed.
-    pub target: &'a str,
-    /// The schedule's seed.
-    pub seed: u64,
-    /// `clean`, `violations`, `server-fault` or `inconclusive`.
-    pub verdict: &'static str,
-    /// The process's exit code.
-    pub exit_code: u8,
-    /// The calibrated duration of one call, in ms, when measured.
-    pub natural_ms: Option<u64>,
-    /// The window cancels were placed in, in ms after their call's start.
-    pub cancel_window_ms: [u64; 2],
-    pub coverage: &'a Coverage,
-    pub findings: &'a [Finding],
-    pub violations: Vec<JsonViolation<'a>>,
-    /// Where the trace was written.
-    pub trace: Option<String>,
 }

@@ -1,4 +1,4 @@
-//! The turmoil harness: the sans-IO model on simulated hosts and sockets under a simulated
+//! The turmoil lane: the sans-IO model on simulated hosts and sockets under a simulated
 //! clock.
 //!
 //! Hosts: `client` (the reference client and the workload), `server` (the reference server:
@@ -26,93 +26,12 @@
 //! events are sorted by time (stably) when the run ends, since hosts run one after another
 //! within a tick.
 //!
-//! # Your own server under test
-//!
-//! [`run_with`] puts any server on the `server` host in place of the reference one; the
-//! reference client drives it under the same scenarios, seeds, faults and oracle. The server
-//! is a factory taking a [`ServerIo`]: for stdio, one accepted byte stream per "subprocess"
-//! (a [`ServerStream`] of NDJSON lines, tokio's `AsyncRead`/`AsyncWrite`, split with
-//! [`ServerStream::into_split`]); for Streamable HTTP, the bound [`ServerListener`] (the
-//! client POSTs to `/mcp` with `Host: server`; each accepted connection is a
-//! [`ServerStream`] to serve with hyper or any HTTP/1.1 server).
-//!
-//! ```no_run
-//! use mcp_sim::harness::{run_with, HarnessOptions, ServerIo, ServerUnderTest};
-//! use mcp_sim::scenario::Scenario;
-//!
-//! async fn my_server(io: ServerIo) {
-//!     if let ServerIo::Stdio(stream) = io {
-//!         // read requests from `stream`, write responses and notifications to it
-//!         # drop(stream);
-//!     }
-//! }
-//!
-//! let server = ServerUnderTest::custom(my_server);
-//! let scenario = Scenario::from_seed(7);
-//! let run = run_with(&scenario, &HarnessOptions::default(), &server).unwrap();
-//! // or judged by the oracle, with the liveness check:
-//! let judged = mcp_sim::run::judge_with(&scenario, &HarnessOptions::default(), &server);
-//! # let _ = (run, judged);
-//! ```
-//!
-//! A custom server is recorded at its end of the transport: the streams it is handed record
-//! what it reads and writes as the server's own events, on the server host's clock, in the
-//! shapes the reference server records (stdio lines; HTTP requests, statuses, SSE events,
-//! JSON bodies and the closes of each stream; see [`ServerStream`]). The oracle judges it with
-//! both sides in view, as it judges the reference server: what the server received and when
-//! is what its transport saw, not the client's send plus a grace window (see
-//! [`crate::oracle`], observation points). What it does inside stays a black box: no
-//! `backend` host runs, and the run is complete once the client has ended every call and
-//! lingered. A server crash (`Fault::CrashServer`) restarts the host: the factory runs again
-//! on the next connection (stdio) or with a fresh listener (HTTP). Everything the server
-//! spawns must run on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with
-//! turmoil's sockets and tokio's timers, so that the run stays deterministic.
-//! `examples/custom_server.rs` is a complete stdio server in a few dozen lines;
-//! `tests/rmcp_peer.rs` runs an rmcp server.
-//!
-//! The reference client calls the reference server's tool, `slow_op`, with each planned
-//! call's `{steps, step_ms}`; [`HarnessOptions::tool_calls`] drives one of the custom server's
-//! own tools instead, with arguments from a list or a function of the call's index and the
-//! seed ([`ToolCalls`]).
-//!
-//! # Your own client under test
-//!
-//! [`run_with_client`] puts any client on the `client` host in place of the reference one,
-//! against the reference server and its backend, under the scenario's latency and faults. The
-//! client is a factory called once with a `turmoil::net::TcpStream` connected to the server's
-//! stdio port (NDJSON lines both ways); after a server crash the stream reads EOF, and
-//! reconnecting to [`SERVER_STDIO_ADDR`] is the client's business. The client brings its own
-//! workload: the scenario's planned calls and stream resets are not made, and the scenario runs
-//! over stdio.
-//!
-//! ```no_run
-//! use mcp_sim::harness::{run_with_client, ClientUnderTest, HarnessOptions};
-//! use mcp_sim::scenario::Scenario;
-//!
-//! async fn my_client(stream: turmoil::net::TcpStream) {
-//!     // write `server/discover` and `tools/call` requests, read the server's lines
-//!     # drop(stream);
-//! }
-//!
-//! let client = ClientUnderTest::custom(my_client);
-//! let scenario = Scenario::from_seed(7);
-//! let run = run_with_client(&scenario, &HarnessOptions::default(), &client).unwrap();
-//! let report = mcp_sim::oracle::check(&run.trace, &run.oracle_config(&scenario));
-//! # let _ = report;
-//! ```
-//!
-//! A custom client is a black box: the trace holds the server's and the backend's observations
-//! only, and the oracle's client-side rules infer or skip (see [`crate::oracle`], observation
-//! points). The run ends when the client's future returns and the client host has lingered
-//! with the network healed until the server's work is over, so that late server work lands in
-//! the trace; the run is complete if that happens before the horizon. `tests/rmcp_client.rs`
-//! runs an rmcp client.
+//! A user's own server or client can take a reference peer's place: see [`run_with_server`]
+//! and [`run_with_client`].
 
 mod backend;
 mod client;
 mod custom;
-pub mod http;
-mod observe;
 mod proxy;
 mod server;
 mod tap;
@@ -131,7 +50,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::FutureExt;
 
-use crate::memory::{RunResult, RunStats};
+use crate::lanes::{RunResult, RunStats};
 use crate::model::Transport;
 use crate::scenario::{fault_time, Fault, Scenario, ToolCalls};
 use crate::time::Time;
@@ -143,11 +62,23 @@ pub(crate) const SERVER_STDIO_PORT: u16 = 9000;
 pub(crate) const PROXY_PORT: u16 = 8080;
 pub(crate) const BACKEND_PORT: u16 = 7000;
 /// Header carrying the client's stream id.
-pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
+pub(crate) use crate::lanes::http_exchange::STREAM_HEADER;
 
-/// Harness settings that are not part of the scenario.
+/// Finds `x-mcp-sim-stream` in a request head: the client's stream id, as the proxy and a
+/// custom server's recording stream read it.
+pub(crate) fn stream_id(head: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(head);
+    text.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case(STREAM_HEADER)
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
+/// Settings of the turmoil lane that are not part of the scenario.
 #[derive(Debug, Clone)]
-pub struct HarnessOptions {
+pub struct TurmoilOptions {
     /// turmoil's tick. Latencies and deliveries are quantised to it; timers inside a host are
     /// exact. Costs about 1 µs per host per tick.
     pub tick: Duration,
@@ -158,11 +89,11 @@ pub struct HarnessOptions {
     pub tool_calls: ToolCalls,
 }
 
-impl Default for HarnessOptions {
+impl Default for TurmoilOptions {
     /// A 10 ms tick: idle timeouts of 60-100 s and calls of 90 s are the point, and 10 ms keeps
     /// a 4-host run of several simulated minutes near 100 ms of wall time. `slow_op` calls.
     fn default() -> Self {
-        HarnessOptions {
+        TurmoilOptions {
             tick: Duration::from_millis(10),
             tool_calls: ToolCalls::default(),
         }
@@ -242,71 +173,99 @@ where
     let shared = shared.clone();
     tokio::task::spawn_local(async move {
         if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
-            let text = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a simulated task panicked".into());
+            let text = crate::lanes::panic_text(panic.as_ref());
             shared.borrow_mut().failure.get_or_insert(text);
         }
     })
 }
 
-/// How a harness run can fail outright (as opposed to a trace that breaks a rule).
+/// How a turmoil run can fail outright (as opposed to a trace that breaks a rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HarnessError {
+pub enum TurmoilError {
     /// A simulated task panicked.
     Panic(String),
     /// turmoil reported an error.
     Sim(String),
 }
 
-impl std::fmt::Display for HarnessError {
+impl std::fmt::Display for TurmoilError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HarnessError::Panic(p) => write!(f, "a simulated task panicked: {p}"),
-            HarnessError::Sim(e) => write!(f, "simulation error: {e}"),
+            TurmoilError::Panic(p) => write!(f, "a simulated task panicked: {p}"),
+            TurmoilError::Sim(e) => write!(f, "simulation error: {e}"),
         }
     }
 }
 
-impl std::error::Error for HarnessError {}
-
-/// The horizon: the last start or fault, plus twice the loosest timeout, plus a minute.
-fn horizon(scenario: &Scenario) -> Duration {
-    let last_start = scenario
-        .calls
-        .iter()
-        .map(|c| c.at)
-        .max()
-        .unwrap_or_default();
-    let last_fault = scenario
-        .faults
-        .iter()
-        .map(fault_time)
-        .max()
-        .unwrap_or_default();
-    last_start.max(last_fault) + scenario.max_request() * 2 + Duration::from_secs(60)
-}
+impl std::error::Error for TurmoilError {}
 
 /// Runs `scenario` on turmoil against the reference server and returns the trace.
 ///
-/// The shorthand for [`run_with`] and [`ServerUnderTest::Reference`].
-pub fn run(scenario: &Scenario, options: &HarnessOptions) -> Result<RunResult, HarnessError> {
-    run_with(scenario, options, &ServerUnderTest::Reference)
+/// The shorthand for [`run_with_server`] and [`ServerUnderTest::Reference`].
+pub fn run(scenario: &Scenario, options: &TurmoilOptions) -> Result<RunResult, TurmoilError> {
+    run_with_server(scenario, options, &ServerUnderTest::Reference)
 }
 
 /// Runs `scenario` on turmoil with `server` on the `server` host and returns the trace.
+///
+/// Any server can take the `server` host in place of the reference one; the
+/// reference client drives it under the same scenarios, seeds, faults and oracle. The server
+/// is a factory taking a [`ServerIo`]: for stdio, one accepted byte stream per "subprocess"
+/// (a [`ServerStream`] of NDJSON lines, tokio's `AsyncRead`/`AsyncWrite`, split with
+/// [`ServerStream::into_split`]); for Streamable HTTP, the bound [`ServerListener`] (the
+/// client POSTs to `/mcp` with `Host: server`; each accepted connection is a
+/// [`ServerStream`] to serve with hyper or any HTTP/1.1 server).
+///
+/// ```no_run
+/// use mcp_sim::lanes::turmoil::{run_with_server, TurmoilOptions, ServerIo, ServerUnderTest};
+/// use mcp_sim::scenario::Scenario;
+///
+/// async fn my_server(io: ServerIo) {
+///     if let ServerIo::Stdio(stream) = io {
+///         // read requests from `stream`, write responses and notifications to it
+///         # drop(stream);
+///     }
+/// }
+///
+/// let server = ServerUnderTest::custom(my_server);
+/// let scenario = Scenario::from_seed(7);
+/// let run = run_with_server(&scenario, &TurmoilOptions::default(), &server).unwrap();
+/// // or judged by the oracle, with the liveness check:
+/// let judged = mcp_sim::run::judge_with_server(&scenario, &TurmoilOptions::default(), &server);
+/// # let _ = (run, judged);
+/// ```
+///
+/// A custom server is recorded at its end of the transport: the streams it is handed record
+/// what it reads and writes as the server's own events, on the server host's clock, in the
+/// shapes the reference server records (stdio lines; HTTP requests, statuses, SSE events,
+/// JSON bodies and the closes of each stream; see [`ServerStream`]). The oracle judges it with
+/// both sides in view, as it judges the reference server: what the server received and when
+/// is what its transport saw, not the client's send plus a grace window (see
+/// [`crate::oracle`], observation points). What it does inside stays a black box: no
+/// `backend` host runs, and the run is complete once the client has ended every call and
+/// lingered. A server crash (`Fault::CrashServer`) restarts the host: the factory runs again
+/// on the next connection (stdio) or with a fresh listener (HTTP). Everything the server
+/// spawns must run on the host's tokio runtime (`tokio::spawn` or `spawn_local`), with
+/// turmoil's sockets and tokio's timers, so that the run stays deterministic.
+/// `examples/custom_server.rs` is a complete stdio server in a few dozen lines;
+/// `tests/rmcp_peer.rs` runs an rmcp server.
+///
+/// The reference client calls the reference server's tool, `slow_op`, with each planned
+/// call's `{steps, step_ms}`; [`TurmoilOptions::tool_calls`] drives one of the custom server's
+/// own tools instead, with arguments from a list or a function of the call's index and the
+/// seed ([`ToolCalls`]).
+///
+///
 ///
 /// With [`ServerUnderTest::Custom`] the trace holds the client's side (and the proxy's, when
 /// the scenario has one) and the server's, as the streams handed to it recorded what it read
 /// and wrote; no `backend` host runs, and the run is complete once the client has ended every
 /// call and lingered.
-pub fn run_with(
+pub fn run_with_server(
     scenario: &Scenario,
-    options: &HarnessOptions,
+    options: &TurmoilOptions,
     server: &ServerUnderTest,
-) -> Result<RunResult, HarnessError> {
+) -> Result<RunResult, TurmoilError> {
     run_hosts(scenario, options, server, &ClientUnderTest::Reference)
 }
 
@@ -319,11 +278,42 @@ pub fn run_with(
 /// observations. The run ends when the client's future returns and the client host has
 /// lingered (the faults healed, the server's work over), and must end before the scenario's
 /// horizon (its last planned call or fault, plus twice its loosest timeout, plus a minute).
+///
+/// Any client can take the `client` host in place of the reference one,
+/// against the reference server and its backend, under the scenario's latency and faults. The
+/// client is a factory called once with a `turmoil::net::TcpStream` connected to the server's
+/// stdio port (NDJSON lines both ways); after a server crash the stream reads EOF, and
+/// reconnecting to [`SERVER_STDIO_ADDR`] is the client's business. The client brings its own
+/// workload: the scenario's planned calls and stream resets are not made, and the scenario runs
+/// over stdio.
+///
+/// ```no_run
+/// use mcp_sim::lanes::turmoil::{run_with_client, ClientUnderTest, TurmoilOptions};
+/// use mcp_sim::scenario::Scenario;
+///
+/// async fn my_client(stream: turmoil::net::TcpStream) {
+///     // write `server/discover` and `tools/call` requests, read the server's lines
+///     # drop(stream);
+/// }
+///
+/// let client = ClientUnderTest::custom(my_client);
+/// let scenario = Scenario::from_seed(7);
+/// let run = run_with_client(&scenario, &TurmoilOptions::default(), &client).unwrap();
+/// let report = mcp_sim::oracle::check(&run.trace, &run.oracle_config(&scenario));
+/// # let _ = report;
+/// ```
+///
+/// A custom client is a black box: the trace holds the server's and the backend's observations
+/// only, and the oracle's client-side rules infer or skip (see [`crate::oracle`], observation
+/// points). The run ends when the client's future returns and the client host has lingered
+/// with the network healed until the server's work is over, so that late server work lands in
+/// the trace; the run is complete if that happens before the horizon. `tests/rmcp_client.rs`
+/// runs an rmcp client.
 pub fn run_with_client(
     scenario: &Scenario,
-    options: &HarnessOptions,
+    options: &TurmoilOptions,
     client: &ClientUnderTest,
-) -> Result<RunResult, HarnessError> {
+) -> Result<RunResult, TurmoilError> {
     match client {
         ClientUnderTest::Reference => {
             run_hosts(scenario, options, &ServerUnderTest::Reference, client)
@@ -337,10 +327,10 @@ pub fn run_with_client(
 
 fn run_hosts(
     scenario: &Scenario,
-    options: &HarnessOptions,
+    options: &TurmoilOptions,
     server: &ServerUnderTest,
     client: &ClientUnderTest,
-) -> Result<RunResult, HarnessError> {
+) -> Result<RunResult, TurmoilError> {
     let shared: SharedRef = Rc::new(RefCell::new(Shared::default()));
     TICK_MS.with(|t| t.set(options.tick.as_millis().max(1) as u64));
     let (lo, hi) = scenario.latency;
@@ -348,7 +338,7 @@ fn run_hosts(
         .rng_seed(scenario.seed)
         .epoch(UNIX_EPOCH + Duration::from_secs(1_785_196_800))
         .tick_duration(options.tick)
-        .simulation_duration(horizon(scenario))
+        .simulation_duration(scenario.horizon())
         .min_message_latency(lo)
         .max_message_latency(hi.max(lo))
         .tcp_capacity(4096)
@@ -432,14 +422,14 @@ fn run_hosts(
         }
         let step = sim.step();
         if let Some(p) = shared.borrow_mut().failure.take() {
-            return Err(HarnessError::Panic(p));
+            return Err(TurmoilError::Panic(p));
         }
         match step {
             Ok(true) => break,
             Ok(false) => {}
             // Running out of simulated time is a liveness failure, reported as an unsettled run.
             Err(e) if e.to_string().contains("Ran for duration") => break,
-            Err(e) => return Err(HarnessError::Sim(e.to_string())),
+            Err(e) => return Err(TurmoilError::Sim(e.to_string())),
         }
     }
     let mut shared = shared.borrow_mut();

@@ -1,0 +1,264 @@
+//! Flags and settings that several commands share: the lane, the overrides a replay line
+//! carries, the oracle profile, the output format, seed ranges.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use mcp_sim::lanes::Lane;
+use mcp_sim::model::Transport;
+use mcp_sim::mutants::{self, Mutant};
+use mcp_sim::oracle::{OracleConfig, Profile, Verdict};
+use mcp_sim::scenario::{ProxyConfig, Scenario};
+use serde::Serialize;
+
+/// Which reading of the spec's ambiguous points to judge by.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProfileArg {
+    /// The binding pages' MUSTs, strictly increasing progress.
+    Strict,
+    /// Non-decreasing progress, SHOULD for messages after a cancel.
+    Lenient,
+}
+
+/// Output format.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// The oracle settings of `--profile` and `--grace-ms`, shared by `check-trace` and `probe`.
+pub(crate) fn oracle_config(profile: ProfileArg, grace_ms: u64) -> OracleConfig {
+    OracleConfig {
+        profile: match profile {
+            ProfileArg::Strict => Profile::Strict,
+            ProfileArg::Lenient => Profile::Lenient,
+        },
+        grace_ms,
+        ..OracleConfig::default()
+    }
+}
+
+/// One violation as JSON: rule, level, event indices (decisive last), message.
+#[derive(Serialize)]
+pub(crate) struct JsonViolation<'a> {
+    rule: &'a str,
+    level: &'a str,
+    events: &'a [usize],
+    message: &'a str,
+}
+
+/// The violations of `verdict` as JSON values.
+pub(crate) fn json_violations(verdict: &Verdict) -> Vec<JsonViolation<'_>> {
+    verdict
+        .violations
+        .iter()
+        .map(|v| JsonViolation {
+            rule: v.rule,
+            level: v.level.as_str(),
+            events: &v.events,
+            message: &v.message,
+        })
+        .collect()
+}
+
+/// Which transport to run each seed on.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// As drawn from the seed.
+    Seed,
+    /// stdio only.
+    Stdio,
+    /// Streamable HTTP only.
+    Http,
+    /// Each seed on both.
+    Both,
+}
+
+/// Which driver runs the scenario.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LaneArg {
+    /// turmoil: simulated hosts, TCP, hyper, proxies, crashes (the full simulation).
+    Turmoil,
+    /// The in-memory discrete-event driver: the same model and oracle, about 50x faster.
+    Memory,
+}
+
+/// The driver and its settings; part of every replay line.
+#[derive(clap::Args, Clone)]
+pub struct LaneOptions {
+    /// Driver.
+    #[arg(long, value_enum, default_value_t = LaneArg::Turmoil)]
+    pub(crate) lane: LaneArg,
+    /// turmoil tick in milliseconds.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) tick_ms: u64,
+}
+
+impl LaneOptions {
+    pub(crate) fn lane(&self) -> Lane {
+        match self.lane {
+            LaneArg::Turmoil => Lane::Turmoil {
+                tick: Duration::from_millis(self.tick_ms.max(1)),
+            },
+            LaneArg::Memory => Lane::Memory,
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match self.lane {
+            LaneArg::Turmoil => format!("turmoil, {} ms tick", self.tick_ms),
+            LaneArg::Memory => "in-memory driver".to_string(),
+        }
+    }
+
+    pub(crate) fn flags(&self) -> String {
+        let mut out = String::new();
+        if self.lane == LaneArg::Memory {
+            out.push_str(" --lane memory");
+        }
+        if self.tick_ms != 10 {
+            let _ = write!(out, " --tick-ms {}", self.tick_ms);
+        }
+        out
+    }
+}
+
+/// Knobs that override what the seed draws; part of the replay line.
+#[derive(clap::Args, Clone)]
+pub struct Overrides {
+    #[command(flatten)]
+    pub(crate) lane: LaneOptions,
+    /// Transport.
+    #[arg(long, value_enum, default_value_t = TransportArg::Seed)]
+    pub(crate) transport: TransportArg,
+    /// Idle-timeout proxy on HTTP: nginx, alb, cloudflare, custom:SECONDS or none.
+    #[arg(long)]
+    pub(crate) proxy: Option<String>,
+    /// Run a mutant (see `mcp-sim mutants`) instead of the reference peers.
+    #[arg(long)]
+    pub(crate) mutant: Option<String>,
+}
+
+impl Overrides {
+    /// Checks the names given on the command line.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        self.proxy()?;
+        self.mutant()?;
+        Ok(())
+    }
+
+    pub(crate) fn transports(&self) -> Vec<Option<Transport>> {
+        match self.transport {
+            TransportArg::Seed => vec![None],
+            TransportArg::Stdio => vec![Some(Transport::Stdio)],
+            TransportArg::Http => vec![Some(Transport::Http)],
+            TransportArg::Both => vec![Some(Transport::Stdio), Some(Transport::Http)],
+        }
+    }
+
+    pub(crate) fn proxy(&self) -> Result<Option<Option<ProxyConfig>>, String> {
+        match self.proxy.as_deref() {
+            None => Ok(None),
+            Some("none") => Ok(Some(None)),
+            Some(name) => ProxyConfig::preset(name)
+                .map(|p| Some(Some(p)))
+                .ok_or_else(|| format!("unknown proxy preset {name:?}")),
+        }
+    }
+
+    pub(crate) fn mutant(&self) -> Result<Option<Mutant>, String> {
+        match self.mutant.as_deref() {
+            None => Ok(None),
+            Some(name) => Mutant::from_name(name)
+                .map(Some)
+                .ok_or_else(|| format!("unknown mutant {name:?}")),
+        }
+    }
+
+    pub(crate) fn scenario(&self, seed: u64, transport: Option<Transport>) -> Scenario {
+        let mut s = match self.mutant() {
+            Ok(Some(m)) => mutants::hunt_scenario(m, seed, m.environment().with(m)),
+            _ => Scenario::from_seed(seed),
+        };
+        if let Some(t) = transport {
+            s = s.with_transport(t);
+        }
+        if let Ok(Some(p)) = self.proxy() {
+            s = s.with_proxy(p);
+        }
+        s
+    }
+
+    /// The lane and the overrides as flags (shards of one sweep must agree on them).
+    pub(crate) fn setup(&self) -> String {
+        let transport = self
+            .transport
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        let mut out = format!("--transport {transport}{}", self.lane.flags());
+        if let Some(p) = &self.proxy {
+            let _ = write!(out, " --proxy {p}");
+        }
+        if let Some(m) = &self.mutant {
+            let _ = write!(out, " --mutant {m}");
+        }
+        out
+    }
+
+    /// The command that replays `seed` with these overrides.
+    pub(crate) fn replay_line(&self, seed: u64, transport: Option<Transport>) -> String {
+        let mut line = format!(
+            "cargo run --release -p mcp-sim-cli -- replay --seed {seed}{}",
+            self.lane.flags()
+        );
+        if let Some(t) = transport {
+            let _ = write!(line, " --transport {t}");
+        }
+        if let Some(p) = &self.proxy {
+            let _ = write!(line, " --proxy {p}");
+        }
+        if let Some(m) = &self.mutant {
+            let _ = write!(line, " --mutant {m}");
+        }
+        line
+    }
+
+    /// The `cargo test` command that replays `seed` (the reference peers; transport override
+    /// only).
+    pub(crate) fn test_line(&self, seed: u64, transport: Option<Transport>) -> Option<String> {
+        if self.mutant.is_some() || self.proxy.is_some() {
+            return None;
+        }
+        let transport = transport
+            .map(|t| format!("MCP_SIM_TRANSPORT={t} "))
+            .unwrap_or_default();
+        let test = match self.lane.lane {
+            LaneArg::Turmoil => "turmoil_sim",
+            LaneArg::Memory => "simulation",
+        };
+        Some(format!("MCP_SIM_SEED={seed} {transport}cargo test --release --test {test} replay_one_seed -- --nocapture"))
+    }
+}
+
+/// A seed range `A..B` (B excluded), or a single seed.
+pub(crate) fn parse_range(s: &str) -> Result<(u64, u64), String> {
+    match s.split_once("..") {
+        Some((a, b)) => {
+            let a = a.parse().map_err(|_| format!("bad range start in {s:?}"))?;
+            let b = b.parse().map_err(|_| format!("bad range end in {s:?}"))?;
+            if b <= a {
+                return Err(format!("empty range {s:?}"));
+            }
+            Ok((a, b))
+        }
+        None => s
+            .parse()
+            .map(|a: u64| (a, a + 1))
+            .map_err(|_| format!("expected A..B or a seed, got {s:?}")),
+    }
+}

@@ -1,0 +1,10 @@
+//! One file per command: each parses its flags, calls the library and prints.
+
+pub mod check_trace;
+pub mod decode;
+pub mod merge;
+pub mod mutants;
+pub mod probe;
+pub mod replay;
+pub mod rules;
+pub mod sweep;

@@ -1,0 +1,370 @@
+//! `mcp-sim probe -- COMMAND ARGS...` / `mcp-sim probe --url URL`: drive a real MCP server
+//! with a seeded schedule ([`mcp_sim::lanes::live::probe`]) and judge what it did.
+//!
+//! Exit codes: 0 clean and exercised, 1 a MUST violation or a server fault, 2 usage error or
+//! the server cannot be started or reached, 3 inconclusive (see
+//! [`mcp_sim::lanes::live::findings`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcp_sim::lanes::live::findings::{self, Coverage, Finding, ProbeVerdict};
+use mcp_sim::lanes::live::probe::{
+    self, ProbeConfig, ProbeError, ProbeRun, Target, CALIBRATION_CALLS,
+};
+use mcp_sim::oracle::{self, OracleConfig, CANCEL_REACTION_MS};
+use mcp_sim::report;
+use mcp_sim::scenario::ProxyConfig;
+use mcp_sim::trace::Trace;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::args::{json_violations, oracle_config, Format, JsonViolation, ProfileArg};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seed of the schedule (call start times, which calls are cancelled and when, faults).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The tool to call.
+    #[arg(long, default_value = "slow_op")]
+    tool: String,
+    /// The tool's arguments, a JSON object.
+    #[arg(long, default_value = "{}")]
+    args: String,
+    /// Number of scheduled `tools/call` requests (after the calibration call).
+    #[arg(long, default_value_t = 6)]
+    calls: u32,
+    /// Idle timeout of each call in ms; valid progress restarts it.
+    #[arg(long, default_value_t = 5000)]
+    timeout_ms: u64,
+    /// Hard maximum of each call in ms, whatever progress arrives.
+    #[arg(long, default_value_t = 30_000)]
+    max_total_ms: u64,
+    /// Percentage of calls the application cancels, at a seeded offset after their start.
+    #[arg(long, default_value_t = 34)]
+    cancel_percent: u64,
+    /// Cancellations fall within this many ms after their call's start. Default: between a
+    /// tenth and two fifths of the calibrated duration of a call.
+    #[arg(long)]
+    cancel_within_ms: Option<u64>,
+    /// How long the start-up check (`tools/list`) may wait for the server's first answer,
+    /// in ms: an interpreter's start-up is not what the probe judges.
+    #[arg(long, default_value_t = 30_000)]
+    startup_timeout_ms: u64,
+    /// Bound on the whole run in seconds; calls still open then are cancelled.
+    #[arg(long, default_value_t = 60)]
+    max_seconds: u64,
+    /// How long to keep reading after the last outcome, in ms (late messages after a cancel).
+    #[arg(long, default_value_t = 1500)]
+    drain_ms: u64,
+    /// Write the trace (JSON Lines, format v1) to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
+    profile: ProfileArg,
+    /// Window for inferring the server's observations and for stopping work, in ms.
+    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
+    grace_ms: u64,
+    /// Output: text lines, or one JSON object with the verdict, coverage, findings and
+    /// violations.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Print every trace event as it is recorded (to stderr).
+    #[arg(long)]
+    verbose: bool,
+    /// Probe the Streamable HTTP server at this endpoint (`http://HOST:PORT/PATH`) instead of
+    /// starting a command.
+    #[arg(long, conflicts_with = "command")]
+    url: Option<String>,
+    /// With `--url`: relay through a local intermediary with the idle timeout, buffering and
+    /// gateway status of a preset: `nginx`, `alb`, `cloudflare`, `custom:SECONDS` or
+    /// `custom:MSms`.
+    #[arg(long, value_parser = parse_proxy)]
+    proxy: Option<ProxyConfig>,
+    /// With `--url`: the relay's idle timeout in ms. Alone, a plain idle cutter (the same as
+    /// `--proxy custom:MSms`); with `--proxy`, that preset with this timeout instead of its
+    /// own (nginx's `proxy_read_timeout 10s`, say).
+    #[arg(long)]
+    proxy_idle_ms: Option<u64>,
+    /// With `--url`: the relay delays every post's bytes, each way, by a seeded latency in
+    /// this range of ms (`A..B`).
+    #[arg(long, value_parser = parse_ms_range)]
+    latency_ms: Option<(u64, u64)>,
+    /// With `--url`: percentage of posts whose connection the relay resets in the middle of
+    /// the response.
+    #[arg(long, default_value_t = 0)]
+    reset_percent: u64,
+    /// stdio: percentage of calls during which the probe stops reading the server's stdout
+    /// for a while (back-pressure).
+    #[arg(long, default_value_t = 0)]
+    stall_percent: u64,
+    /// stdio: how long a stall lasts, a range of ms (`A..B`).
+    #[arg(long, value_parser = parse_ms_range, default_value = "200..2000")]
+    stall_ms: (u64, u64),
+    /// stdio: kill and restart the server this many times, between calls.
+    #[arg(long, default_value_t = 0)]
+    restarts: u32,
+    /// The server command and its arguments (after `--`).
+    #[arg(required_unless_present = "url", last = true, num_args = 1..)]
+    command: Vec<String>,
+}
+
+fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
+    ProxyConfig::preset(s).ok_or_else(|| {
+        format!("unknown proxy {s:?}: nginx, alb, cloudflare, custom:SECONDS or custom:MSms")
+    })
+}
+
+/// `A..B` in ms, `A <= B`.
+fn parse_ms_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?} is not a range A..B"))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad start in {s:?}"))?;
+    let b: u64 = b.trim().parse().map_err(|_| format!("bad end in {s:?}"))?;
+    if a > b {
+        return Err(format!("empty range {s:?}"));
+    }
+    Ok((a, b))
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("mcp-sim probe: {msg}");
+    ExitCode::from(2)
+}
+
+/// The library's configuration from the flags; errors name the flag.
+fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
+    let arguments = match serde_json::from_str(&args.args) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return Err("--args must be a JSON object".into()),
+        Err(e) => return Err(format!("--args is not JSON: {e}")),
+    };
+    if args.proxy_idle_ms == Some(0) {
+        return Err("--proxy-idle-ms must be positive".into());
+    }
+    let proxy = match (args.proxy, args.proxy_idle_ms.map(Duration::from_millis)) {
+        (Some(preset), Some(idle)) => Some(ProxyConfig {
+            idle_timeout: idle,
+            ..preset
+        }),
+        (Some(preset), None) => Some(preset),
+        (None, idle) => idle.map(ProxyConfig::custom),
+    };
+    let target = match &args.url {
+        Some(url) => Target::Http(url.clone()),
+        None => Target::Stdio(args.command.clone()),
+    };
+    let config = ProbeConfig {
+        seed: args.seed,
+        tool: args.tool.clone(),
+        arguments,
+        calls: args.calls,
+        timeout_ms: args.timeout_ms,
+        max_total_ms: args.max_total_ms,
+        cancel_percent: args.cancel_percent,
+        cancel_within_ms: args.cancel_within_ms,
+        startup_timeout_ms: args.startup_timeout_ms,
+        max_seconds: args.max_seconds,
+        drain_ms: args.drain_ms,
+        verbose: args.verbose,
+        stall_percent: args.stall_percent,
+        stall_ms: args.stall_ms,
+        restarts: args.restarts,
+        proxy,
+        latency_ms: args.latency_ms,
+        reset_percent: args.reset_percent,
+    };
+    config
+        .validate(&target)
+        .map_err(|e| format!("--{}: {}", e.setting, e.message))?;
+    Ok((target, config))
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let (target, config) = match config(args) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    match probe::probe(&target, &config) {
+        Ok(run) => finish(&run, args, &target.label()),
+        Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),
+        Err(ProbeError::Unreachable(e)) => {
+            eprintln!("mcp-sim probe: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The probe's verdict as one JSON object (`--format json`).
+#[derive(Serialize)]
+struct JsonVerdict<'a> {
+    /// The command or URL probed.
+    target: &'a str,
+    /// The schedule's seed.
+    seed: u64,
+    /// `clean`, `violations`, `server-fault` or `inconclusive`.
+    verdict: &'static str,
+    /// The process's exit code.
+    exit_code: u8,
+    /// The calibrated duration of one call, in ms, when measured.
+    natural_ms: Option<u64>,
+    /// The window cancels were placed in, in ms after their call's start.
+    cancel_window_ms: [u64; 2],
+    coverage: &'a Coverage,
+    findings: &'a [Finding],
+    violations: Vec<JsonViolation<'a>>,
+    /// Where the trace was written.
+    trace: Option<String>,
+}
+
+/// Writes the trace, judges it and prints the verdict; returns the exit code.
+fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
+    let trace = &run.run.trace;
+    if let Some(path) = &args.trace {
+        if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
+            eprintln!("mcp-sim probe: cannot write {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    // Every request must end: a server that went away leaves its calls open, and the oracle
+    // says so.
+    let config = OracleConfig {
+        complete: true,
+        ..oracle_config(args.profile, args.grace_ms)
+    };
+    let verdict = oracle::check(trace, &config);
+    let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
+    let found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
+    let word = ProbeVerdict::of(&verdict, &found);
+    match args.format {
+        Format::Json => {
+            let out = JsonVerdict {
+                target: label,
+                seed: args.seed,
+                verdict: word.as_str(),
+                exit_code: word.exit_code(),
+                natural_ms: run.natural_ms,
+                cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],
+                coverage: &coverage,
+                findings: &found,
+                violations: json_violations(&verdict),
+                trace: args.trace.as_ref().map(|p| p.display().to_string()),
+            };
+            println!(
+                "{}",
+                serde_json::to_string(&out).expect("verdict serializes")
+            );
+        }
+        Format::Text => print_text(&TextReport {
+            args,
+            label,
+            run,
+            trace,
+            coverage: &coverage,
+            findings: &found,
+            verdict: &verdict,
+            word,
+        }),
+    }
+    ExitCode::from(word.exit_code())
+}
+
+struct TextReport<'a> {
+    args: &'a Args,
+    label: &'a str,
+    run: &'a ProbeRun,
+    trace: &'a Trace,
+    coverage: &'a Coverage,
+    findings: &'a [Finding],
+    verdict: &'a oracle::Verdict,
+    word: ProbeVerdict,
+}
+
+fn print_text(r: &TextReport<'_>) {
+    let (args, c, run) = (r.args, r.coverage, r.run);
+    let planned_cancels = run.planned_cancels;
+    println!(
+        "probe: {} (seed {}, {CALIBRATION_CALLS} calibration calls and {} calls of {}, {} \
+         planned cancels)",
+        r.label, args.seed, args.calls, args.tool, planned_cancels
+    );
+    println!(
+        "policy: idle {} ms reset by progress, hard maximum {} ms",
+        args.timeout_ms, args.max_total_ms
+    );
+    let width = run.cancel_window_ms.1 - run.cancel_window_ms.0;
+    match run.natural_ms {
+        Some(d) => println!(
+            "calibration: the shorter call took {d} ms; cancels fall {}..{} ms into their call. A final \
+             response within {CANCEL_REACTION_MS} ms of a cancel, before half the shortest \
+             uncancelled call's duration, answers the cancel: for a crossing to look like that \
+             the call must end that early and in those {CANCEL_REACTION_MS} ms (at most {:.0} % \
+             per cancel for the second alone)",
+            run.cancel_window_ms.0,
+            run.cancel_window_ms.1,
+            (100.0 * CANCEL_REACTION_MS as f64 / width as f64).min(100.0)
+        ),
+        None => println!("calibration: no result, so the natural duration of a call is unknown"),
+    }
+    let outcome_text: Vec<String> = run
+        .run
+        .stats
+        .outcomes
+        .iter()
+        .map(|(o, n)| format!("{} {n}", o.as_str()))
+        .collect();
+    println!(
+        "wall: {:.2} s, {} events, {} progress delivered, outcomes (all requests): {}",
+        r.trace.end() as f64 / 1000.0,
+        r.trace.events.len(),
+        run.progress_delivered,
+        if outcome_text.is_empty() {
+            "none".to_string()
+        } else {
+            outcome_text.join(", ")
+        }
+    );
+    println!(
+        "coverage: {} of {} calls started; {} answered ({} results, {} errors); {} cancels, {} \
+         met running work, {} crossings; {} progress received; {} timeouts; {} of {} other \
+         requests answered",
+        run.calls_started,
+        args.calls as usize + CALIBRATION_CALLS,
+        c.calls_answered,
+        c.results,
+        c.errors,
+        c.cancels,
+        c.cancels_met_running_work,
+        c.crossings,
+        c.progress_received,
+        c.timeouts,
+        c.other_answered,
+        c.other_requests
+    );
+    if !c.faults.is_empty() {
+        let faults: Vec<String> = c.faults.iter().map(|(f, n)| format!("{f} {n}")).collect();
+        println!("faults injected: {}", faults.join(", "));
+    }
+    println!("{}", run.ended);
+    if run.write_errors > 0 {
+        println!(
+            "writes to the server's stdin that failed: {}",
+            run.write_errors
+        );
+    }
+    if let Some(path) = &args.trace {
+        println!("trace: {}", path.display());
+    }
+    for f in r.findings {
+        println!("finding: {} ({}): {}", f.finding, f.kind, f.message);
+    }
+    println!("violations: {}", r.verdict.violations.len());
+    print!("{}", report::violations_text(r.verdict));
+    println!("verdict: {} (exit {})", r.word.as_str(), r.word.exit_code());
+}

@@ -1,0 +1,387 @@
+//! `mcp-sim sweep`: run a range of seeded scenarios, judge every trace, and make every
+//! failure reproducible from one line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use mcp_sim::model::{Outcome, Transport};
+use mcp_sim::report;
+use mcp_sim::run::{self, Judged};
+use mcp_sim::scenario::Scenario;
+
+use crate::args::{parse_range, Format, Overrides};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seed range `A..B` (B excluded), or a single seed.
+    #[arg(long, default_value = "0..1000", value_parser = parse_range)]
+    seeds: (u64, u64),
+    #[command(flatten)]
+    overrides: Overrides,
+    /// Worker threads (each seed is independent; results do not depend on this).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Write a report (trace, diagram, summary) for each failing seed here.
+    #[arg(long, default_value = "target/mcp-sim-reports")]
+    report_dir: PathBuf,
+    /// Run only shard K of N (`K/N`, 1 <= K <= N): the seeds `s` with `(s - A) mod N = K - 1`.
+    /// The N shards are disjoint and together are the whole range; `mcp-sim merge` adds up
+    /// their `--format json` outputs.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// Output: the text summary, or one JSON object (a summary plus one entry per failing run
+    /// with its replay line), which `mcp-sim merge` reads.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// `K/N` with `1 <= K <= N`.
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (k, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("expected K/N, got {s:?}"))?;
+    let k: u64 = k
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad shard index in {s:?}"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad shard count in {s:?}"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("shard {s:?}: need 1 <= K <= N"));
+    }
+    Ok((k, n))
+}
+
+/// One judged seed.
+pub(crate) struct SeedRun {
+    pub(crate) seed: u64,
+    pub(crate) transport: Option<Transport>,
+    pub(crate) scenario: Scenario,
+    pub(crate) judged: Judged,
+}
+
+pub(crate) fn run_seed(overrides: &Overrides, seed: u64, transport: Option<Transport>) -> SeedRun {
+    let scenario = overrides.scenario(seed, transport);
+    let judged = run::judge(&scenario, overrides.lane.lane());
+    SeedRun {
+        seed,
+        transport,
+        scenario,
+        judged,
+    }
+}
+
+/// Writes trace, diagram and summary of a failing run; returns the folder.
+pub(crate) fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Result<PathBuf> {
+    let suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
+    let folder = dir.join(format!("seed-{}{suffix}", r.seed));
+    std::fs::create_dir_all(&folder)?;
+    let trace = &r.judged.run.trace;
+    std::fs::write(folder.join("trace.jsonl"), trace.to_jsonl())?;
+    let events = report::slice(trace, &r.judged.verdict);
+    std::fs::write(
+        folder.join("sequence.mmd"),
+        report::mermaid(trace, &r.judged.verdict, &events),
+    )?;
+    std::fs::write(folder.join("summary.txt"), summary_text(r, replay))?;
+    Ok(folder)
+}
+
+pub(crate) fn summary_text(r: &SeedRun, replay: &str) -> String {
+    let (trace, report) = (&r.judged.run.trace, &r.judged.verdict);
+    let mut out = String::new();
+    let _ = writeln!(out, "SEED={} {}", r.seed, r.scenario);
+    if let Some(c) = &r.judged.crash {
+        let _ = writeln!(out, "CRASH: {c}");
+    }
+    let _ = writeln!(
+        out,
+        "trace: {} events, digest {:016x}, complete={}",
+        trace.events.len(),
+        trace.digest(),
+        r.judged.run.complete
+    );
+    let _ = writeln!(out, "violations:\n{}", report::violations_text(report));
+    let _ = writeln!(out, "trace slice:");
+    for i in report::slice(trace, report) {
+        let line = serde_json::to_string(&trace.events[i]).expect("events serialize");
+        let _ = writeln!(out, "  #{i} {line}");
+    }
+    let _ = writeln!(out, "replay: {replay}");
+    out
+}
+
+/// What a sweep keeps of one run.
+struct Summary {
+    seed: u64,
+    transport: Option<Transport>,
+    sim_ms: u64,
+    requests: u64,
+    outcomes: BTreeMap<Outcome, u64>,
+    rules: Vec<(&'static str, &'static str)>,
+    fails: bool,
+    replay: String,
+    test_line: Option<String>,
+    report: Option<PathBuf>,
+}
+
+impl Summary {
+    fn of(r: &SeedRun, overrides: &Overrides, report_dir: &Path) -> Summary {
+        let replay = overrides.replay_line(r.seed, r.transport);
+        let mut rules: Vec<(&'static str, &'static str)> = r
+            .judged
+            .verdict
+            .violations
+            .iter()
+            .map(|v| (v.rule, v.level.as_str()))
+            .collect();
+        if r.judged.crash.is_some() {
+            rules.push(("crash", "MUST"));
+        }
+        rules.sort();
+        rules.dedup();
+        let fails = r.judged.fails();
+        let report = if fails {
+            write_report(report_dir, r, &replay).ok()
+        } else {
+            None
+        };
+        let stats = &r.judged.run.stats;
+        Summary {
+            seed: r.seed,
+            transport: r.transport,
+            sim_ms: stats.sim_ms,
+            requests: stats.requests,
+            outcomes: stats.outcomes.clone(),
+            rules,
+            fails,
+            test_line: overrides.test_line(r.seed, r.transport),
+            replay,
+            report,
+        }
+    }
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    if let Err(e) = args.overrides.validate() {
+        eprintln!("mcp-sim sweep: {e}");
+        return ExitCode::from(2);
+    }
+    let (a, b) = args.seeds;
+    let (k, n) = args.shard.unwrap_or((1, 1));
+    let transports = args.overrides.transports();
+    let runs: Vec<(u64, Option<Transport>)> = (a..b)
+        .filter(|s| (s - a) % n == k - 1)
+        .flat_map(|s| transports.iter().map(move |t| (s, *t)))
+        .collect();
+    let shard = args
+        .shard
+        .map(|(k, n)| format!(", shard {k}/{n}"))
+        .unwrap_or_default();
+    let header = format!(
+        "sweep: seeds {a}..{b}{shard}, {} runs, {}, {} job(s)",
+        runs.len(),
+        args.overrides.lane.describe(),
+        args.jobs.max(1)
+    );
+    if matches!(args.format, Format::Text) {
+        println!("{header}");
+    }
+    let bar = ProgressBar::new(runs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    let start = Instant::now();
+    let next = AtomicU64::new(0);
+    let results: Mutex<Vec<Summary>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.max(1) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(&(seed, transport)) = runs.get(k) else {
+                    break;
+                };
+                let r = run_seed(&args.overrides, seed, transport);
+                let s = Summary::of(&r, &args.overrides, &args.report_dir);
+                results
+                    .lock()
+                    .expect("no worker panics while holding the lock")
+                    .push(s);
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let wall = start.elapsed();
+    let mut results = results.into_inner().expect("workers finished");
+    results.sort_by_key(|s| (s.seed, s.transport));
+
+    let mut totals = Totals {
+        format: TOTALS_FORMAT.into(),
+        seeds: args.seeds,
+        shards: vec![(k, n)],
+        setup: args.overrides.setup(),
+        runs: results.len() as u64,
+        sim_ms: 0,
+        wall_ms: wall.as_millis() as u64,
+        requests: 0,
+        outcomes: BTreeMap::new(),
+        violations: BTreeMap::new(),
+        failing: Vec::new(),
+    };
+    for s in &results {
+        totals.sim_ms += s.sim_ms;
+        totals.requests += s.requests;
+        for (o, n) in &s.outcomes {
+            *totals.outcomes.entry(*o).or_default() += n;
+        }
+        for (rule, level) in &s.rules {
+            totals
+                .violations
+                .entry((*rule).to_string())
+                .or_insert_with(|| RuleCount {
+                    level: (*level).to_string(),
+                    runs: 0,
+                })
+                .runs += 1;
+        }
+        if s.fails {
+            totals.failing.push(FailingRun {
+                seed: s.seed,
+                transport: s.transport.map(|t| t.to_string()),
+                rules: s.rules.iter().map(|r| r.0.to_string()).collect(),
+                replay: s.replay.clone(),
+                test: s.test_line.clone(),
+                report: s.report.as_ref().map(|p| p.display().to_string()),
+            });
+        }
+    }
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string(&totals).expect("totals serialize")
+        ),
+        Format::Text => print!("{}", totals.text()),
+    }
+    if totals.failing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The `format` member of a sweep's JSON output.
+pub(crate) const TOTALS_FORMAT: &str = "mcp-sim-sweep/1";
+
+/// What a sweep (or a shard of one) found: the summary and every failing run. `--format json`
+/// prints it; `mcp-sim merge` adds shards up.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct Totals {
+    /// [`TOTALS_FORMAT`].
+    pub format: String,
+    /// The seed range `[A, B)`.
+    pub seeds: (u64, u64),
+    /// The shards covered, `(K, N)`.
+    pub shards: Vec<(u64, u64)>,
+    /// The lane and overrides, as the flags of a replay line: shards of one sweep agree.
+    pub setup: String,
+    pub runs: u64,
+    pub sim_ms: u64,
+    /// Wall time in ms (summed over merged shards).
+    pub wall_ms: u64,
+    pub requests: u64,
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Runs per violated rule, with the rule's level.
+    pub violations: BTreeMap<String, RuleCount>,
+    /// Every run that broke a MUST rule or crashed, in seed order.
+    pub failing: Vec<FailingRun>,
+}
+
+/// Runs that broke one rule.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct RuleCount {
+    pub level: String,
+    pub runs: u64,
+}
+
+/// One failing run and how to reproduce it.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct FailingRun {
+    pub seed: u64,
+    pub transport: Option<String>,
+    pub rules: Vec<String>,
+    /// The `mcp-sim replay` line.
+    pub replay: String,
+    /// The `cargo test` line, for the reference peers.
+    pub test: Option<String>,
+    /// The report folder, on the machine that ran it.
+    pub report: Option<String>,
+}
+
+impl Totals {
+    /// The text summary `mcp-sim sweep` prints after its header.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let wall = self.wall_ms as f64 / 1000.0;
+        let _ = writeln!(out, "runs:        {}", self.runs);
+        let _ = writeln!(
+            out,
+            "simulated:   {:.0} s ({:.1} h)",
+            self.sim_ms as f64 / 1000.0,
+            self.sim_ms as f64 / 3.6e6
+        );
+        let _ = writeln!(
+            out,
+            "wall:        {wall:.2} s ({:.0} runs/s)",
+            self.runs as f64 / wall
+        );
+        let _ = writeln!(
+            out,
+            "compression: {:.0}x simulated seconds per wall second",
+            self.sim_ms as f64 / 1000.0 / wall
+        );
+        let _ = writeln!(out, "requests:    {}", self.requests);
+        let outcome_text: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|(o, n)| format!("{} {n}", o.as_str()))
+            .collect();
+        let _ = writeln!(out, "outcomes:    {}", outcome_text.join(", "));
+        if self.violations.is_empty() {
+            let _ = writeln!(out, "violations:  none");
+        } else {
+            let _ = writeln!(out, "violations (runs per rule):");
+            for (rule, c) in &self.violations {
+                let _ = writeln!(out, "  {rule:<28} {:<7} {}", c.level, c.runs);
+            }
+        }
+        for f in &self.failing {
+            let _ = writeln!(out, "FAIL seed {}: {}", f.seed, f.rules.join(", "));
+            if let Some(folder) = &f.report {
+                let _ = writeln!(out, "  report: {folder}");
+            }
+            let _ = writeln!(out, "  replay: {}", f.replay);
+            if let Some(t) = &f.test {
+                let _ = writeln!(out, "  test:   {t}");
+            }
+        }
+        if !self.failing.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} of {} runs violate a MUST rule",
+                self.failing.len(),
+                self.runs
+            );
+        }
+        out
+    }
+}

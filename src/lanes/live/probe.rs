@@ -1,0 +1,1012 @@
+//! The probe: drive a real MCP server, over stdio (a subprocess) or Streamable HTTP (a URL),
+//! with a seeded schedule, and record what the client saw (`mcp-sim probe`).
+//!
+//! The probe starts the server as a subprocess and talks to it with the library's reference
+//! [`Client`] over NDJSON on its stdin and stdout (spec §5.1), in real time: the model's clock is
+//! the number of milliseconds since the probe started. Every call asks for progress and runs
+//! under a timeout policy (an idle timeout that valid progress resets, under a hard maximum,
+//! spec §4).
+//!
+//! # Phases
+//!
+//! 1. **Start-up check**: one `tools/list`, alone, allowed [`ProbeConfig::startup_timeout_ms`] (an
+//!    interpreter's start-up is not what is judged). A server that exits or never answers is
+//!    named (`server-exited`, `no-response`: see [`super::findings`]) instead of passing
+//!    a run that exercised nothing.
+//! 2. **Calibration**: two calls of the tool, one after the other, not cancelled: the shorter
+//!    one's duration is the call's natural duration `D` (a first call may pay for warming up).
+//! 3. **The schedule**, seeded (ChaCha8 from [`ProbeConfig::seed`]): overlapping calls; a share of them
+//!    cancelled at a seeded offset. Without [`ProbeConfig::cancel_within_ms`] the offsets fall in
+//!    `[D/10, 2D/5)`, so every cancel meets a call with more than half its work left: that is
+//!    what lets the oracle tell a server that answers a cancel from one whose result merely
+//!    crossed it (see `mcp_sim::oracle`, "An answer to the cancel").
+//!
+//! # Barriers (stdio)
+//!
+//! Right after each `notifications/cancelled` the probe writes a `tools/list`. The pipes are
+//! ordered both ways, so once its answer arrives, the server has certainly read the cancel,
+//! and anything for the cancelled call that arrives after that answer was written after the
+//! server read the cancel: a `response-after-cancel` with no timing assumption at all.
+//!
+//! # Faults
+//!
+//! Seeded like the schedule and recorded in the trace as `fault` events. stdio:
+//! a share of the calls ([`ProbeConfig::stall_percent`]) see the probe stop reading the
+//! server's stdout for a while (back-pressure: the server's writes wait in the pipe), and
+//! [`ProbeConfig::restarts`] kills and restarts the server between calls (stdin closed, 2 s to exit, then killed; the
+//! new process gets the start-up check). HTTP: see [`super::relay`].
+//!
+//! Everything the client observes is recorded as a trace (format v1, client side only): its
+//! sends and receives, timer firings, outcomes, progress given to the application, faults and
+//! closes. The oracle judges that trace; rules that need the server's view infer it with the
+//! grace window and the barriers. The server's stderr is read and discarded (§5.1).
+//!
+//! The run ends once every call has an outcome and a drain window has passed (so messages that
+//! arrive after a cancellation are seen), or at [`ProbeConfig::max_seconds`], when the calls still open are
+//! cancelled and the drain window runs. Shutdown follows §5.1: close stdin, wait, then kill.
+//! Over HTTP the server is not the probe's to stop: the run ends by dropping the connections
+//! still open.
+//!
+//! The caller judges the [`ProbeRun`]'s trace with the oracle and [`super::findings`].
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Map, Value};
+
+use super::findings::ServerEnd;
+use super::http::{self, Http};
+use super::relay::{ConnFaults, RelayConfig};
+use super::stdio::Process;
+use super::{Cut, Input};
+use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::lanes::http_exchange::ExchangeItem;
+use crate::lanes::recorder::{self, ClientNote};
+use crate::lanes::{RunResult, RunStats};
+use crate::model::{CallSpec, Client, ClientConfig, ClientTransmit, Outcome, StreamId};
+use crate::model::{TimeoutPolicy, Transport};
+use crate::scenario::ProxyConfig;
+use crate::time::Time;
+use crate::trace::{EventKind, Side, Trace, FAULT_STALL};
+use crate::wire::{self, RequestId};
+
+/// The longest hard maximum a call may be given, in ms (one hour).
+pub const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;
+/// The most calls one probe makes.
+pub const MAX_CALLS: u32 = 1000;
+/// Calibration calls before the schedule.
+pub const CALIBRATION_CALLS: usize = 2;
+
+/// The server a probe drives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A command and its arguments, started with piped stdio (NDJSON, §5.1).
+    Stdio(Vec<String>),
+    /// A Streamable HTTP endpoint, `http://HOST[:PORT][/PATH]`.
+    Http(String),
+}
+
+impl Target {
+    /// The command line or the URL, for reports.
+    pub fn label(&self) -> String {
+        match self {
+            Target::Stdio(command) => command.join(" "),
+            Target::Http(url) => url.clone(),
+        }
+    }
+}
+
+/// Everything a probe does, apart from its target. [`Default`] is the command's defaults.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    /// Seed of the schedule (call start times, which calls are cancelled and when, faults).
+    pub seed: u64,
+    /// The tool to call.
+    pub tool: String,
+    /// The tool's arguments (a JSON object).
+    pub arguments: Map<String, Value>,
+    /// Scheduled `tools/call` requests, after the calibration calls: 1 to [`MAX_CALLS`].
+    pub calls: u32,
+    /// Each call's idle timeout in ms, which valid progress restarts.
+    pub timeout_ms: u64,
+    /// Each call's hard maximum in ms, whatever progress arrives: at most
+    /// [`MAX_TOTAL_CEILING_MS`].
+    pub max_total_ms: u64,
+    /// Percentage of calls the application cancels, at a seeded offset after their start.
+    pub cancel_percent: u64,
+    /// Cancels fall within this many ms after their call's start; `None`: between a tenth and
+    /// two fifths of the calibrated duration of a call.
+    pub cancel_within_ms: Option<u64>,
+    /// How long the start-up check may wait for the server's first answer, in ms.
+    pub startup_timeout_ms: u64,
+    /// Bound on the whole run in seconds; calls still open then are cancelled.
+    pub max_seconds: u64,
+    /// How long to keep reading after the last outcome, in ms (late messages after a cancel).
+    pub drain_ms: u64,
+    /// Print every trace event to stderr as it is recorded.
+    pub verbose: bool,
+    /// stdio: percentage of calls during which the probe stops reading the server's stdout.
+    pub stall_percent: u64,
+    /// stdio: how long a stall lasts, a range of ms.
+    pub stall_ms: (u64, u64),
+    /// stdio: kill and restart the server this many times, between calls.
+    pub restarts: u32,
+    /// HTTP: relay through a local intermediary behaving like this preset.
+    pub proxy: Option<ProxyConfig>,
+    /// HTTP: delay every post's bytes, each way, by a seeded latency in this range of ms.
+    pub latency_ms: Option<(u64, u64)>,
+    /// HTTP: percentage of posts whose connection the relay resets mid-response.
+    pub reset_percent: u64,
+}
+
+impl Default for ProbeConfig {
+    fn default() -> Self {
+        ProbeConfig {
+            seed: 0,
+            tool: "slow_op".into(),
+            arguments: Map::new(),
+            calls: 6,
+            timeout_ms: 5000,
+            max_total_ms: 30_000,
+            cancel_percent: 34,
+            cancel_within_ms: None,
+            startup_timeout_ms: 30_000,
+            max_seconds: 60,
+            drain_ms: 1500,
+            verbose: false,
+            stall_percent: 0,
+            stall_ms: (200, 2000),
+            restarts: 0,
+            proxy: None,
+            latency_ms: None,
+            reset_percent: 0,
+        }
+    }
+}
+
+/// A configuration the probe refuses, naming the setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The setting (as the command spells its flag, without dashes).
+    pub setting: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.setting, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ProbeConfig {
+    /// Checks every limit; the probe runs only a configuration that passes.
+    pub fn validate(&self, target: &Target) -> Result<(), ConfigError> {
+        let err = |setting, message: String| Err(ConfigError { setting, message });
+        if self.calls == 0 || self.calls > MAX_CALLS {
+            return err("calls", format!("must be between 1 and {MAX_CALLS}"));
+        }
+        if self.timeout_ms == 0 {
+            return err("timeout-ms", "must be positive".into());
+        }
+        if self.max_total_ms == 0 || self.max_total_ms > MAX_TOTAL_CEILING_MS {
+            return err(
+                "max-total-ms",
+                format!("must be between 1 and {MAX_TOTAL_CEILING_MS}"),
+            );
+        }
+        if self.startup_timeout_ms == 0 {
+            return err("startup-timeout-ms", "must be positive".into());
+        }
+        if self.max_seconds == 0 {
+            return err("max-seconds", "must be positive".into());
+        }
+        if self.cancel_percent > 100 {
+            return err("cancel-percent", "must be at most 100".into());
+        }
+        if self.cancel_within_ms == Some(0) {
+            return err("cancel-within-ms", "must be positive".into());
+        }
+        if self.stall_percent > 100 || self.reset_percent > 100 {
+            return err(
+                "stall-percent",
+                "percentages must be at most 100 (stall-percent, reset-percent)".into(),
+            );
+        }
+        if self.stall_ms.0 > self.stall_ms.1 {
+            return err("stall-ms", "empty range".into());
+        }
+        if self.latency_ms.is_some_and(|(a, b)| a > b) {
+            return err("latency-ms", "empty range".into());
+        }
+        if self.restarts >= self.calls {
+            return err(
+                "restarts",
+                "must be fewer than calls (a restart goes between calls)".into(),
+            );
+        }
+        let http_only = self.proxy.is_some() || self.latency_ms.is_some() || self.reset_percent > 0;
+        let stdio_only = self.stall_percent > 0 || self.restarts > 0;
+        match target {
+            Target::Stdio(command) if command.is_empty() => {
+                err("command", "the server command is missing".into())
+            }
+            Target::Stdio(_) if http_only => err(
+                "proxy",
+                "the proxy, latency and reset faults need an HTTP server (--url)".into(),
+            ),
+            Target::Http(_) if stdio_only => err(
+                "stall-percent",
+                "stalls and restarts need a stdio server (a command)".into(),
+            ),
+            Target::Http(url) => http::parse_url(url)
+                .map(|_| ())
+                .map_err(|message| ConfigError {
+                    setting: "url",
+                    message,
+                }),
+            Target::Stdio(_) => Ok(()),
+        }
+    }
+
+    /// The policy every call runs under: an idle timeout reset by progress, under a hard
+    /// maximum.
+    pub fn policy(&self) -> TimeoutPolicy {
+        TimeoutPolicy::resetting(
+            Duration::from_millis(self.timeout_ms),
+            Duration::from_millis(self.max_total_ms),
+        )
+    }
+}
+
+/// Why a probe could not run at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeError {
+    /// The configuration is refused.
+    Config(ConfigError),
+    /// The command could not be started, or the URL not reached.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::Config(e) => e.fmt(f),
+            ProbeError::Unreachable(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+/// What a probe did: its run (the client-side trace) and what the report needs beyond it.
+#[derive(Debug, Clone)]
+pub struct ProbeRun {
+    /// The trace, `complete` when every call ended and the drain window passed, and the
+    /// counters.
+    pub run: RunResult,
+    /// The calibrated duration of one call, in ms, when a calibration call returned a result.
+    pub natural_ms: Option<u64>,
+    /// The window cancels were placed in, in ms after their call's start, `[from, to)`.
+    pub cancel_window_ms: (u64, u64),
+    /// Cancels the schedule planned.
+    pub planned_cancels: usize,
+    /// Calls of the tool started (calibration included).
+    pub calls_started: usize,
+    /// Progress notifications handed to the application.
+    pub progress_delivered: usize,
+    /// Writes to the server's stdin that failed.
+    pub write_errors: usize,
+    /// How the server or the connection ended, for people.
+    pub ended: String,
+    /// How the server ended, for the findings.
+    pub end: ServerEnd,
+}
+
+/// One call of the schedule.
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    /// When the application starts it, in ms after the schedule began.
+    start_ms: u64,
+    /// When the application cancels it, in ms after its start.
+    cancel_after_ms: Option<u64>,
+    /// A stall of the reader: when (ms after the call's start) and how long.
+    stall: Option<(u64, u64)>,
+    /// Kill and restart the server before this call, once nothing is outstanding.
+    restart_before: bool,
+}
+
+/// The window cancels fall in, in ms after their call's start, `[from, to)`.
+fn cancel_window(args: &ProbeConfig, natural_ms: Option<u64>) -> (u64, u64) {
+    match (args.cancel_within_ms, natural_ms) {
+        (Some(w), _) => (0, w.max(1)),
+        (None, Some(d)) => (d / 10, (2 * d / 5).max(d / 10 + 1)),
+        (None, None) => (0, 1000),
+    }
+}
+
+/// Draws the schedule: starts spread so calls overlap, some cancelled while they run, faults.
+fn schedule(args: &ProbeConfig, window: (u64, u64)) -> Vec<Planned> {
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let mut below = |n: u64| rng.next_u64() % n.max(1);
+    let mut at = 0;
+    let mut plan: Vec<Planned> = (0..args.calls)
+        .map(|_| {
+            at += below(400);
+            let cancelled = below(100) < args.cancel_percent;
+            let offset = window.0 + below(window.1 - window.0);
+            let stalled = below(100) < args.stall_percent;
+            let stall = (
+                below(window.1.max(1)),
+                args.stall_ms.0 + below(args.stall_ms.1 - args.stall_ms.0 + 1),
+            );
+            Planned {
+                start_ms: at,
+                cancel_after_ms: cancelled.then_some(offset),
+                stall: stalled.then_some(stall),
+                restart_before: false,
+            }
+        })
+        .collect();
+    // Restarts go before distinct calls other than the first.
+    let mut gaps: Vec<usize> = (1..plan.len()).collect();
+    for _ in 0..args.restarts {
+        let k = gaps.remove(below(gaps.len() as u64) as usize);
+        plan[k].restart_before = true;
+    }
+    plan
+}
+
+/// How the probe reaches the server.
+enum Conn {
+    Stdio(Box<Process>),
+    Http(Box<Http>),
+}
+
+struct Probe {
+    started: Instant,
+    client: Client,
+    trace: Trace,
+    transport: Transport,
+    conn: Conn,
+    rx: Receiver<Input>,
+    lines: LineDecoder,
+    config: ProbeConfig,
+    /// The server's command (stdio), to start it again.
+    command: Vec<String>,
+    /// The server closed its stdout before the probe was done (stdio).
+    eof: Option<String>,
+    /// How each request ended, and when.
+    outcomes: BTreeMap<RequestId, (Outcome, Time)>,
+    /// Requests lost and re-issued: old id to new id.
+    retried: BTreeMap<RequestId, RequestId>,
+    progress: usize,
+    write_errors: Arc<AtomicUsize>,
+    /// Seeded draws of the per-post HTTP faults.
+    fault_rng: ChaCha8Rng,
+    stats: RunStats,
+}
+
+impl Probe {
+    fn now(&self) -> Time {
+        Time::from_millis(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn record(&mut self, kind: EventKind) {
+        let t = self.now();
+        self.trace.push(t, Side::Client, kind);
+        if self.config.verbose {
+            if let Some(e) = self.trace.events.last() {
+                eprintln!(
+                    "{}",
+                    serde_json::to_string(e).expect("trace events serialize")
+                );
+            }
+        }
+    }
+
+    /// The id a request has now (a lost idempotent request is re-issued under a new one).
+    fn current(&self, id: &RequestId) -> RequestId {
+        let mut id = id.clone();
+        while let Some(new) = self.retried.get(&id) {
+            id = new.clone();
+        }
+        id
+    }
+
+    fn outcome(&self, id: &RequestId) -> Option<(Outcome, Time)> {
+        self.outcomes.get(&self.current(id)).copied()
+    }
+
+    /// Sends what the client queued and records what it told the application.
+    fn flush(&mut self) {
+        loop {
+            let mut busy = false;
+            while let Some(t) = self.client.poll_transmit() {
+                busy = true;
+                self.transmit(t);
+            }
+            while let Some(e) = self.client.poll_event() {
+                busy = true;
+                self.event(e);
+            }
+            if !busy {
+                break;
+            }
+        }
+    }
+
+    fn transmit(&mut self, t: ClientTransmit) {
+        match t {
+            ClientTransmit::Line(msg) => {
+                self.record_send(None, &msg);
+                let Ok(line) = ndjson::encode_line(&msg) else {
+                    return;
+                };
+                let queued = match &self.conn {
+                    Conn::Stdio(p) => p.stdin.as_ref().is_some_and(|s| s.send(line).is_ok()),
+                    Conn::Http(_) => false,
+                };
+                if !queued {
+                    self.write_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            ClientTransmit::Post { stream, msg } => {
+                self.record_send(Some(stream), &msg);
+                let faults = self.draw_faults(stream);
+                if let Conn::Http(http) = &mut self.conn {
+                    http.post(stream, msg, faults);
+                }
+            }
+            ClientTransmit::Close { stream } => {
+                self.record(recorder::close(Some(stream), Side::Client, None));
+                if let Conn::Http(http) = &mut self.conn {
+                    http.close(stream);
+                }
+            }
+            // The reference client never drops the pipe.
+            ClientTransmit::Disconnect => {
+                self.record(recorder::close(None, Side::Client, None));
+                if let Conn::Stdio(p) = &mut self.conn {
+                    p.stdin = None;
+                }
+            }
+        }
+    }
+
+    fn record_send(&mut self, stream: Option<StreamId>, msg: &wire::Message) {
+        self.stats.messages += 1;
+        if matches!(msg, wire::Message::Request(_)) {
+            self.stats.requests += 1;
+        }
+        let kind = recorder::client_send(&self.client, self.transport, stream, msg);
+        self.record(kind);
+    }
+
+    /// The relay's faults for a new post, drawn from the seed and recorded.
+    fn draw_faults(&mut self, stream: StreamId) -> ConnFaults {
+        let latency_ms = self
+            .config
+            .latency_ms
+            .map_or(0, |(a, b)| a + self.fault_rng.next_u64() % (b - a + 1));
+        let reset = self.fault_rng.next_u64() % 100 < self.config.reset_percent;
+        if latency_ms > 0 {
+            self.record(EventKind::Fault {
+                fault: "latency".into(),
+                stream: Some(stream.0),
+                ms: Some(latency_ms),
+            });
+        }
+        if reset {
+            self.record(EventKind::Fault {
+                fault: "reset".into(),
+                stream: Some(stream.0),
+                ms: None,
+            });
+        }
+        ConnFaults { latency_ms, reset }
+    }
+
+    fn event(&mut self, e: crate::model::ClientEvent) {
+        match recorder::client_event(e) {
+            ClientNote::Record(kind) => {
+                match &kind {
+                    EventKind::Progress { .. } => self.progress += 1,
+                    EventKind::Outcome { request, outcome } => {
+                        let now = self.now();
+                        self.outcomes.insert(request.clone(), (*outcome, now));
+                        *self.stats.outcomes.entry(*outcome).or_default() += 1;
+                    }
+                    _ => {}
+                }
+                self.record(kind);
+            }
+            ClientNote::Retried { lost, new } => {
+                self.outcomes.remove(&lost);
+                self.retried.insert(lost, new);
+            }
+        }
+    }
+
+    /// Bytes from the server's stdout: split into lines, record each, hand messages over.
+    fn bytes(&mut self, bytes: &[u8]) {
+        for line in recorder::stdio_lines(&mut self.lines, bytes) {
+            match line {
+                Ok(line) => self.receive(None, &line),
+                Err(w) => self.record(EventKind::Recv(w)),
+            }
+        }
+    }
+
+    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        let (w, decoded) = recorder::observe(self.transport, stream, bytes);
+        self.record(EventKind::Recv(w));
+        if let Ok(msg) = decoded {
+            let now = self.now();
+            self.client.handle_message(now, stream, msg);
+        }
+        self.flush();
+    }
+
+    /// Input from an HTTP response.
+    fn http_input(&mut self, stream: StreamId, item: ExchangeItem, by_relay: Option<Cut>) {
+        match (item, by_relay) {
+            (
+                ExchangeItem::Status {
+                    status,
+                    content_type,
+                },
+                _,
+            ) => self.record(EventKind::Status {
+                stream: Some(stream.0),
+                status,
+                content_type,
+            }),
+            (ExchangeItem::Message(bytes), _) => self.receive(Some(stream), &bytes),
+            (ExchangeItem::Comment, _) => self.record(EventKind::Comment {
+                stream: Some(stream.0),
+            }),
+            (ExchangeItem::Ended | ExchangeItem::Cut, Some(cut)) => {
+                self.stream_ended(stream, Side::Proxy, Some(cut.reason().into()))
+            }
+            (ExchangeItem::Ended | ExchangeItem::Cut, None) => {
+                self.stream_ended(stream, Side::Server, None)
+            }
+        }
+    }
+
+    /// A response stream ended on the server's (or the relay's) side.
+    fn stream_ended(&mut self, stream: StreamId, by: Side, reason: Option<String>) {
+        let open = match &mut self.conn {
+            Conn::Http(http) => http.ended(stream),
+            Conn::Stdio(_) => false,
+        };
+        if !open {
+            return; // the client closed it first
+        }
+        self.record(EventKind::Close {
+            stream: Some(stream.0),
+            by,
+            reason,
+        });
+        let now = self.now();
+        self.client.handle_stream_closed(now, stream);
+        self.flush();
+    }
+
+    /// The server closed its stdout.
+    fn eof(&mut self) {
+        if let Some(w) = recorder::stdio_end(&mut self.lines) {
+            self.record(EventKind::Recv(w));
+        }
+        self.record(EventKind::Close {
+            stream: None,
+            by: Side::Server,
+            reason: None,
+        });
+        let how = match &mut self.conn {
+            Conn::Stdio(p) => {
+                p.stdin = None;
+                p.exit_status()
+            }
+            Conn::Http(_) => "closed".into(),
+        };
+        self.eof = Some(how);
+        let now = self.now();
+        self.client.handle_disconnect(now);
+        self.flush();
+    }
+
+    /// Fires the client's due timers.
+    fn timers(&mut self) {
+        let now = self.now();
+        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+            self.client.handle_timeout(now);
+            self.flush();
+        }
+    }
+
+    /// Waits for input until `until` (or the client's next timer) and handles it. Returns
+    /// false once the server closed its stdout.
+    fn wait(&mut self, until: Time) -> bool {
+        let now = self.now();
+        let until = self.client.poll_timeout().map_or(until, |t| t.min(until));
+        let wait = Duration::from_millis(until.as_millis().saturating_sub(now.as_millis()));
+        match self.rx.recv_timeout(wait) {
+            Ok(Input::Bytes(b)) => self.bytes(&b),
+            Ok(Input::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                self.eof();
+                return false;
+            }
+            Ok(Input::Http {
+                stream,
+                item,
+                by_relay,
+            }) => self.http_input(stream, item, by_relay),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        self.timers();
+        true
+    }
+
+    /// Starts `spec` and runs until it has an outcome; false when the server went away or
+    /// `hard_end` passed first.
+    fn alone(&mut self, spec: CallSpec, hard_end: Time) -> Option<RequestId> {
+        let now = self.now();
+        let id = self.client.start_request(now, spec);
+        self.flush();
+        loop {
+            if self.outcome(&id).is_some() {
+                return Some(id);
+            }
+            if self.now() >= hard_end || !self.wait(hard_end) {
+                return None;
+            }
+        }
+    }
+
+    /// Closes the server's stdin and stops the process (§5.1: close, wait, kill), recording
+    /// the close; returns how it ended.
+    fn stop_server(&mut self) -> String {
+        self.record(EventKind::Close {
+            stream: None,
+            by: Side::Client,
+            reason: None,
+        });
+        match &mut self.conn {
+            Conn::Stdio(process) => process.stop(),
+            Conn::Http(_) => String::new(),
+        }
+    }
+
+    /// Kills the server and starts it again (stdio), then waits for its start-up check.
+    fn restart(&mut self, command: &[String], startup: &TimeoutPolicy, hard_end: Time) -> bool {
+        self.record(EventKind::Fault {
+            fault: "restart".into(),
+            stream: None,
+            ms: None,
+        });
+        self.stop_server();
+        let (new, rx) = match Process::spawn(command, &self.write_errors) {
+            Ok(p) => p,
+            Err(e) => {
+                self.eof = Some(format!("could not be started again ({e})"));
+                return false;
+            }
+        };
+        self.conn = Conn::Stdio(Box::new(new));
+        self.rx = rx;
+        self.lines = LineDecoder::new(LineOptions::default());
+        let now = self.now();
+        self.client.handle_disconnect(now);
+        self.flush();
+        self.alone(list_tools(startup), hard_end).is_some()
+    }
+
+    /// Stops reading the server's stdout for `ms` (stdio), and records it.
+    fn stall(&mut self, ms: u64) {
+        if let Conn::Stdio(p) = &self.conn {
+            *p.stall_until.lock().expect("stall") =
+                Some(Instant::now() + Duration::from_millis(ms));
+            self.record(EventKind::Fault {
+                fault: FAULT_STALL.into(),
+                stream: None,
+                ms: Some(ms),
+            });
+        }
+    }
+}
+
+impl Probe {
+    /// The run's result: the trace and what the report needs.
+    fn finish(self, run: RunSummary, ended: String, end: ServerEnd) -> ProbeRun {
+        let mut stats = self.stats;
+        stats.sim_ms = self.trace.end();
+        ProbeRun {
+            run: RunResult {
+                trace: self.trace,
+                complete: run.settled,
+                stats,
+            },
+            natural_ms: run.natural_ms,
+            cancel_window_ms: run.window,
+            planned_cancels: run
+                .plan
+                .iter()
+                .filter(|p| p.cancel_after_ms.is_some())
+                .count(),
+            calls_started: run.started,
+            progress_delivered: self.progress,
+            write_errors: self.write_errors.load(Ordering::Relaxed),
+            ended,
+            end,
+        }
+    }
+}
+
+/// `tools/list`: the start-up check and the barrier after a stdio cancel.
+fn list_tools(policy: &TimeoutPolicy) -> CallSpec {
+    CallSpec {
+        method: "tools/list".into(),
+        params: Map::new(),
+        progress: false,
+        policy: *policy,
+        idempotent: false,
+    }
+}
+
+/// What the run did, for the report.
+struct RunSummary {
+    plan: Vec<Planned>,
+    natural_ms: Option<u64>,
+    window: (u64, u64),
+    started: usize,
+    /// Every call ended and the drain window passed.
+    settled: bool,
+}
+
+/// The three phases. Returns early when the server goes away.
+fn drive(probe: &mut Probe) -> RunSummary {
+    let args = probe.config.clone();
+    let args = &args;
+    let policy = &args.policy();
+    let arguments = &Value::Object(args.arguments.clone());
+    let command = probe.command.clone();
+    let hard_end = Time::from_millis(args.max_seconds.saturating_mul(1000));
+    let mut summary = RunSummary {
+        plan: Vec::new(),
+        natural_ms: None,
+        window: cancel_window(args, None),
+        started: 0,
+        settled: false,
+    };
+    // 1. The start-up check.
+    let startup = TimeoutPolicy::fixed(Duration::from_millis(args.startup_timeout_ms));
+    if probe.alone(list_tools(&startup), hard_end).is_none() {
+        return summary;
+    }
+    // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
+    for _ in 0..CALIBRATION_CALLS {
+        let began = probe.now();
+        let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
+        let Some(id) = probe.alone(spec, hard_end) else {
+            return summary;
+        };
+        summary.started += 1;
+        if let Some((Outcome::Result, at)) = probe.outcome(&id) {
+            let took = at.as_millis() - began.as_millis();
+            summary.natural_ms = Some(summary.natural_ms.map_or(took, |d| d.min(took)));
+        }
+    }
+    summary.window = cancel_window(args, summary.natural_ms);
+    summary.plan = schedule(args, summary.window);
+    // 3. The schedule.
+    let plan = summary.plan.clone();
+    let mut base = probe.now().as_millis();
+    let mut ids: Vec<Option<RequestId>> = vec![None; plan.len()];
+    let mut cancelled = vec![false; plan.len()];
+    let mut stalled = vec![false; plan.len()];
+    let mut next_call = 0;
+    let mut settled_at: Option<Time> = None;
+    let mut gave_up = false;
+    loop {
+        let now = probe.now();
+        // Start the calls that are due; a restart waits until nothing is outstanding.
+        while next_call < plan.len()
+            && base + plan[next_call].start_ms <= now.as_millis()
+            && !gave_up
+        {
+            if plan[next_call].restart_before {
+                if probe.client.outstanding() > 0 {
+                    break;
+                }
+                let before = probe.now().as_millis();
+                if !probe.restart(&command, &startup, hard_end) {
+                    return summary;
+                }
+                base += probe.now().as_millis() - before;
+                if base + plan[next_call].start_ms > probe.now().as_millis() {
+                    break;
+                }
+            }
+            let now = probe.now();
+            let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
+            ids[next_call] = Some(probe.client.start_request(now, spec));
+            next_call += 1;
+            summary.started += 1;
+            probe.flush();
+        }
+        // Cancels and stalls that are due. A stdio cancel is followed by a barrier.
+        let now = probe.now().as_millis();
+        for i in 0..next_call {
+            let Some(id) = ids[i].as_ref().map(|id| probe.current(id)) else {
+                continue;
+            };
+            let start = base + plan[i].start_ms;
+            if let Some(after) = plan[i].cancel_after_ms {
+                if !cancelled[i] && start + after <= now && probe.client.is_outstanding(&id) {
+                    cancelled[i] = true;
+                    let t = probe.now();
+                    let _ = probe.client.cancel(t, &id);
+                    if probe.transport == Transport::Stdio {
+                        probe.client.start_request(t, list_tools(policy));
+                    }
+                    probe.flush();
+                }
+            }
+            if let Some((offset, ms)) = plan[i].stall {
+                if !stalled[i] && start + offset <= now {
+                    stalled[i] = true;
+                    probe.stall(ms);
+                }
+            }
+        }
+        probe.timers();
+        // The run's bound: cancel whatever is still open.
+        let now = probe.now();
+        if now >= hard_end && !gave_up {
+            gave_up = true;
+            let open: Vec<RequestId> = ids
+                .iter()
+                .flatten()
+                .map(|id| probe.current(id))
+                .filter(|id| probe.client.is_outstanding(id))
+                .collect();
+            for id in open {
+                let _ = probe.client.cancel(now, &id);
+            }
+            probe.flush();
+        }
+        let all_started = next_call == plan.len() || gave_up;
+        if all_started && probe.client.outstanding() == 0 {
+            let at = *settled_at.get_or_insert(now);
+            if now.as_millis() >= at.as_millis() + args.drain_ms {
+                summary.settled = true;
+                return summary;
+            }
+        }
+        // Sleep until the next thing to do, or until the server writes.
+        let mut wake = vec![hard_end];
+        if let Some(p) = plan.get(next_call).filter(|_| !gave_up) {
+            wake.push(Time::from_millis(base + p.start_ms));
+        }
+        for (i, p) in plan.iter().enumerate().take(next_call) {
+            let start = base + p.start_ms;
+            if let Some(after) = p.cancel_after_ms.filter(|_| !cancelled[i]) {
+                wake.push(Time::from_millis(start + after));
+            }
+            if let Some((offset, _)) = p.stall.filter(|_| !stalled[i]) {
+                wake.push(Time::from_millis(start + offset));
+            }
+        }
+        if let Some(at) = settled_at {
+            wake.push(Time::from_millis(at.as_millis() + args.drain_ms));
+        }
+        let wake = wake.into_iter().min().unwrap_or(hard_end);
+        if !probe.wait(wake) {
+            return summary;
+        }
+        if gave_up && probe.now().as_millis() > hard_end.as_millis() + 10_000 {
+            return summary; // outcomes never settle: should not happen, but bound the run
+        }
+    }
+}
+
+/// Runs a probe against `target` and returns what it recorded. Blocks for the run's wall-clock
+/// length (at most [`ProbeConfig::max_seconds`] plus the drain window and shutdown).
+pub fn probe(target: &Target, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
+    config.validate(target).map_err(ProbeError::Config)?;
+    match target {
+        Target::Stdio(command) => probe_stdio(command, config),
+        Target::Http(url) => probe_http(url, config),
+    }
+}
+
+fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &ProbeConfig) -> Probe {
+    Probe {
+        started: Instant::now(),
+        client: Client::new(ClientConfig::new(transport)),
+        trace: Trace::new(),
+        transport,
+        conn,
+        rx,
+        lines: LineDecoder::new(LineOptions::default()),
+        config: config.clone(),
+        command: Vec::new(),
+        eof: None,
+        outcomes: BTreeMap::new(),
+        retried: BTreeMap::new(),
+        progress: 0,
+        write_errors: Arc::new(AtomicUsize::new(0)),
+        fault_rng: ChaCha8Rng::seed_from_u64(config.seed ^ 0x6661_756c_7473),
+        stats: RunStats::default(),
+    }
+}
+
+fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
+    let endpoint = http::parse_url(url).map_err(|message| {
+        ProbeError::Config(ConfigError {
+            setting: "url",
+            message,
+        })
+    })?;
+    let relay = RelayConfig {
+        proxy: config.proxy,
+        faults: config.latency_ms.is_some() || config.reset_percent > 0,
+    };
+    let (tx, rx) = mpsc::channel();
+    let http = Http::start(endpoint, relay, tx)
+        .map_err(|e| ProbeError::Unreachable(format!("{url}: {e}")))?;
+    let mut probe = new_probe(Transport::Http, Conn::Http(Box::new(http)), rx, config);
+    let run = drive(&mut probe);
+    // The streams still open are the client's to drop.
+    let Conn::Http(http) = &mut probe.conn else {
+        unreachable!("the HTTP probe keeps its connection");
+    };
+    let open = http.open();
+    http.shutdown();
+    let connections = http.connections.load(Ordering::Relaxed);
+    let refused = http.refused.load(Ordering::Relaxed);
+    let mut ended = format!("server: {connections} connections, {refused} refused");
+    if let (Some(addr), Some(p)) = (http.proxy, config.proxy) {
+        ended.push_str(&format!(
+            "; through the {} relay on {addr} (idle timeout {} ms)",
+            p.name,
+            p.idle_timeout.as_millis()
+        ));
+    }
+    for stream in open {
+        probe.record(recorder::close(Some(stream), Side::Client, None));
+    }
+    let end = ServerEnd {
+        exited_early: None,
+        refused,
+    };
+    Ok(probe.finish(run, ended, end))
+}
+
+fn probe_stdio(command: &[String], config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
+    let write_errors = Arc::new(AtomicUsize::new(0));
+    let (process, rx) = Process::spawn(command, &write_errors)
+        .map_err(|e| ProbeError::Unreachable(format!("cannot start {}: {e}", command.join(" "))))?;
+    let mut probe = new_probe(Transport::Stdio, Conn::Stdio(Box::new(process)), rx, config);
+    probe.write_errors = write_errors;
+    probe.command = command.to_vec();
+    let run = drive(&mut probe);
+    let ended = match &probe.eof {
+        Some(how) => format!("server: {how}"),
+        None => format!("server: {}", probe.stop_server()),
+    };
+    let end = ServerEnd {
+        exited_early: probe.eof.clone(),
+        refused: 0,
+    };
+    Ok(probe.finish(run, ended, end))
+}

@@ -1,0 +1,274 @@
+//! The local relay between the probe and a live HTTP server: an intermediary with the idle
+//! timeout, buffering and gateway status of the simulation's proxy presets, on real sockets,
+//! which also delays bytes and resets connections in the middle of a response as the probe's
+//! seeded schedule says. The probe records the faults it planned as `fault` events
+//! and the relay's cuts as closes by the proxy, reason `idle` or `reset`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::scenario::ProxyConfig;
+
+/// The faults the relay applies to one connection, drawn by the probe when it posts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnFaults {
+    /// Delay added to every chunk, each way, in ms.
+    pub latency_ms: u64,
+    /// Reset the connection once the first bytes of the response body have passed.
+    pub reset: bool,
+}
+
+/// Why the relay ended a connection, when it was its doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// The intermediary's idle timeout.
+    Idle,
+    /// A reset in the middle of the response.
+    Reset,
+}
+
+impl Cut {
+    /// The `reason` of the trace's `close` event.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Cut::Idle => "idle",
+            Cut::Reset => "reset",
+        }
+    }
+}
+
+/// What the relay and the posts share, by the post's local port.
+#[derive(Default)]
+pub(crate) struct Relayed {
+    pub(crate) faults: BTreeMap<u16, ConnFaults>,
+    pub(crate) cuts: BTreeMap<u16, Cut>,
+}
+
+/// The local relay between the probe and the server: an intermediary with an idle timeout
+/// (a preset of the simulation's), added latency and resets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RelayConfig {
+    /// The intermediary whose idle timeout, buffering and gateway status the relay copies.
+    pub proxy: Option<ProxyConfig>,
+    /// Whether any post may carry [`ConnFaults`].
+    pub faults: bool,
+}
+
+impl RelayConfig {
+    pub(crate) fn wanted(&self) -> bool {
+        self.proxy.is_some() || self.faults
+    }
+}
+
+fn head_end(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4)
+}
+
+/// How a relayed connection ended.
+enum RelayEnd {
+    /// One side closed (or failed): close the other.
+    Closed,
+    /// The idle timeout expired; whether the response head had reached the client.
+    Idle { head_sent: bool },
+    /// The planned reset.
+    Reset,
+}
+
+/// One relayed connection: the intermediary of the simulation's proxy presets, on real
+/// sockets.
+///
+/// The idle clock restarts on every byte from the server, and with ALB on every byte from
+/// the client too (`ProxyConfig::idle_counts_client_bytes`). When it expires the relay drops
+/// both connections, or, when the response head has not reached the client yet and the preset
+/// has a gateway status (nginx and ALB 504, Cloudflare 524), answers with that status and an
+/// empty body first. nginx holds a `text/event-stream` body until it ends unless the server
+/// sent `X-Accel-Buffering: no`. Latency delays each chunk by the post's `latency_ms`, each way,
+/// in order; a reset sets `SO_LINGER` to zero and drops the client's connection once the first
+/// body bytes have passed, so the client reads a connection reset.
+pub(crate) struct Relay {
+    peer_port: u16,
+    server: SocketAddr,
+    proxy: Option<ProxyConfig>,
+    relayed: Arc<Mutex<Relayed>>,
+}
+
+impl Relay {
+    pub(crate) fn new(
+        peer_port: u16,
+        server: SocketAddr,
+        proxy: Option<ProxyConfig>,
+        relayed: Arc<Mutex<Relayed>>,
+    ) -> Relay {
+        Relay {
+            peer_port,
+            server,
+            proxy,
+            relayed,
+        }
+    }
+
+    pub(crate) async fn run(self, mut down: tokio::net::TcpStream) {
+        let Ok(mut up) = tokio::net::TcpStream::connect(self.server).await else {
+            return;
+        };
+        let end = self.pump(&mut down, &mut up).await;
+        let cut = match end {
+            RelayEnd::Closed => None,
+            RelayEnd::Idle { .. } => Some(Cut::Idle),
+            RelayEnd::Reset => Some(Cut::Reset),
+        };
+        if let Some(cut) = cut {
+            // Known before the connection drops, so the post that sees the cut finds it.
+            self.relayed
+                .lock()
+                .expect("relay state")
+                .cuts
+                .insert(self.peer_port, cut);
+        }
+        match end {
+            RelayEnd::Idle { head_sent: false } => {
+                if let Some(status) = self.proxy.and_then(|p| p.timeout_status) {
+                    let answer = format!(
+                        "HTTP/1.1 {status} Gateway Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    );
+                    let _ = down.write_all(answer.as_bytes()).await;
+                    let _ = down.shutdown().await;
+                }
+            }
+            RelayEnd::Reset => {
+                let _ = socket2::SockRef::from(&down).set_linger(Some(Duration::ZERO));
+            }
+            _ => {}
+        }
+    }
+
+    fn faults(&self) -> ConnFaults {
+        let relayed = self.relayed.lock().expect("relay state");
+        relayed
+            .faults
+            .get(&self.peer_port)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    async fn pump(
+        &self,
+        down: &mut tokio::net::TcpStream,
+        up: &mut tokio::net::TcpStream,
+    ) -> RelayEnd {
+        use tokio::time::Instant;
+        let (mut down_read, mut down_write) = down.split();
+        let (mut up_read, mut up_write) = up.split();
+        // The post registers its faults before it writes the request, so they are known by
+        // the time the first bytes from the client arrive.
+        let mut faults: Option<ConnFaults> = None;
+        let idle = self.proxy.map(|p| p.idle_timeout);
+        let client_bytes_count = self.proxy.is_some_and(|p| p.idle_counts_client_bytes);
+        let buffers = self.proxy.is_some_and(|p| p.buffers_unless_told);
+        let mut last = Instant::now();
+        // Response bytes read so far up to the end of the head, then whether to hold the body.
+        let mut head: Vec<u8> = Vec::new();
+        let mut head_len: Option<usize> = None;
+        let mut holding = false;
+        let mut held: Vec<u8> = Vec::new();
+        let mut delivered = 0usize;
+        let mut to_down: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+        let mut to_up: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+        let mut up_open = true;
+        let mut down_buf = vec![0u8; 16 * 1024];
+        let mut up_buf = vec![0u8; 16 * 1024];
+        loop {
+            let delay = Duration::from_millis(faults.map_or(0, |f| f.latency_ms));
+            let far = Instant::now() + Duration::from_secs(24 * 3600);
+            let next_due = [to_down.front(), to_up.front()]
+                .into_iter()
+                .flatten()
+                .map(|(at, _)| *at)
+                .min()
+                .unwrap_or(far);
+            let idle_at = idle.map_or(far, |d| last + d);
+            if !up_open && to_down.is_empty() {
+                return RelayEnd::Closed;
+            }
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(next_due), if next_due < far => {
+                    let now = Instant::now();
+                    while to_up.front().is_some_and(|(at, _)| *at <= now) {
+                        let (_, bytes) = to_up.pop_front().expect("front exists");
+                        if up_write.write_all(&bytes).await.is_err() {
+                            return RelayEnd::Closed;
+                        }
+                    }
+                    while to_down.front().is_some_and(|(at, _)| *at <= now) {
+                        let (_, bytes) = to_down.pop_front().expect("front exists");
+                        if down_write.write_all(&bytes).await.is_err() {
+                            return RelayEnd::Closed;
+                        }
+                        delivered += bytes.len();
+                        let body_passed = head_len.is_some_and(|h| delivered > h);
+                        if body_passed && faults.is_some_and(|f| f.reset) {
+                            return RelayEnd::Reset;
+                        }
+                    }
+                }
+                n = up_read.read(&mut up_buf), if up_open => {
+                    let n = match n {
+                        Ok(0) | Err(_) => {
+                            up_open = false;
+                            if !held.is_empty() {
+                                to_down.push_back((Instant::now() + delay, std::mem::take(&mut held)));
+                            }
+                            continue;
+                        }
+                        Ok(n) => n,
+                    };
+                    last = Instant::now();
+                    let bytes = up_buf[..n].to_vec();
+                    if head_len.is_none() {
+                        head.extend_from_slice(&bytes);
+                        if let Some(end) = head_end(&head) {
+                            head_len = Some(end);
+                            let text = String::from_utf8_lossy(&head[..end]).to_ascii_lowercase();
+                            let told = text.contains("x-accel-buffering: no");
+                            holding = buffers && text.contains("text/event-stream") && !told;
+                            if holding {
+                                // The head passes; the body waits for its end.
+                                to_down.push_back((last + delay, head[..end].to_vec()));
+                                held.extend_from_slice(&head[end..]);
+                                continue;
+                            }
+                        }
+                    } else if holding {
+                        held.extend_from_slice(&bytes);
+                        // A complete chunked body ends in a zero-size chunk.
+                        if held.ends_with(b"0\r\n\r\n") {
+                            to_down.push_back((last + delay, std::mem::take(&mut held)));
+                        }
+                        continue;
+                    }
+                    to_down.push_back((last + delay, bytes));
+                }
+                n = down_read.read(&mut down_buf) => {
+                    let n = match n { Ok(0) | Err(_) => return RelayEnd::Closed, Ok(n) => n };
+                    let f = *faults.get_or_insert_with(|| self.faults());
+                    if client_bytes_count {
+                        last = Instant::now();
+                    }
+                    let at = Instant::now() + Duration::from_millis(f.latency_ms);
+                    to_up.push_back((at, down_buf[..n].to_vec()));
+                }
+                _ = tokio::time::sleep_until(idle_at), if idle.is_some() => {
+                    return RelayEnd::Idle { head_sent: head_len.is_some_and(|h| delivered >= h) };
+                }
+            }
+        }
+    }
+}

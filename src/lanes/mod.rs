@@ -1,0 +1,100 @@
+//! The lanes: three ways to run the model's peers against each other or against real ones,
+//! side by side, every one producing the same [`RunResult`] and the same trace format.
+//!
+//! - [`memory`]: an in-process discrete-event driver. No sockets, no runtime: the fastest
+//!   lane, used by property tests and long sweeps.
+//! - [`turmoil`] (feature `turmoil`): simulated hosts and sockets under turmoil's clock,
+//!   hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and
+//!   partitions; a user's own server or client can take a reference peer's place.
+//! - [`live`] (feature `live`): real processes and sockets on the wall clock; the probe drives
+//!   a real server.
+//!
+//! Shared by all: `recorder` (what a peer reads and writes becomes trace events, the same
+//! way in every lane) and [`http_exchange`] (one Streamable HTTP POST and its response, as the
+//! simulated client host and the live probe both send it).
+//!
+//! The lanes stand on [`crate::scenario`], [`crate::trace`], [`crate::oracle`] (only for the
+//! settings a run must be judged with), [`crate::model`], [`crate::framing`] and
+//! [`crate::wire`]; no lane imports another.
+
+use std::collections::BTreeMap;
+
+use crate::model::Outcome;
+use crate::oracle::OracleConfig;
+use crate::scenario::Scenario;
+use crate::trace::Trace;
+
+#[cfg(any(feature = "turmoil", feature = "live"))]
+pub mod http_exchange;
+#[cfg(feature = "live")]
+pub mod live;
+pub mod memory;
+pub(crate) mod recorder;
+#[cfg(feature = "turmoil")]
+pub mod turmoil;
+
+/// Which driver runs a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// turmoil: simulated hosts, TCP, hyper, proxies, crashes (the full simulation).
+    #[cfg(feature = "turmoil")]
+    Turmoil {
+        /// turmoil's tick.
+        tick: std::time::Duration,
+    },
+    /// The in-memory discrete-event driver: the same model and oracle, much faster.
+    Memory,
+}
+
+impl Lane {
+    /// The turmoil lane with the default tick.
+    #[cfg(feature = "turmoil")]
+    pub fn turmoil() -> Lane {
+        Lane::Turmoil {
+            tick: turmoil::TurmoilOptions::default().tick,
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The recorded trace.
+    pub trace: Trace,
+    /// Whether the run ended settled: nothing outstanding, no work running, nothing held.
+    pub complete: bool,
+    /// Counters for sweep summaries.
+    pub stats: RunStats,
+}
+
+impl RunResult {
+    /// The oracle settings this run must be judged with.
+    pub fn oracle_config(&self, scenario: &Scenario) -> OracleConfig {
+        OracleConfig {
+            max_request_ms: scenario.max_request().as_millis() as u64,
+            complete: self.complete,
+            ..OracleConfig::default()
+        }
+    }
+}
+
+/// Counters of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Requests sent (retries included).
+    pub requests: u64,
+    /// Outcomes by kind.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Simulated time at the end, in ms.
+    pub sim_ms: u64,
+    /// Messages put on the wire.
+    pub messages: u64,
+}
+
+/// The text of a panic's payload (a `&str` or a `String`), for reports.
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}

@@ -1,0 +1,133 @@
+//! What a peer reads, writes and tells its application becomes trace events here, the same
+//! way in every lane: the in-memory driver, the turmoil hosts, the recording streams a custom
+//! server is handed, and the live probe. A rule that judges a trace from one lane therefore
+//! judges a trace from any other by the same shapes.
+//!
+//! Received text is recorded as it was written (its JSON, or its text when it is not JSON),
+//! never as a re-encoding of what the model decoded: an unknown member or an odd number is
+//! evidence the oracle must see. Sent messages are recorded as the model built them, with
+//! the timeout policy the client put on each request.
+
+use crate::framing::ndjson::LineDecoder;
+use crate::model::{Client, ClientEvent, ServerTransmit, StreamId, Transport};
+use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire::{self, DecodeError, Message, RequestId};
+
+/// The payload of one message's text as `transport` carried it (on `stream` for HTTP), and the
+/// message when the text decodes strictly.
+pub(crate) fn observe(
+    transport: Transport,
+    stream: Option<StreamId>,
+    bytes: &[u8],
+) -> (WireEvent, Result<Message, DecodeError>) {
+    (
+        WireEvent::raw(transport, stream, bytes),
+        wire::decode(bytes),
+    )
+}
+
+/// Feeds stdio bytes to `lines` and returns what they complete, in order: each whole line, or
+/// a framing error's description as a raw stdio payload.
+pub(crate) fn stdio_lines(
+    lines: &mut LineDecoder,
+    bytes: &[u8],
+) -> Vec<Result<Vec<u8>, WireEvent>> {
+    lines.push(bytes);
+    std::iter::from_fn(|| lines.next_line())
+        .map(|item| match item {
+            Ok(line) => Ok(line.bytes),
+            Err(e) => Err(framing_error(e.to_string())),
+        })
+        .collect()
+}
+
+/// The end of a stdio stream: a truncated last line is recorded (as a framing error), not
+/// dropped.
+pub(crate) fn stdio_end(lines: &mut LineDecoder) -> Option<WireEvent> {
+    lines.finish().map(|e| framing_error(e.to_string()))
+}
+
+fn framing_error(text: String) -> WireEvent {
+    WireEvent::raw(Transport::Stdio, None, text.as_bytes())
+}
+
+/// A message the reference client sends, with the policy it put on a request.
+pub(crate) fn client_send(
+    client: &Client,
+    transport: Transport,
+    stream: Option<StreamId>,
+    msg: &Message,
+) -> EventKind {
+    let mut w = WireEvent::message(transport, stream, msg);
+    if let Message::Request(r) = msg {
+        w.policy = client.policy_of(&r.id).map(Into::into);
+    }
+    EventKind::Send(w)
+}
+
+/// What a client event is to its driver.
+pub(crate) enum ClientNote {
+    /// An event for the trace.
+    Record(EventKind),
+    /// A lost idempotent request was re-issued under a new id: bookkeeping, not an event (the
+    /// new request's send is recorded).
+    Retried {
+        /// The id given up.
+        lost: RequestId,
+        /// The id it goes on under.
+        new: RequestId,
+    },
+}
+
+/// What the reference client told its application, as the trace records it.
+pub(crate) fn client_event(e: ClientEvent) -> ClientNote {
+    ClientNote::Record(match e {
+        ClientEvent::Progress {
+            request, progress, ..
+        } => EventKind::Progress { request, progress },
+        ClientEvent::Timeout { request, reason } => EventKind::Timeout { request, reason },
+        ClientEvent::Outcome { request, outcome } => EventKind::Outcome { request, outcome },
+        ClientEvent::Retried { lost, new } => return ClientNote::Retried { lost, new },
+    })
+}
+
+/// A close of a stream (or of the whole connection, `stream` `None`) by `by`.
+pub(crate) fn close(stream: Option<StreamId>, by: Side, reason: Option<String>) -> EventKind {
+    EventKind::Close {
+        stream: stream.map(|s| s.0),
+        by,
+        reason,
+    }
+}
+
+/// What one transmit of the reference server puts in the trace, in order.
+pub(crate) fn server_transmit(transport: Transport, t: &ServerTransmit) -> Vec<EventKind> {
+    let status = |stream: StreamId, status: u16, content_type: Option<&str>| EventKind::Status {
+        stream: Some(stream.0),
+        status,
+        content_type: content_type.map(Into::into),
+    };
+    let send = |stream: Option<StreamId>, msg: &Message| {
+        EventKind::Send(WireEvent::message(transport, stream, msg))
+    };
+    match t {
+        ServerTransmit::Line(msg) => vec![send(None, msg)],
+        ServerTransmit::SseStart { stream } => {
+            vec![status(*stream, 200, Some("text/event-stream"))]
+        }
+        ServerTransmit::SseEvent { stream, msg } => vec![send(Some(*stream), msg)],
+        ServerTransmit::SseComment { stream } => vec![EventKind::Comment {
+            stream: Some(stream.0),
+        }],
+        ServerTransmit::SseEnd { stream } => vec![close(Some(*stream), Side::Server, None)],
+        ServerTransmit::Json {
+            stream,
+            status: code,
+            msg,
+        } => vec![
+            status(*stream, *code, Some("application/json")),
+            send(Some(*stream), msg),
+        ],
+        ServerTransmit::Accepted { stream } => vec![status(*stream, 202, None)],
+    }
+}
