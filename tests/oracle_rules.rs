@@ -253,6 +253,20 @@ const CASES: &[Case] = &[
     case("race-not-graceful-passes-2.jsonl", STRICT, true, &[]),
     case("race-not-graceful-passes-3.jsonl", STRICT, true, &[]),
     case("race-not-graceful-violates-3.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+    // Seen from the server (a real client against `mcp-sim serve`): the client drops the pipe
+    // right after a late result, with another call still running; or it goes on.
+    case("race-not-graceful-violates-4.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST), (rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("race-not-graceful-passes-4.jsonl", LENIENT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+
+    // declared-deadline, seen from the server: no cancel by the declared maximum (the server
+    // works on and answers); the cancel only at the idle timeout, after a shorter maximum;
+    // HTTP, the stream closed long after the idle timeout. Passes: the cancel at the maximum;
+    // HTTP, the stream closed at the idle timeout.
+    case("declared-deadline-violates.jsonl", STRICT, false, &[(rule::DECLARED_DEADLINE, POLICY)]),
+    case("declared-deadline-violates-2.jsonl", STRICT, false, &[(rule::DECLARED_DEADLINE, POLICY)]),
+    case("declared-deadline-violates-3.jsonl", STRICT, false, &[(rule::DECLARED_DEADLINE, POLICY)]),
+    case("declared-deadline-passes.jsonl", STRICT, false, &[]),
+    case("declared-deadline-passes-2.jsonl", STRICT, false, &[]),
 
     // reset-needs-token: reset-on-progress without a progressToken (stdio, both sides; HTTP
     // seen by the client, where the timer then fires at the send's idle deadline). Passing: the

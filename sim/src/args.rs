@@ -42,6 +42,23 @@ pub(crate) fn oracle_config(profile: ProfileArg, grace_ms: u64) -> OracleConfig 
     }
 }
 
+/// `check-trace --format json`'s object: whether no MUST rule is broken, the number of events,
+/// the violations. `serve --report` writes the same.
+pub(crate) fn json_verdict(trace: &mcp_sim::trace::Trace, verdict: &Verdict) -> String {
+    #[derive(Serialize)]
+    struct JsonVerdict<'a> {
+        ok: bool,
+        events: usize,
+        violations: Vec<JsonViolation<'a>>,
+    }
+    let out = JsonVerdict {
+        ok: !verdict.has_must(),
+        events: trace.events.len(),
+        violations: json_violations(verdict),
+    };
+    serde_json::to_string(&out).expect("verdict serializes")
+}
+
 /// One violation as JSON: rule, level, event indices (decisive last), message.
 #[derive(Serialize)]
 pub(crate) struct JsonViolation<'a> {

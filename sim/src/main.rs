@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 mod args;
 mod cmd;
 
-use cmd::{check_trace, decode, merge, mutants, probe, replay, rules, sweep};
+use cmd::{check_trace, decode, merge, mutants, probe, record, replay, rules, serve, sweep};
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
 #[derive(Parser)]
@@ -39,6 +39,12 @@ enum Command {
     /// Drive a real MCP server (stdio: `-- COMMAND ARGS...`; Streamable HTTP: `--url URL`) with
     /// a seeded schedule and judge the trace.
     Probe(Box<probe::Args>),
+    /// Be the reference server for a real client: stdio (the client launches `mcp-sim
+    /// serve`) or Streamable HTTP (`--http ADDR`); judge the client from the server's end.
+    Serve(Box<serve::Args>),
+    /// Sit between a real host and its real server (stdio: `-- SERVER ARGS...`; HTTP:
+    /// `--http LISTEN --upstream URL`), pass everything on, record both sides, judge.
+    Record(Box<record::Args>),
     /// Print the oracle's rule catalog as a Markdown table.
     Rules,
 }
@@ -46,7 +52,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The probe writes to a child's stdin and must see EPIPE when the child dies, not die.
-    if !matches!(cli.command, Command::Probe(_)) {
+    if !matches!(
+        cli.command,
+        Command::Probe(_) | Command::Serve(_) | Command::Record(_)
+    ) {
         restore_sigpipe();
     }
     match cli.command {
@@ -57,6 +66,8 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(&args),
         Command::Mutants(args) => mutants::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Record(args) => record::run(&args),
         Command::Rules => rules::run(),
     }
 }

@@ -10,8 +10,9 @@
 //!   a real server.
 //!
 //! Shared by all: `recorder` (what a peer reads and writes becomes trace events, the same
-//! way in every lane) and [`http_exchange`] (one Streamable HTTP POST and its response, as the
-//! simulated client host and the live probe both send it).
+//! way in every lane), [`http_exchange`] (one Streamable HTTP POST and its response, as the
+//! simulated client host and the live probe both send it) and `http_serve` (the server side
+//! of those exchanges, for the simulated server host and `mcp-sim serve --http`).
 //!
 //! The lanes stand on [`crate::scenario`], [`crate::trace`], [`crate::oracle`] (only for the
 //! settings a run must be judged with), [`crate::model`], [`crate::framing`] and
@@ -26,12 +27,16 @@ use crate::trace::Trace;
 
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub mod http_exchange;
+#[cfg(any(feature = "turmoil", feature = "live"))]
+pub(crate) mod http_serve;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod memory;
 pub(crate) mod recorder;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;
+#[cfg(any(feature = "turmoil", feature = "live"))]
+pub(crate) mod wiretap;
 
 /// Which driver runs a scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

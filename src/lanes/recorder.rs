@@ -3,10 +3,12 @@
 //! server is handed, and the live probe. A rule that judges a trace from one lane therefore
 //! judges a trace from any other by the same shapes.
 //!
-//! Received text is recorded as it was written (its JSON, or its text when it is not JSON),
-//! never as a re-encoding of what the model decoded: an unknown member or an odd number is
-//! evidence the oracle must see. Sent messages are recorded as the model built them, with
-//! the timeout policy the client put on each request.
+//! Text from a real peer (the live lane) is recorded as it was written (its JSON, or its text
+//! when it is not JSON), never as a re-encoding of what the model decoded: an unknown member
+//! or an odd number is evidence the oracle must see ([`observe_as_written`]). In the simulated
+//! lanes the text comes from the model's own encoder, so the decoded message is recorded
+//! ([`observe`]), which spares a second parse per message. Sent messages are recorded as the
+//! model built them, with the timeout policy the client put on each request.
 
 use crate::framing::ndjson::LineDecoder;
 use crate::model::{Client, ClientEvent, ServerTransmit, StreamId, Transport};
@@ -14,8 +16,22 @@ use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{self, DecodeError, Message, RequestId};
 
 /// The payload of one message's text as `transport` carried it (on `stream` for HTTP), and the
-/// message when the text decodes strictly.
+/// message when the text decodes strictly: the decoded message, or the text when it does not
+/// decode.
 pub(crate) fn observe(
+    transport: Transport,
+    stream: Option<StreamId>,
+    bytes: &[u8],
+) -> (WireEvent, Result<Message, DecodeError>) {
+    match wire::decode(bytes) {
+        Ok(msg) => (WireEvent::message(transport, stream, &msg), Ok(msg)),
+        Err(e) => (WireEvent::raw(transport, stream, bytes), Err(e)),
+    }
+}
+
+/// Like [`observe`], but the payload is the text as written whether or not it decodes: what a
+/// real peer wrote.
+pub(crate) fn observe_as_written(
     transport: Transport,
     stream: Option<StreamId>,
     bytes: &[u8],
@@ -100,8 +116,16 @@ pub(crate) fn close(stream: Option<StreamId>, by: Side, reason: Option<String>) 
     }
 }
 
-/// What one transmit of the reference server puts in the trace, in order.
-pub(crate) fn server_transmit(transport: Transport, t: &ServerTransmit) -> Vec<EventKind> {
+/// What one transmit of the reference server puts in the trace, in order (one or two events;
+/// no allocation on this per-message path).
+pub(crate) fn server_transmit(
+    transport: Transport,
+    t: &ServerTransmit,
+) -> impl Iterator<Item = EventKind> {
+    server_transmit_events(transport, t).into_iter().flatten()
+}
+
+fn server_transmit_events(transport: Transport, t: &ServerTransmit) -> [Option<EventKind>; 2] {
     let status = |stream: StreamId, status: u16, content_type: Option<&str>| EventKind::Status {
         stream: Some(stream.0),
         status,
@@ -110,24 +134,28 @@ pub(crate) fn server_transmit(transport: Transport, t: &ServerTransmit) -> Vec<E
     let send = |stream: Option<StreamId>, msg: &Message| {
         EventKind::Send(WireEvent::message(transport, stream, msg))
     };
-    match t {
-        ServerTransmit::Line(msg) => vec![send(None, msg)],
+    let (first, second) = match t {
+        ServerTransmit::Line(msg) => (send(None, msg), None),
         ServerTransmit::SseStart { stream } => {
-            vec![status(*stream, 200, Some("text/event-stream"))]
+            (status(*stream, 200, Some("text/event-stream")), None)
         }
-        ServerTransmit::SseEvent { stream, msg } => vec![send(Some(*stream), msg)],
-        ServerTransmit::SseComment { stream } => vec![EventKind::Comment {
-            stream: Some(stream.0),
-        }],
-        ServerTransmit::SseEnd { stream } => vec![close(Some(*stream), Side::Server, None)],
+        ServerTransmit::SseEvent { stream, msg } => (send(Some(*stream), msg), None),
+        ServerTransmit::SseComment { stream } => (
+            EventKind::Comment {
+                stream: Some(stream.0),
+            },
+            None,
+        ),
+        ServerTransmit::SseEnd { stream } => (close(Some(*stream), Side::Server, None), None),
         ServerTransmit::Json {
             stream,
             status: code,
             msg,
-        } => vec![
+        } => (
             status(*stream, *code, Some("application/json")),
-            send(Some(*stream), msg),
-        ],
-        ServerTransmit::Accepted { stream } => vec![status(*stream, 202, None)],
-    }
+            Some(send(Some(*stream), msg)),
+        ),
+        ServerTransmit::Accepted { stream } => (status(*stream, 202, None), None),
+    };
+    [Some(first), second]
 }

@@ -84,6 +84,83 @@ impl TimeoutPolicy {
         Self::resetting(idle, wall_clock)
     }
 
+    /// Parses a declared policy: a preset or `timeout=MS`, then settings that override it,
+    /// comma-separated: `timeout=MS`, `reset`, `noreset`, `max=MS`, `nomax`.
+    ///
+    /// Presets: `none` (no timeout); `inspector` (10 s, reset, 60 s maximum); `typescript-sdk`
+    /// (60 s, not reset, no maximum); `python-sdk` (no timeout: `read_timeout_seconds` is
+    /// unset by default); `claude-code-stdio` and `claude-code-http` (an idle timeout of 30
+    /// and 5 minutes that progress resets; the per-server wall-clock tool timeout has no
+    /// documented default, so add it with `max=MS`).
+    pub fn from_spec(spec: &str) -> Result<TimeoutPolicy, String> {
+        let none = TimeoutPolicy {
+            timeout: None,
+            reset_timeout_on_progress: false,
+            max_total_timeout: None,
+        };
+        let ms = |key: &str, v: &str| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(Duration::from_millis)
+                .ok_or_else(|| format!("{key}= needs a positive number of ms, not {v:?}"))
+        };
+        let mut policy = none;
+        for (k, part) in spec.split(',').map(str::trim).enumerate() {
+            let preset = |p: TimeoutPolicy| if k == 0 { Ok(p) } else { Err(()) };
+            let next = match part.split_once('=') {
+                Some(("timeout", v)) => TimeoutPolicy {
+                    timeout: Some(ms("timeout", v)?),
+                    ..policy
+                },
+                Some(("max", v)) => TimeoutPolicy {
+                    max_total_timeout: Some(ms("max", v)?),
+                    ..policy
+                },
+                Some((key, _)) => return Err(format!("unknown setting {key:?} in {spec:?}")),
+                None => match part {
+                    "reset" => TimeoutPolicy {
+                        reset_timeout_on_progress: true,
+                        ..policy
+                    },
+                    "noreset" => TimeoutPolicy {
+                        reset_timeout_on_progress: false,
+                        ..policy
+                    },
+                    "nomax" => TimeoutPolicy {
+                        max_total_timeout: None,
+                        ..policy
+                    },
+                    name => {
+                        let p = match name {
+                            "none" | "python-sdk" => none,
+                            "inspector" => Self::inspector_v1(),
+                            "typescript-sdk" => Self::typescript_sdk(),
+                            "claude-code-stdio" | "claude-code-http" => TimeoutPolicy {
+                                timeout: Some(Duration::from_secs(if name.ends_with("stdio") {
+                                    30 * 60
+                                } else {
+                                    5 * 60
+                                })),
+                                reset_timeout_on_progress: true,
+                                max_total_timeout: None,
+                            },
+                            _ => return Err(format!(
+                                "unknown policy {name:?}: a preset (none, inspector, typescript-sdk, python-sdk, claude-code-stdio, claude-code-http) or timeout=MS[,reset][,max=MS]"
+                            )),
+                        };
+                        preset(p).map_err(|()| format!("a preset comes first in {spec:?}"))?
+                    }
+                },
+            };
+            policy = next;
+        }
+        if policy.reset_timeout_on_progress && policy.timeout.is_none() {
+            return Err(format!("{spec:?}: reset needs a timeout"));
+        }
+        Ok(policy)
+    }
+
     /// The longest a request can stay open under this policy, if bounded.
     pub fn hard_bound(&self) -> Option<Duration> {
         match (
@@ -119,6 +196,42 @@ impl TimeoutPolicy {
         match (idle, max) {
             (Some(i), Some(m)) => Some(if m.0 <= i.0 { m } else { i }),
             (i, m) => i.or(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    #[test]
+    fn specs_and_presets() {
+        let p = TimeoutPolicy::from_spec("timeout=1000,reset,max=2000").unwrap();
+        assert_eq!(
+            p,
+            TimeoutPolicy::resetting(Duration::from_secs(1), Duration::from_secs(2))
+        );
+        assert_eq!(
+            TimeoutPolicy::from_spec("typescript-sdk").unwrap(),
+            TimeoutPolicy::typescript_sdk()
+        );
+        let cc = TimeoutPolicy::from_spec("claude-code-stdio,max=600000").unwrap();
+        assert_eq!(cc.timeout, Some(Duration::from_secs(1800)));
+        assert!(cc.reset_timeout_on_progress);
+        assert_eq!(cc.max_total_timeout, Some(Duration::from_secs(600)));
+        assert_eq!(
+            TimeoutPolicy::from_spec("python-sdk").unwrap().timeout,
+            None
+        );
+        for bad in [
+            "timeout=0",
+            "reset",
+            "bogus",
+            "timeout=5,inspector",
+            "max=x",
+            "speed=3",
+        ] {
+            assert!(TimeoutPolicy::from_spec(bad).is_err(), "{bad}");
         }
     }
 }

@@ -355,6 +355,10 @@ impl Server {
                 let tool = json!({"name": SLOW_TOOL, "description": "Timed work with progress",
                     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}, "step_ms": {"type": "integer"}}}});
                 res.result.insert("tools".into(), json!([tool]));
+                // A cacheable result's freshness hints, as on discover (the Python SDK
+                // refuses a list without them).
+                res.result.insert("ttlMs".into(), json!(0));
+                res.result.insert("cacheScope".into(), json!("private"));
                 self.respond(stream, res.into(), 200);
             }
             _ => {

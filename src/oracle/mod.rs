@@ -136,6 +136,8 @@ catalog! {
         "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
     TIMEOUT_DEADLINE = "timeout-deadline", Policy, "§4, §9 D36",
         "the client's timer honours the request's recorded policy: idle deadline from the send or the last valid progress, hard maximum from the send";
+    DECLARED_DEADLINE = "declared-deadline", Policy, "§4, §9 D35-D36",
+        "seen from the server, for a client whose timeout policy was declared: a request still running at its deadline (idle from receipt or the last progress sent, maximum from receipt) is cancelled on the wire within the grace window";
     LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, "§3.3 item 5, §9 C27",
         "after the client abandoned a request, no response or progress for it reaches the application";
     DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, "§3.2, §5.2, §9 C25",

@@ -9,9 +9,8 @@ use std::process::ExitCode;
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::report;
 use mcp_sim::trace::Trace;
-use serde::Serialize;
 
-use crate::args::{json_violations, oracle_config, Format, JsonViolation, ProfileArg};
+use crate::args::{json_verdict, oracle_config, Format, ProfileArg};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,13 +32,6 @@ pub struct Args {
     /// Print a Mermaid sequence diagram of the violations (text format).
     #[arg(long)]
     mermaid: bool,
-}
-
-#[derive(Serialize)]
-struct JsonVerdict<'a> {
-    ok: bool,
-    events: usize,
-    violations: Vec<JsonViolation<'a>>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -74,15 +66,7 @@ pub fn run(args: &Args) -> ExitCode {
     let verdict = oracle::check(&trace, &config);
     match args.format {
         Format::Json => {
-            let out = JsonVerdict {
-                ok: !verdict.has_must(),
-                events: trace.events.len(),
-                violations: json_violations(&verdict),
-            };
-            println!(
-                "{}",
-                serde_json::to_string(&out).expect("verdict serializes")
-            );
+            println!("{}", json_verdict(&trace, &verdict));
         }
         Format::Text => {
             println!(

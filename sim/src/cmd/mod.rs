@@ -5,6 +5,8 @@ pub mod decode;
 pub mod merge;
 pub mod mutants;
 pub mod probe;
+pub mod record;
 pub mod replay;
 pub mod rules;
+pub mod serve;
 pub mod sweep;

@@ -15,7 +15,9 @@
 pub mod findings;
 pub mod http;
 pub mod probe;
+pub mod record;
 pub mod relay;
+pub mod serve;
 pub mod stdio;
 
 use crate::lanes::http_exchange::ExchangeItem;

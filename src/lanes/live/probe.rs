@@ -546,7 +546,7 @@ impl Probe {
     }
 
     fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let (w, decoded) = recorder::observe(self.transport, stream, bytes);
+        let (w, decoded) = recorder::observe_as_written(self.transport, stream, bytes);
         self.record(EventKind::Recv(w));
         if let Ok(msg) = decoded {
             let now = self.now();

@@ -9,9 +9,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::record::{Recording, SharedRecording};
+use crate::lanes::wiretap::Framing;
 use crate::scenario::ProxyConfig;
+use crate::trace::Side;
 
 /// The faults the relay applies to one connection, drawn by the probe when it posts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,10 +76,78 @@ fn head_end(bytes: &[u8]) -> Option<usize> {
         .map(|p| p + 4)
 }
 
+/// The recording of one relayed connection (`mcp-sim record --http`): the same framing at the
+/// client's end of the relay and at the server's, so that what an intermediary holds back or
+/// cuts shows as the difference between the two.
+pub(crate) struct RelayTap {
+    /// Where the events go.
+    pub(crate) recording: SharedRecording,
+    /// The connection as the client's end of the relay sees it.
+    pub(crate) client: Framing,
+    /// The connection as the server's end sees it.
+    pub(crate) server: Framing,
+    /// Bytes passed up (to the server) and down (to the client).
+    pub(crate) bytes: (Arc<AtomicU64>, Arc<AtomicU64>),
+}
+
+impl RelayTap {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recording> {
+        self.recording
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The client sent `bytes` (read from the downstream connection).
+    fn client_sent(&mut self, bytes: &[u8]) {
+        let mut out = Vec::new();
+        self.client.read(bytes, &mut out);
+        self.lock().client_view(out);
+    }
+
+    /// `bytes` reached the server (written upstream).
+    fn server_read(&mut self, bytes: &[u8]) {
+        self.bytes
+            .0
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let mut out = Vec::new();
+        self.server.read(bytes, &mut out);
+        self.lock().server_view(out);
+    }
+
+    /// The server wrote `bytes` (read from upstream).
+    fn server_wrote(&mut self, bytes: &[u8]) {
+        let mut out = Vec::new();
+        self.server.wrote(bytes, &mut out);
+        self.lock().server_view(out);
+    }
+
+    /// `bytes` reached the client (written downstream).
+    fn client_got(&mut self, bytes: &[u8]) {
+        self.bytes
+            .1
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let mut out = Vec::new();
+        self.client.wrote(bytes, &mut out);
+        self.lock().client_view(out);
+    }
+
+    /// The connection ended by `by`'s doing: each end sees its open streams closed. A cut by
+    /// the intermediary reaches the server as the client going away.
+    fn gone(&mut self, by: Side, reason: Option<&str>) {
+        let mut out = Vec::new();
+        self.client.gone(by, reason, &mut out);
+        self.lock().client_view(out);
+        let mut out = Vec::new();
+        let server_by = if by == Side::Proxy { Side::Client } else { by };
+        self.server.gone(server_by, None, &mut out);
+        self.lock().server_view(out);
+    }
+}
+
 /// How a relayed connection ended.
 enum RelayEnd {
-    /// One side closed (or failed): close the other.
-    Closed,
+    /// One side closed (or failed): close the other. `by_client`: the client's side ended.
+    Closed { by_client: bool },
     /// The idle timeout expired; whether the response head had reached the client.
     Idle { head_sent: bool },
     /// The planned reset.
@@ -114,13 +187,34 @@ impl Relay {
         }
     }
 
-    pub(crate) async fn run(self, mut down: tokio::net::TcpStream) {
-        let Ok(mut up) = tokio::net::TcpStream::connect(self.server).await else {
+    pub(crate) async fn run(self, down: tokio::net::TcpStream) {
+        let Ok(up) = tokio::net::TcpStream::connect(self.server).await else {
             return;
         };
-        let end = self.pump(&mut down, &mut up).await;
+        self.relay(down, up, None).await;
+    }
+
+    /// Like [`Relay::run`], recording both ends of the connection into `tap`.
+    pub(crate) async fn run_tapped(self, down: tokio::net::TcpStream, tap: RelayTap) {
+        let Ok(up) = tokio::net::TcpStream::connect(self.server).await else {
+            return;
+        };
+        self.relay(down, up, Some(tap)).await;
+    }
+
+    async fn relay(
+        &self,
+        mut down: tokio::net::TcpStream,
+        mut up: tokio::net::TcpStream,
+        mut tap: Option<RelayTap>,
+    ) {
+        // Every chunk goes on at once: Nagle's algorithm would hold small writes (an SSE
+        // event, a request) for the peer's delayed acknowledgement, tens of ms.
+        let _ = down.set_nodelay(true);
+        let _ = up.set_nodelay(true);
+        let end = self.pump(&mut down, &mut up, &mut tap).await;
         let cut = match end {
-            RelayEnd::Closed => None,
+            RelayEnd::Closed { .. } => None,
             RelayEnd::Idle { .. } => Some(Cut::Idle),
             RelayEnd::Reset => Some(Cut::Reset),
         };
@@ -140,12 +234,23 @@ impl Relay {
                     );
                     let _ = down.write_all(answer.as_bytes()).await;
                     let _ = down.shutdown().await;
+                    if let Some(tap) = &mut tap {
+                        tap.client_got(answer.as_bytes());
+                    }
                 }
             }
             RelayEnd::Reset => {
                 let _ = socket2::SockRef::from(&down).set_linger(Some(Duration::ZERO));
             }
             _ => {}
+        }
+        if let Some(tap) = &mut tap {
+            match end {
+                RelayEnd::Closed { by_client: true } => tap.gone(Side::Client, None),
+                RelayEnd::Closed { by_client: false } => tap.gone(Side::Server, None),
+                RelayEnd::Idle { .. } => tap.gone(Side::Proxy, Some(Cut::Idle.reason())),
+                RelayEnd::Reset => tap.gone(Side::Proxy, Some(Cut::Reset.reason())),
+            }
         }
     }
 
@@ -162,6 +267,7 @@ impl Relay {
         &self,
         down: &mut tokio::net::TcpStream,
         up: &mut tokio::net::TcpStream,
+        tap: &mut Option<RelayTap>,
     ) -> RelayEnd {
         use tokio::time::Instant;
         let (mut down_read, mut down_write) = down.split();
@@ -185,6 +291,32 @@ impl Relay {
         let mut down_buf = vec![0u8; 16 * 1024];
         let mut up_buf = vec![0u8; 16 * 1024];
         loop {
+            // What is due goes on now, not at the timer's next tick (tokio's timers round up
+            // to the millisecond, which would add a millisecond to every undelayed chunk).
+            let now = Instant::now();
+            while to_up.front().is_some_and(|(at, _)| *at <= now) {
+                let (_, bytes) = to_up.pop_front().expect("front exists");
+                if up_write.write_all(&bytes).await.is_err() {
+                    return RelayEnd::Closed { by_client: false };
+                }
+                if let Some(tap) = tap {
+                    tap.server_read(&bytes);
+                }
+            }
+            while to_down.front().is_some_and(|(at, _)| *at <= now) {
+                let (_, bytes) = to_down.pop_front().expect("front exists");
+                if down_write.write_all(&bytes).await.is_err() {
+                    return RelayEnd::Closed { by_client: true };
+                }
+                if let Some(tap) = tap {
+                    tap.client_got(&bytes);
+                }
+                delivered += bytes.len();
+                let body_passed = head_len.is_some_and(|h| delivered > h);
+                if body_passed && faults.is_some_and(|f| f.reset) {
+                    return RelayEnd::Reset;
+                }
+            }
             let delay = Duration::from_millis(faults.map_or(0, |f| f.latency_ms));
             let far = Instant::now() + Duration::from_secs(24 * 3600);
             let next_due = [to_down.front(), to_up.front()]
@@ -195,30 +327,12 @@ impl Relay {
                 .unwrap_or(far);
             let idle_at = idle.map_or(far, |d| last + d);
             if !up_open && to_down.is_empty() {
-                return RelayEnd::Closed;
+                return RelayEnd::Closed { by_client: false };
             }
             tokio::select! {
                 biased;
-                _ = tokio::time::sleep_until(next_due), if next_due < far => {
-                    let now = Instant::now();
-                    while to_up.front().is_some_and(|(at, _)| *at <= now) {
-                        let (_, bytes) = to_up.pop_front().expect("front exists");
-                        if up_write.write_all(&bytes).await.is_err() {
-                            return RelayEnd::Closed;
-                        }
-                    }
-                    while to_down.front().is_some_and(|(at, _)| *at <= now) {
-                        let (_, bytes) = to_down.pop_front().expect("front exists");
-                        if down_write.write_all(&bytes).await.is_err() {
-                            return RelayEnd::Closed;
-                        }
-                        delivered += bytes.len();
-                        let body_passed = head_len.is_some_and(|h| delivered > h);
-                        if body_passed && faults.is_some_and(|f| f.reset) {
-                            return RelayEnd::Reset;
-                        }
-                    }
-                }
+                // Wakes the loop for the next delayed chunk (delivered above).
+                _ = tokio::time::sleep_until(next_due), if next_due < far => {}
                 n = up_read.read(&mut up_buf), if up_open => {
                     let n = match n {
                         Ok(0) | Err(_) => {
@@ -232,6 +346,9 @@ impl Relay {
                     };
                     last = Instant::now();
                     let bytes = up_buf[..n].to_vec();
+                    if let Some(tap) = tap {
+                        tap.server_wrote(&bytes);
+                    }
                     if head_len.is_none() {
                         head.extend_from_slice(&bytes);
                         if let Some(end) = head_end(&head) {
@@ -257,7 +374,10 @@ impl Relay {
                     to_down.push_back((last + delay, bytes));
                 }
                 n = down_read.read(&mut down_buf) => {
-                    let n = match n { Ok(0) | Err(_) => return RelayEnd::Closed, Ok(n) => n };
+                    let n = match n { Ok(0) | Err(_) => return RelayEnd::Closed { by_client: true }, Ok(n) => n };
+                    if let Some(tap) = tap {
+                        tap.client_sent(&down_buf[..n]);
+                    }
                     let f = *faults.get_or_insert_with(|| self.faults());
                     if client_bytes_count {
                         last = Instant::now();

@@ -3,7 +3,7 @@
 //! reading never blocks the caller's clock), and the §5.1 shutdown.
 
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
@@ -38,9 +38,13 @@ impl Process {
         let (tx, rx) = mpsc::channel();
         let stall_until = Arc::new(Mutex::new(None));
         let stdout = child.stdout.take().expect("stdout is piped");
-        pump(stdout, Some(tx), Arc::clone(&stall_until));
+        pump(
+            stdout,
+            move |i| tx.send(i).is_ok(),
+            Arc::clone(&stall_until),
+        );
         let stderr = child.stderr.take().expect("stderr is piped");
-        pump(stderr, None, Arc::new(Mutex::new(None)));
+        pump(stderr, |_| true, Arc::new(Mutex::new(None)));
         let stdin = writer(
             child.stdin.take().expect("stdin is piped"),
             Arc::clone(write_errors),
@@ -88,11 +92,12 @@ impl Process {
     }
 }
 
-/// Reads `from` in a thread, forwarding chunks (or dropping them when `tx` is `None`). While
-/// `stall_until` lies ahead, what was read waits: the server's further writes fill the pipe.
+/// Reads `from` in a thread, handing each chunk to `sink` as [`Input::Bytes`] and the end as
+/// [`Input::Eof`]; `sink` returns false to stop reading. While `stall_until` lies ahead, what
+/// was read waits: the writer's further writes fill the pipe (back-pressure).
 pub fn pump(
     mut from: impl Read + Send + 'static,
-    tx: Option<mpsc::Sender<Input>>,
+    sink: impl Fn(Input) -> bool + Send + 'static,
     stall_until: Arc<Mutex<Option<Instant>>>,
 ) {
     std::thread::spawn(move || {
@@ -105,27 +110,26 @@ pub fn pump(
                     if let Some(until) = until {
                         std::thread::sleep(until.saturating_duration_since(Instant::now()));
                     }
-                    if let Some(tx) = &tx {
-                        if tx.send(Input::Bytes(buf[..n].to_vec())).is_err() {
-                            break;
-                        }
+                    if !sink(Input::Bytes(buf[..n].to_vec())) {
+                        break;
                     }
                 }
             }
         }
-        if let Some(tx) = tx {
-            let _ = tx.send(Input::Eof);
-        }
+        sink(Input::Eof);
     });
 }
 
-/// Writes lines to the server's stdin in a thread, so a server that stops reading never blocks
-/// the probe's clock; stdin closes when the sender is dropped (or the server is killed).
-pub fn writer(mut stdin: ChildStdin, errors: Arc<AtomicUsize>) -> mpsc::Sender<Vec<u8>> {
+/// Writes chunks to `out` in a thread, so a reader that stops reading never blocks the
+/// caller's clock; `out` closes when the sender is dropped. Failed writes are counted.
+pub fn writer(
+    mut out: impl Write + Send + 'static,
+    errors: Arc<AtomicUsize>,
+) -> mpsc::Sender<Vec<u8>> {
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || {
-        for line in rx {
-            if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+        for chunk in rx {
+            if out.write_all(&chunk).and_then(|()| out.flush()).is_err() {
                 errors.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -64,17 +64,7 @@ pub(crate) const BACKEND_PORT: u16 = 7000;
 /// Header carrying the client's stream id.
 pub(crate) use crate::lanes::http_exchange::STREAM_HEADER;
 
-/// Finds `x-mcp-sim-stream` in a request head: the client's stream id, as the proxy and a
-/// custom server's recording stream read it.
-pub(crate) fn stream_id(head: &[u8]) -> Option<u64> {
-    let text = String::from_utf8_lossy(head);
-    text.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case(STREAM_HEADER)
-            .then(|| value.trim().parse().ok())?
-    })
-}
+pub(crate) use crate::lanes::wiretap::stream_id;
 
 /// Settings of the turmoil lane that are not part of the scenario.
 #[derive(Debug, Clone)]

@@ -7,32 +7,21 @@
 //! request before the server ended it, the client went away: the driver tells the model that
 //! the stream closed, which is the cancellation.
 
-use std::collections::BTreeMap;
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::rc::Rc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Either, Full};
-use hyper::body::Frame;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::{
     backend, now, record, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT,
     SERVER_STDIO_PORT, STREAM_HEADER,
 };
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::framing::sse;
+use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
 use crate::lanes::recorder::{self, observe, stdio_lines};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
 use crate::trace::{EventKind, Side};
-use crate::wire;
-
-type ResponseBody = Either<SseBody, Full<Bytes>>;
-type HttpResponse = hyper::Response<ResponseBody>;
 
 /// Input of the server driver.
 enum Input {
@@ -40,42 +29,8 @@ enum Input {
     Bytes(Vec<u8>),
     /// The stdio client went away.
     Eof,
-    /// An HTTP POST: its stream, body and the slot for its response.
-    Post {
-        stream: StreamId,
-        body: Bytes,
-        respond: oneshot::Sender<HttpResponse>,
-    },
-    /// hyper dropped a stream's response (or the pending request): the client is gone.
-    Dropped(StreamId),
-}
-
-/// Sends `Dropped` when hyper drops what it holds, unless disarmed first.
-struct DropSignal(Option<(StreamId, mpsc::UnboundedSender<Input>)>);
-
-impl Drop for DropSignal {
-    fn drop(&mut self) {
-        if let Some((stream, tx)) = self.0.take() {
-            let _ = tx.send(Input::Dropped(stream));
-        }
-    }
-}
-
-/// A streaming SSE response body fed by the driver.
-pub(crate) struct SseBody {
-    rx: mpsc::UnboundedReceiver<Bytes>,
-    _signal: DropSignal,
-}
-
-impl hyper::body::Body for SseBody {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
-    }
+    /// A POST, or a stream the client dropped.
+    Http(HttpEvent),
 }
 
 pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
@@ -131,7 +86,13 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
                     spawn_guarded(&shared, async move {
                         while let Ok((stream, _)) = listener.accept().await {
                             let tx = tx.clone();
-                            spawn_guarded(&shared2, serve_connection(stream, tx));
+                            let notify: Notify = Rc::new(move |e| {
+                                let _ = tx.send(Input::Http(e));
+                            });
+                            spawn_guarded(
+                                &shared2,
+                                serve_connection(stream, notify, stream_of_header),
+                            );
                         }
                     });
                     driver.run(rx, None, None).await;
@@ -142,44 +103,14 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
     });
 }
 
-/// One HTTP/1.1 connection: every request is decoded by the driver.
-async fn serve_connection(stream: turmoil::net::TcpStream, tx: mpsc::UnboundedSender<Input>) {
-    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-        let tx = tx.clone();
-        async move {
-            let stream = req
-                .headers()
-                .get(STREAM_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok())
-                .map(StreamId)
-                .unwrap_or(StreamId(0));
-            let body = req
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            let (respond, response) = oneshot::channel();
-            let mut signal = DropSignal(Some((stream, tx.clone())));
-            let _ = tx.send(Input::Post {
-                stream,
-                body,
-                respond,
-            });
-            let response = response.await;
-            signal.0 = None; // answered: from here on the body signals a drop
-            Ok::<_, Infallible>(response.unwrap_or_else(|_| {
-                let mut r = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
-                *r.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
-                r
-            }))
-        }
-    });
-    let _ = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
+/// The client's stream id, from the header the simulated client sends.
+fn stream_of_header(req: &hyper::Request<hyper::body::Incoming>) -> StreamId {
+    req.headers()
+        .get(STREAM_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .map(StreamId)
+        .unwrap_or(StreamId(0))
 }
 
 /// The loop connecting the model to the sockets.
@@ -187,17 +118,10 @@ struct Driver {
     server: Server,
     shared: SharedRef,
     backend: turmoil::net::TcpStream,
-    no_buffering: bool,
-    /// How SSE events are written.
-    style: crate::model::SseStyle,
-    /// The driver's own input, for the drop signals of response bodies.
-    tx: mpsc::UnboundedSender<Input>,
     stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
     lines: LineDecoder,
-    /// HTTP: the response slot of each stream not yet answered.
-    pending: BTreeMap<StreamId, oneshot::Sender<HttpResponse>>,
-    /// HTTP: the body of each open SSE stream.
-    bodies: BTreeMap<StreamId, mpsc::UnboundedSender<Bytes>>,
+    /// HTTP: responses and SSE bodies.
+    http: Responder,
 }
 
 impl Driver {
@@ -208,17 +132,16 @@ impl Driver {
         no_buffering: bool,
         tx: mpsc::UnboundedSender<Input>,
     ) -> Driver {
+        let notify: Notify = Rc::new(move |e| {
+            let _ = tx.send(Input::Http(e));
+        });
         Driver {
-            style: config.behaviour.sse_style,
+            http: Responder::new(config.behaviour.sse_style, no_buffering, notify),
             server: Server::new(config),
             shared,
             backend,
-            no_buffering,
-            tx,
             stdout: None,
             lines: LineDecoder::new(LineOptions::default()),
-            pending: BTreeMap::new(),
-            bodies: BTreeMap::new(),
         }
     }
 
@@ -294,18 +217,16 @@ impl Driver {
                     None => None,
                 };
             }
-            Input::Post {
+            Input::Http(HttpEvent::Post {
                 stream,
                 body,
                 respond,
-            } => {
-                self.pending.insert(stream, respond);
+            }) => {
+                self.http.post(stream, respond);
                 self.receive(Some(stream), &body);
             }
-            Input::Dropped(stream) => {
-                let open =
-                    self.pending.remove(&stream).is_some() | self.bodies.remove(&stream).is_some();
-                if open {
+            Input::Http(HttpEvent::Dropped(stream)) => {
+                if self.http.dropped(stream) {
                     record(
                         &self.shared,
                         Side::Server,
@@ -357,63 +278,7 @@ impl Driver {
                     let _ = out.write_all(&line).await;
                 }
             }
-            ServerTransmit::SseStart { stream } => {
-                let (body_tx, body_rx) = mpsc::unbounded_channel();
-                let body = SseBody {
-                    rx: body_rx,
-                    _signal: DropSignal(Some((stream, self.tx.clone()))),
-                };
-                let mut builder = hyper::Response::builder()
-                    .status(200)
-                    .header("content-type", "text/event-stream");
-                if self.no_buffering {
-                    builder = builder.header("x-accel-buffering", "no");
-                }
-                let response = builder
-                    .body(Either::Left(body))
-                    .expect("static response parts are valid");
-                if let Some(slot) = self.pending.remove(&stream) {
-                    let _ = slot.send(response);
-                    self.bodies.insert(stream, body_tx);
-                }
-            }
-            ServerTransmit::SseEvent { stream, msg } => {
-                if let Some(body) = self.bodies.get(&stream) {
-                    for piece in self.style.encode(&msg) {
-                        let _ = body.send(Bytes::from(piece));
-                    }
-                }
-            }
-            ServerTransmit::SseComment { stream } => {
-                if let Some(body) = self.bodies.get(&stream) {
-                    let _ = body.send(Bytes::from(sse::encode_comment("keep-alive")));
-                }
-            }
-            ServerTransmit::SseEnd { stream } => {
-                self.bodies.remove(&stream);
-            }
-            ServerTransmit::Json {
-                stream,
-                status,
-                msg,
-            } => {
-                let body = wire::encode(&msg).unwrap_or_default();
-                let response = hyper::Response::builder()
-                    .status(status)
-                    .header("content-type", "application/json")
-                    .body(Either::Right(Full::new(Bytes::from(body))))
-                    .expect("static response parts are valid");
-                if let Some(slot) = self.pending.remove(&stream) {
-                    let _ = slot.send(response);
-                }
-            }
-            ServerTransmit::Accepted { stream } => {
-                let mut response = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
-                *response.status_mut() = hyper::StatusCode::ACCEPTED;
-                if let Some(slot) = self.pending.remove(&stream) {
-                    let _ = slot.send(response);
-                }
-            }
+            t => self.http.transmit(t),
         }
     }
 }

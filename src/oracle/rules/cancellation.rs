@@ -396,29 +396,48 @@ pub(super) fn outcomes(s: &mut Sink<'_, '_>, r: &Req) {
 /// right after a message for a finished request, with other requests outstanding, is not.
 pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
-    if !ix.has(Side::Client) {
+    // Seen from the client when it was recorded; else from the server (a real client against
+    // `mcp-sim serve`): the pipe closed by the client right after the server wrote a message
+    // for a request already over at the server, with other requests still running there.
+    let client_view = ix.has(Side::Client);
+    let view = if client_view {
+        Side::Client
+    } else {
+        Side::Server
+    };
+    if !ix.has(view) {
         return;
     }
     for (i, e) in ix.trace.events.iter().enumerate() {
-        let (
-            Side::Client,
-            EventKind::Close {
-                stream: None,
-                by: Side::Client,
-                ..
-            },
-        ) = (e.side, &e.kind)
+        let EventKind::Close {
+            stream: None,
+            by: Side::Client,
+            ..
+        } = e.kind
         else {
             continue;
         };
-        let outstanding = ix
-            .requests
-            .iter()
-            .any(|r| r.client_send.is_some() && outstanding_at(ix, r, i));
+        if e.side != view {
+            continue;
+        }
+        let outstanding = ix.requests.iter().any(|r| {
+            let sent = if client_view {
+                r.client_send
+            } else {
+                r.server_recv
+            };
+            sent.is_some() && outstanding_at(ix, r, i)
+        });
         let late = (0..i)
             .rev()
             .take_while(|&j| s.t(j) + s.config.grace_ms >= e.t)
-            .find(|&j| late_message(ix, j));
+            .find(|&j| {
+                if client_view {
+                    late_message(ix, j)
+                } else {
+                    late_emission(ix, j)
+                }
+            });
         if let (true, Some(late)) = (outstanding, late) {
             let msg = "the client dropped its connection, and the requests on it, after a message for a finished request";
             s.flag(
@@ -428,6 +447,9 @@ pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
                 msg.into(),
             );
         }
+    }
+    if !client_view {
+        return;
     }
     for r in &ix.requests {
         for &o in &r.outcomes {
@@ -464,6 +486,28 @@ pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
             }
         }
     }
+}
+
+/// Whether event `j` is the server writing a response or progress for a request already over
+/// at the server (answered before, or its cancel received).
+fn late_emission(ix: &Index<'_>, j: usize) -> bool {
+    let e = &ix.trace.events[j];
+    if !matches!((&e.kind, e.side), (EventKind::Send(_), Side::Server)) {
+        return false;
+    }
+    let req = match ix.msg(j) {
+        Some(m @ (Message::Result(_) | Message::Error(_))) => m.id().and_then(|id| ix.by_id(id, j)),
+        Some(Message::Progress(p)) => ix.by_token(&p.token, j),
+        _ => return false,
+    };
+    req.is_some_and(|r| {
+        let r = &ix.requests[r];
+        [r.responses.first().copied(), r.server_cancel_seen]
+            .into_iter()
+            .flatten()
+            .min()
+            .is_some_and(|end| end < j)
+    })
 }
 
 /// Whether event `j` is the client reading a response or progress for a request it no longer

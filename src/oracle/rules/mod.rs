@@ -23,7 +23,7 @@ use cancellation::{
 use listen::listen_ack_first;
 use messages::{duplicate_response, message_shape, request_ids};
 use progress::{progress, reset_needs_token};
-use timeouts::timeouts;
+use timeouts::{declared_deadline, timeouts};
 use transport::{idle_cuts, wire_integrity};
 
 /// Collects violations for one check.
@@ -70,6 +70,7 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         after_cancel(&mut s, req);
         cancel_on_timeout(&mut s, req);
         timeouts(&mut s, req);
+        declared_deadline(&mut s, req);
         reset_needs_token(&mut s, req);
         late_delivery(&mut s, req);
         resources(&mut s, req);

@@ -4,7 +4,7 @@ use super::Sink;
 use crate::model::{Outcome, Transport};
 use crate::oracle::index::Req;
 use crate::oracle::{rule, Level};
-use crate::trace::EventKind;
+use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 
 /// Valid progress receipts of `r` in the client's view: its token, its stream, strictly
@@ -134,6 +134,68 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
             }
         }
         _ => {}
+    }
+}
+
+/// Seen from the server, when the client was not recorded: a client whose policy was declared
+/// (recorded on the request's receipt) must cancel a request still running at its deadline.
+/// The deadline runs from the receipt and from the progress the server sent (a local client
+/// reads them within the grace window); the cancel must reach the server within the grace
+/// window after it. A cancel earlier than the deadline is the application's and is not judged.
+pub(super) fn declared_deadline(s: &mut Sink<'_, '_>, r: &Req) {
+    let ix = s.ix;
+    if ix.has(Side::Client) || r.is_listen() {
+        return;
+    }
+    let (Some(recv), Some(policy)) = (r.server_recv, r.policy) else {
+        return;
+    };
+    let ended = [r.responses.first().copied(), r.server_cancel_seen]
+        .into_iter()
+        .flatten()
+        .min();
+    let mut last = f64::NEG_INFINITY;
+    let mut progress = Vec::new();
+    for &i in &r.emissions {
+        if ended.is_some_and(|e| i >= e) {
+            break;
+        }
+        if let Some(Message::Progress(p)) = ix.msg(i) {
+            if p.progress > last {
+                last = p.progress;
+                progress.push(s.t(i));
+            }
+        }
+    }
+    let t_recv = s.t(recv);
+    let Some(deadline) = expected_deadline(policy, t_recv, &progress, s.config.timer_tolerance_ms)
+    else {
+        return;
+    };
+    let grace = s.config.grace_ms;
+    let end_t = ended.map_or(ix.trace.end(), |e| s.t(e));
+    if end_t > deadline + grace {
+        let last = ended.unwrap_or(ix.trace.events.len() - 1);
+        let how = match (ended, r.server_cancel_seen) {
+            (Some(e), Some(c)) if e == c => {
+                format!("its cancel reached the server only at {end_t} ms")
+            }
+            (Some(_), _) => {
+                format!("the server answered it at {end_t} ms and no cancel came before")
+            }
+            (None, _) => format!("it was still running at the server at {end_t} ms, not cancelled"),
+        };
+        let msg = format!(
+            "{}: the declared policy puts its deadline at {deadline} ms ({} ms after the server received it); {how}",
+            s.name(r),
+            deadline - t_recv
+        );
+        s.flag(
+            rule::DECLARED_DEADLINE,
+            Level::Policy,
+            vec![recv, last],
+            msg,
+        );
     }
 }
 

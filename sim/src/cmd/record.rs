@@ -1,0 +1,155 @@
+//! `mcp-sim record -- SERVER ARGS...` / `mcp-sim record --http LISTEN --upstream URL`: a
+//! transparent tap between a real host and its real server that records a two-sided trace
+//! ([`mcp_sim::lanes::live::record`]) and judges it at the end.
+//!
+//! stdio: the host launches `mcp-sim record --trace FILE -- real-server ARGS...` in place of
+//! the server; bytes pass unchanged, the server's stderr passes through, and the tap exits
+//! with the server's exit status. HTTP: a reverse proxy that runs until SIGTERM, SIGINT or
+//! `--max-seconds`, then exits 1 when a MUST rule is broken, else 0. The files are written
+//! and a summary goes to stderr at the end.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcp_sim::lanes::live::http::parse_url;
+use mcp_sim::lanes::live::record::{self, Recorded};
+use mcp_sim::oracle::{self, OracleConfig};
+use mcp_sim::report;
+use mcp_sim::scenario::ProxyConfig;
+
+use super::serve::stop_on_signals;
+use crate::args::{json_verdict, oracle_config, ProfileArg};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Write the two-sided trace (JSON Lines, format v1) here at the end.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Write the verdict here at the end (the JSON `check-trace --format json` prints).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Be a Streamable HTTP reverse proxy listening here (`127.0.0.1:8080`; port 0 picks a
+    /// free one and prints it to stderr) instead of a stdio tap.
+    #[arg(long, requires = "upstream", conflicts_with = "command")]
+    http: Option<String>,
+    /// With `--http`: the server, `http://HOST:PORT` (any path the client uses is passed on).
+    #[arg(long, requires = "http")]
+    upstream: Option<String>,
+    /// With `--http`: cut idle streams as this intermediary does: `nginx`, `alb`,
+    /// `cloudflare`, `custom:SECONDS` or `custom:MSms`.
+    #[arg(long, value_parser = parse_proxy, requires = "http")]
+    proxy: Option<ProxyConfig>,
+    /// With `--http`: stop after this many seconds.
+    #[arg(long, requires = "http")]
+    max_seconds: Option<u64>,
+    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
+    profile: ProfileArg,
+    /// Window for inferring observations and for stopping work, in ms.
+    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
+    grace_ms: u64,
+    /// Print every trace event to stderr as it is recorded.
+    #[arg(long)]
+    verbose: bool,
+    /// stdio: the server command and its arguments (after `--`).
+    #[arg(last = true, num_args = 1.., required_unless_present = "http")]
+    command: Vec<String>,
+}
+
+fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
+    ProxyConfig::preset(s).ok_or_else(|| {
+        format!("unknown proxy {s:?}: nginx, alb, cloudflare, custom:SECONDS or custom:MSms")
+    })
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("mcp-sim record: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let stop = stop_on_signals();
+    let recorded = match (&args.http, &args.upstream) {
+        (Some(listen), Some(upstream)) => {
+            let endpoint = match parse_url(upstream) {
+                Ok(e) => e,
+                Err(e) => return usage(&format!("--upstream: {e}")),
+            };
+            let upstream = match std::net::ToSocketAddrs::to_socket_addrs(&endpoint.addr)
+                .ok()
+                .and_then(|mut a| a.next())
+            {
+                Some(a) => a,
+                None => return usage(&format!("--upstream: cannot resolve {}", endpoint.addr)),
+            };
+            let listener = match std::net::TcpListener::bind(listen) {
+                Ok(l) => l,
+                Err(e) => return usage(&format!("cannot listen on {listen}: {e}")),
+            };
+            if let Ok(a) = listener.local_addr() {
+                eprintln!("mcp-sim record: listening on http://{a}, passing on to {upstream}");
+            }
+            record::record_http(
+                listener,
+                upstream,
+                args.proxy,
+                stop,
+                args.max_seconds.map(Duration::from_secs),
+                args.verbose,
+            )
+        }
+        _ => record::record_stdio(
+            &args.command,
+            std::io::stdin(),
+            std::io::stdout(),
+            stop,
+            args.verbose,
+        ),
+    };
+    match recorded {
+        Ok(r) => finish(&r, args),
+        Err(e) => usage(&format!("cannot start: {e}")),
+    }
+}
+
+fn finish(r: &Recorded, args: &Args) -> ExitCode {
+    let trace = &r.run.trace;
+    let config = oracle_config(args.profile, args.grace_ms);
+    let verdict = oracle::check(trace, &config);
+    for (path, text) in [
+        (&args.trace, trace.to_jsonl()),
+        (&args.report, json_verdict(trace, &verdict) + "\n"),
+    ] {
+        if let Some(path) = path {
+            if let Err(e) = std::fs::write(path, text) {
+                eprintln!("mcp-sim record: cannot write {}: {e}", path.display());
+            }
+        }
+    }
+    eprintln!(
+        "record: {} events, {} messages ({} requests), {} bytes to the server, {} back{}",
+        trace.events.len(),
+        r.run.stats.messages,
+        r.run.stats.requests,
+        r.bytes_up,
+        r.bytes_down,
+        if r.connections > 0 {
+            format!(", {} connections", r.connections)
+        } else {
+            String::new()
+        }
+    );
+    eprintln!("violations: {}", verdict.violations.len());
+    eprint!("{}", report::violations_text(&verdict));
+    match (&args.http, r.exit) {
+        (None, Some(status)) => {
+            eprintln!("server: {status}");
+            ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8))
+        }
+        (None, None) => {
+            eprintln!("server: killed when the tap stopped");
+            ExitCode::from(1)
+        }
+        (Some(_), _) => ExitCode::from(u8::from(verdict.has_must())),
+    }
+}

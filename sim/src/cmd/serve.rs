@@ -1,0 +1,231 @@
+//! `mcp-sim serve [--http ADDR]`: the reference server as a process that a real client
+//! launches (stdio) or connects to (Streamable HTTP), judging the client from the server's
+//! end ([`mcp_sim::lanes::live::serve`]).
+//!
+//! The trace and the report are written when stdin closes (stdio), on SIGTERM or SIGINT, or
+//! after `--max-seconds`; the text verdict goes to stderr, since stdout is the protocol's.
+//! Exit codes: 0 clean and exercised; 1 a MUST rule or the declared policy broken; 2 usage or
+//! cannot listen; 3 inconclusive (no tool call reached the server).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
+use mcp_sim::model::mutant::MutantSide;
+use mcp_sim::model::{MutantSet, TimeoutPolicy};
+use mcp_sim::mutants::Mutant;
+use mcp_sim::oracle::{self, rule, Level, OracleConfig, Verdict};
+use mcp_sim::report;
+use mcp_sim::trace::{EventKind, Side};
+use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
+
+use crate::args::{json_verdict, oracle_config, ProfileArg};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Serve Streamable HTTP on this address (`127.0.0.1:8080`; port 0 picks a free one and
+    /// prints it to stderr) instead of stdio.
+    #[arg(long)]
+    http: Option<String>,
+    /// Switch on a server-side mutant of the catalog (repeatable; see `mcp-sim mutants`).
+    #[arg(long)]
+    mutant: Vec<String>,
+    /// The timeout policy the client under test declares: a preset (`none`, `inspector`,
+    /// `typescript-sdk`, `python-sdk`, `claude-code-stdio`, `claude-code-http`) and/or
+    /// `timeout=MS[,reset][,max=MS]`. Recorded as each request's policy and checked.
+    #[arg(long, value_parser = TimeoutPolicy::from_spec)]
+    client_policy: Option<TimeoutPolicy>,
+    /// Write the trace (JSON Lines, format v1) here at the end.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Write the verdict here at the end (the JSON `check-trace --format json` prints).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    max_seconds: Option<u64>,
+    /// Keep-alive comments on quiet SSE streams after this many ms.
+    #[arg(long)]
+    keepalive_ms: Option<u64>,
+    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
+    profile: ProfileArg,
+    /// Window for a cancel to reach the server after the declared deadline, and for work to
+    /// stop after a cancel, in ms.
+    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
+    grace_ms: u64,
+    /// Print every trace event to stderr as it is recorded.
+    #[arg(long)]
+    verbose: bool,
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("mcp-sim serve: {msg}");
+    ExitCode::from(2)
+}
+
+/// Raised by SIGTERM and SIGINT.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// Turns SIGTERM and SIGINT into a raised stop flag, so the files are written before exit.
+pub(crate) fn stop_on_signals() -> Arc<AtomicBool> {
+    #[cfg(unix)]
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let handler = on_signal as extern "C" fn(libc::c_int);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || loop {
+        if SIGNALLED.load(Ordering::SeqCst) {
+            flag.store(true, Ordering::SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
+    stop
+}
+
+fn mutants(names: &[String]) -> Result<MutantSet, String> {
+    let mut set = MutantSet::NONE;
+    for name in names {
+        let m = Mutant::from_name(name).ok_or_else(|| format!("unknown mutant {name:?}"))?;
+        if m.info().side != MutantSide::Server {
+            return Err(format!(
+                "{name} is a client-side mutant; serve runs the server"
+            ));
+        }
+        set = set.with(m);
+    }
+    Ok(set)
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let mutants = match mutants(&args.mutant) {
+        Ok(m) => m,
+        Err(e) => return usage(&e),
+    };
+    let config = ServeConfig {
+        mutants,
+        client_policy: args.client_policy,
+        max_seconds: args.max_seconds,
+        verbose: args.verbose,
+        keepalive: args.keepalive_ms.map(Duration::from_millis),
+    };
+    let listen = match &args.http {
+        Some(addr) => match std::net::TcpListener::bind(addr) {
+            Ok(l) => {
+                if let Ok(a) = l.local_addr() {
+                    eprintln!("mcp-sim serve: listening on http://{a}/mcp");
+                }
+                Listen::Http(l)
+            }
+            Err(e) => return usage(&format!("cannot listen on {addr}: {e}")),
+        },
+        None => Listen::Stdio {
+            input: Box::new(std::io::stdin()),
+            output: Box::new(std::io::stdout()),
+        },
+    };
+    let served = match serve::serve(listen, &config, stop_on_signals()) {
+        Ok(s) => s,
+        Err(e) => return usage(&format!("cannot start: {e}")),
+    };
+    finish(&served, args)
+}
+
+/// The rules about what the client declared.
+fn breaks_declared_policy(verdict: &Verdict) -> bool {
+    verdict.violations.iter().any(|v| {
+        v.level == Level::Policy
+            && [rule::DECLARED_DEADLINE, rule::TIMEOUT_DEADLINE].contains(&v.rule)
+    })
+}
+
+fn finish(served: &Served, args: &Args) -> ExitCode {
+    let trace = &served.run.trace;
+    let config = oracle_config(args.profile, args.grace_ms);
+    let verdict = oracle::check(trace, &config);
+    if let Some(path) = &args.trace {
+        if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
+            eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
+        }
+    }
+    if let Some(path) = &args.report {
+        if let Err(e) = std::fs::write(path, json_verdict(trace, &verdict) + "\n") {
+            eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
+        }
+    }
+    let mut calls = 0;
+    let mut results = 0;
+    let mut progress = 0;
+    let mut cancels = 0;
+    for e in &trace.events {
+        match (&e.kind, e.side) {
+            (EventKind::Recv(w), Side::Server) => match w.decode(&config.decode) {
+                Ok(Message::Request(r)) if r.method == METHOD_TOOLS_CALL => calls += 1,
+                Ok(Message::Cancelled(_)) => cancels += 1,
+                _ => {}
+            },
+            (EventKind::Send(w), Side::Server) => match w.decode(&config.decode) {
+                Ok(Message::Progress(_)) => progress += 1,
+                Ok(Message::Result(_)) => results += 1,
+                _ => {}
+            },
+            (
+                EventKind::Close {
+                    stream: Some(_),
+                    by: Side::Client,
+                    ..
+                },
+                Side::Server,
+            ) => cancels += 1,
+            _ => {}
+        }
+    }
+    eprintln!(
+        "serve: ended because {}; {} events, {} requests received, {} tool calls, {} results and {} progress sent, {} cancels seen (notifications and stream closes){}",
+        served.end.describe(),
+        trace.events.len(),
+        served.run.stats.requests,
+        calls,
+        results,
+        progress,
+        cancels,
+        if served.connections > 0 {
+            format!(", {} connections", served.connections)
+        } else {
+            String::new()
+        }
+    );
+    match args.client_policy {
+        Some(p) => eprintln!(
+            "declared client policy: {}",
+            serde_json::to_string(&mcp_sim::trace::PolicyRecord::from(p))
+                .expect("policy serializes")
+        ),
+        None => eprintln!("declared client policy: none given, so deadlines are not judged"),
+    }
+    eprintln!("violations: {}", verdict.violations.len());
+    eprint!("{}", report::violations_text(&verdict));
+    let (word, code) = if verdict.has_must() {
+        ("violations", 1)
+    } else if breaks_declared_policy(&verdict) {
+        ("policy-broken", 1)
+    } else if calls == 0 {
+        eprintln!("finding: nothing-exercised (inconclusive): no tools/call reached the server");
+        ("inconclusive", 3)
+    } else {
+        ("clean", 0)
+    };
+    eprintln!("verdict: {word} (exit {code})");
+    ExitCode::from(code)
+}

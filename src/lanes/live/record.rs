@@ -1,0 +1,328 @@
+//! `mcp-sim record`: a transparent tap between a real host and its real server.
+//!
+//! stdio ([`record_stdio`]): the host launches `mcp-sim record -- SERVER ARGS...` instead of the
+//! server. The tap starts the server, passes the bytes unchanged both ways (each chunk is
+//! written on before it is recorded), lets the server's stderr through, and keeps the
+//! server's exit status. Streamable HTTP ([`record_http`]): a reverse proxy, one upstream
+//! connection per downstream connection, bytes passed on as they stream, closes propagated
+//! both ways, and with a proxy preset the idle cuts of that intermediary (the relay of the
+//! probe's faults, [`super::relay`]).
+//!
+//! The trace is two-sided, seen from the tap: every message is the sender's `send` and the
+//! receiver's `recv` at the moment it crossed the tap (with a preset that holds an SSE body,
+//! the server's `send` when the tap read it, the client's `recv` when the tap passed it on).
+//! Anything that does not decode is recorded raw and still passed on. What neither peer puts
+//! on the wire (the client's timers, what its application was told) is not in the trace, so
+//! the rules that need it stay silent.
+
+use std::io::{Read, Write};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::relay::{Relay, RelayTap, Relayed};
+use crate::lanes::wiretap::Framing;
+use crate::lanes::{RunResult, RunStats};
+use crate::scenario::ProxyConfig;
+use crate::time::Time;
+use crate::trace::{EventKind, Side, Trace};
+
+/// The recording both directions write into.
+pub(crate) struct Recording {
+    started: Instant,
+    trace: Trace,
+    stats: RunStats,
+    verbose: bool,
+}
+
+/// A shared recording.
+pub(crate) type SharedRecording = Arc<Mutex<Recording>>;
+
+impl Recording {
+    fn new(verbose: bool) -> SharedRecording {
+        Arc::new(Mutex::new(Recording {
+            started: Instant::now(),
+            trace: Trace::new(),
+            stats: RunStats::default(),
+            verbose,
+        }))
+    }
+
+    fn now(&self) -> Time {
+        Time::from_millis(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn push(&mut self, side: Side, kind: EventKind) {
+        let t = self.now();
+        self.trace.push(t, side, kind);
+        if self.verbose {
+            if let Some(e) = self.trace.events.last() {
+                eprintln!(
+                    "{}",
+                    serde_json::to_string(e).expect("trace events serialize")
+                );
+            }
+        }
+    }
+
+    /// Records what the server view of a connection produced: the client's side of each event
+    /// first when the client wrote it (a request), the server's first when the server wrote it.
+    pub(crate) fn server_view(&mut self, events: Vec<EventKind>) {
+        for kind in events {
+            match &kind {
+                EventKind::Recv(w) => {
+                    self.stats.messages += 1;
+                    if w.msg
+                        .as_ref()
+                        .is_some_and(|m| m.get("method").is_some() && m.get("id").is_some())
+                    {
+                        self.stats.requests += 1;
+                    }
+                }
+                EventKind::Send(_) => self.stats.messages += 1,
+                _ => {}
+            }
+            self.push(Side::Server, kind);
+        }
+    }
+
+    /// Records what the client view of a connection produced (the same framing, seen at the
+    /// client's end of the tap): a request read from the client is its `send`, a response
+    /// written to it its `recv`.
+    pub(crate) fn client_view(&mut self, events: Vec<EventKind>) {
+        for kind in events {
+            let kind = match kind {
+                EventKind::Recv(w) => EventKind::Send(w),
+                EventKind::Send(w) => EventKind::Recv(w),
+                other => other,
+            };
+            self.push(Side::Client, kind);
+        }
+    }
+
+    fn finish(&mut self) -> RunResult {
+        let mut stats = std::mem::take(&mut self.stats);
+        stats.sim_ms = self.trace.end();
+        RunResult {
+            trace: std::mem::take(&mut self.trace),
+            complete: false,
+            stats,
+        }
+    }
+}
+
+fn lock(r: &SharedRecording) -> std::sync::MutexGuard<'_, Recording> {
+    r.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a recording produced.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The two-sided trace, as the tap saw it.
+    pub run: RunResult,
+    /// stdio: how the server process ended (`None`: still running when the tap stopped, and
+    /// killed).
+    pub exit: Option<ExitStatus>,
+    /// Bytes passed from the host (client) to the server, and back.
+    pub bytes_up: u64,
+    /// Bytes passed from the server to the host (client).
+    pub bytes_down: u64,
+    /// HTTP: downstream connections accepted.
+    pub connections: usize,
+}
+
+/// The stdio tap: starts `command`, passes `host_in` to its stdin and its stdout to
+/// `host_out`, records both directions, and returns once the server exited (or `stop` was
+/// raised: the server's stdin is closed, and it is killed after two seconds).
+pub fn record_stdio(
+    command: &[String],
+    host_in: impl Read + Send + 'static,
+    host_out: impl Write + Send + 'static,
+    stop: Arc<AtomicBool>,
+    verbose: bool,
+) -> std::io::Result<Recorded> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no server command",
+        ));
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let recording = Recording::new(verbose);
+    let framing = Arc::new(Mutex::new(Framing::stdio_as_written()));
+    let up_bytes = Arc::new(AtomicU64::new(0));
+    let down_bytes = Arc::new(AtomicU64::new(0));
+    let child_in = child.stdin.take().expect("stdin is piped");
+    let child_out = child.stdout.take().expect("stdout is piped");
+    let stdin_open = Arc::new(AtomicBool::new(true));
+    {
+        let (recording, framing, bytes, open) = (
+            Arc::clone(&recording),
+            Arc::clone(&framing),
+            Arc::clone(&up_bytes),
+            Arc::clone(&stdin_open),
+        );
+        std::thread::spawn(move || {
+            pass(host_in, child_in, &bytes, |chunk| {
+                let mut events = Vec::new();
+                let mut f = framing.lock().unwrap_or_else(PoisonError::into_inner);
+                match chunk {
+                    Some(c) => f.read(c, &mut events),
+                    None => f.client_gone(&mut events),
+                }
+                drop(f);
+                let mut r = lock(&recording);
+                r.client_view(events.clone());
+                r.server_view(events);
+            });
+            open.store(false, Ordering::SeqCst);
+        });
+    }
+    let down = {
+        let (recording, framing, bytes) = (
+            Arc::clone(&recording),
+            Arc::clone(&framing),
+            Arc::clone(&down_bytes),
+        );
+        std::thread::spawn(move || {
+            pass(child_out, host_out, &bytes, |chunk| {
+                let mut events = Vec::new();
+                let mut f = framing.lock().unwrap_or_else(PoisonError::into_inner);
+                match chunk {
+                    Some(c) => f.wrote(c, &mut events),
+                    None => events.push(EventKind::Close {
+                        stream: None,
+                        by: Side::Server,
+                        reason: None,
+                    }),
+                }
+                drop(f);
+                let mut r = lock(&recording);
+                r.server_view(events.clone());
+                r.client_view(events);
+            });
+        })
+    };
+    let mut stopping: Option<Instant> = None;
+    let exit = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if stop.load(Ordering::Relaxed) && stopping.is_none() {
+            stopping = Some(Instant::now());
+            #[cfg(unix)]
+            // SAFETY: SIGTERM to our own child, whose pid is valid while it is not reaped.
+            unsafe {
+                libc_kill(child.id());
+            }
+        }
+        if stopping.is_some_and(|s| s.elapsed() > super::stdio::EXIT_GRACE) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // What the server wrote before it exited is passed on and recorded before the end.
+    let _ = down.join();
+    let run = lock(&recording).finish();
+    Ok(Recorded {
+        run,
+        exit,
+        bytes_up: up_bytes.load(Ordering::Relaxed),
+        bytes_down: down_bytes.load(Ordering::Relaxed),
+        connections: 0,
+    })
+}
+
+#[cfg(unix)]
+unsafe fn libc_kill(pid: u32) {
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    const SIGTERM: i32 = 15;
+    kill(pid as i32, SIGTERM);
+}
+
+/// Copies `from` to `to` chunk by chunk, each chunk written and flushed before `seen` records
+/// it; `seen(None)` at the end. Closes `to` (by dropping it) when `from` ends.
+fn pass(
+    mut from: impl Read,
+    mut to: impl Write,
+    bytes: &AtomicU64,
+    mut seen: impl FnMut(Option<&[u8]>),
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let _ = to.write_all(&buf[..n]).and_then(|()| to.flush());
+                bytes.fetch_add(n as u64, Ordering::Relaxed);
+                seen(Some(&buf[..n]));
+            }
+        }
+    }
+    drop(to);
+    seen(None);
+}
+
+/// The Streamable HTTP tap: a reverse proxy on `listener` to `upstream` (`host:port`), with
+/// the idle cuts of `proxy` if given, recording both ends of every connection, until `stop`
+/// is raised or `max` passes.
+pub fn record_http(
+    listener: std::net::TcpListener,
+    upstream: std::net::SocketAddr,
+    proxy: Option<ProxyConfig>,
+    stop: Arc<AtomicBool>,
+    max: Option<Duration>,
+    verbose: bool,
+) -> std::io::Result<Recorded> {
+    let recording = Recording::new(verbose);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let connections = Arc::new(AtomicUsize::new(0));
+    let relayed = Arc::new(Mutex::new(Relayed::default()));
+    let bytes = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let started = Instant::now();
+    runtime.block_on(async {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            if stop.load(Ordering::Relaxed) || max.is_some_and(|m| started.elapsed() >= m) {
+                break;
+            }
+            let accept = tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
+            let Ok(Ok((down, peer))) = accept else {
+                continue;
+            };
+            let n = connections.fetch_add(1, Ordering::Relaxed) as u64;
+            // Streams of connection n are numbered from n * 1000 + 1 in both views.
+            let tap = RelayTap {
+                recording: Arc::clone(&recording),
+                client: Framing::http(Some(Arc::new(AtomicU64::new(n * 1000)))),
+                server: Framing::http(Some(Arc::new(AtomicU64::new(n * 1000)))),
+                bytes: bytes.clone(),
+            };
+            let relay = Relay::new(peer.port(), upstream, proxy, Arc::clone(&relayed));
+            tokio::spawn(relay.run_tapped(down, tap));
+        }
+        Ok::<(), std::io::Error>(())
+    })?;
+    drop(runtime);
+    let run = lock(&recording).finish();
+    Ok(Recorded {
+        run,
+        exit: None,
+        bytes_up: bytes.0.load(Ordering::Relaxed),
+        bytes_down: bytes.1.load(Ordering::Relaxed),
+        connections: connections.load(Ordering::Relaxed),
+    })
+}

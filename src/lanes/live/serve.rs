@@ -1,0 +1,411 @@
+//! `mcp-sim serve`: the reference server as a real process, for judging real clients and
+//! hosts.
+//!
+//! A client launches it (stdio: NDJSON on stdin and stdout, §5.1) or connects to it
+//! (Streamable HTTP on a bound listener, one POST per message, §5.2). It serves
+//! `server/discover`, `tools/list` and [`SLOW_TOOL`] `{"steps": N, "step_ms": M}`: the tool works
+//! `steps × step_ms` ms and, when the request carries a progress token, sends one progress
+//! notification after each step (progress = steps done, total = steps), then the result. The
+//! server-side mutants of the catalog can be switched on, to see how a client copes with a
+//! faulty server.
+//!
+//! Everything is recorded from the server's end, on the wall clock since the start: what it
+//! read (as written), what it wrote, the closes it saw, and the backend's ledger (work and
+//! release per request). The client is a black box, so the trace has no client side and the
+//! oracle judges the client by what reached the server (see [`crate::oracle`], observation
+//! points). What the client promises about timeouts cannot be seen from here, so it is
+//! declared ([`ServeConfig::client_policy`]) and recorded as the `policy` of every request the
+//! server receives; the oracle then checks the cancels that reach the server against it.
+//!
+//! The run ends when stdin closes (stdio), when the stop flag is raised (the command raises it
+//! on SIGTERM and SIGINT), or after [`ServeConfig::max_seconds`].
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::stdio;
+use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
+use crate::lanes::recorder::{self, observe_as_written, stdio_lines};
+use crate::lanes::{RunResult, RunStats};
+use crate::model::{
+    Backend, BackendCall, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
+    ServerTransmit, SseStyle, StreamId, TimeoutPolicy, Transport, SLOW_TOOL,
+};
+use crate::time::Time;
+use crate::trace::{EventKind, Side, Trace};
+use crate::wire::Message;
+
+/// How often the loop looks at the stop flag and the time bound.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// What `serve` does, apart from where it listens.
+#[derive(Debug, Clone, Default)]
+pub struct ServeConfig {
+    /// Server-side mutants switched on (none: the reference server).
+    pub mutants: MutantSet,
+    /// The timeout policy the client under test declares; recorded on every request.
+    pub client_policy: Option<TimeoutPolicy>,
+    /// Stop after this many seconds.
+    pub max_seconds: Option<u64>,
+    /// Print every trace event to stderr as it is recorded.
+    pub verbose: bool,
+    /// Keep-alive comments on quiet SSE streams after this long (`None`: the model's default,
+    /// 15 s).
+    pub keepalive: Option<Duration>,
+}
+
+/// Where the server listens.
+pub enum Listen {
+    /// NDJSON on a byte stream pair: the process's stdin and stdout, or any pipe.
+    Stdio {
+        /// What the client writes.
+        input: Box<dyn std::io::Read + Send>,
+        /// What the client reads.
+        output: Box<dyn std::io::Write + Send>,
+    },
+    /// Streamable HTTP on a bound listener; every POST to any path is a message.
+    Http(std::net::TcpListener),
+}
+
+/// Why a serve run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// stdio: the client closed stdin.
+    InputClosed,
+    /// The stop flag was raised (SIGTERM, SIGINT).
+    Stopped,
+    /// [`ServeConfig::max_seconds`] passed.
+    TimeBound,
+    /// The server crashed (a mutant that panics, as the SDK it reproduces does); the panic's
+    /// text.
+    Crashed(String),
+}
+
+impl ServeEnd {
+    /// For people.
+    pub fn describe(&self) -> String {
+        match self {
+            ServeEnd::InputClosed => "the client closed stdin".into(),
+            ServeEnd::Stopped => "stopped by a signal".into(),
+            ServeEnd::TimeBound => "the time bound passed".into(),
+            ServeEnd::Crashed(panic) => format!("the server crashed ({panic})"),
+        }
+    }
+}
+
+/// What a serve run recorded.
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// The server-side trace (format v1) and counters; `complete` when no work was running at
+    /// the end.
+    pub run: RunResult,
+    /// Why it ended.
+    pub end: ServeEnd,
+    /// HTTP connections accepted.
+    pub connections: usize,
+    /// Writes to the client that failed.
+    pub write_errors: usize,
+}
+
+/// The model's configuration for `serve`: one progress per step, plain SSE with keep-alives.
+pub fn server_config(transport: Transport, config: &ServeConfig) -> ServerConfig {
+    ServerConfig {
+        transport,
+        behaviour: ServerBehaviour {
+            progress_min_interval: Duration::ZERO,
+            keepalive_interval: Some(config.keepalive.unwrap_or(Duration::from_secs(15))),
+            response_mode: ResponseMode::Sse,
+            sse_style: SseStyle::Plain,
+        },
+        mutants: config.mutants,
+    }
+}
+
+/// Serves until the input closes, `stop` is raised or the time bound passes; returns the
+/// trace. Runs on the calling thread (a single-threaded tokio runtime), with a thread each
+/// for reading and writing stdio.
+pub fn serve(
+    listen: Listen,
+    config: &ServeConfig,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<Served> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, run(listen, config.clone(), stop))
+}
+
+async fn run(
+    listen: Listen,
+    config: ServeConfig,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<Served> {
+    // Two channels: stdio input comes from a reader thread, HTTP events (which hold
+    // single-threaded response bodies) from tasks on this thread.
+    let (stdio_tx, mut stdio_rx) = mpsc::unbounded_channel::<super::Input>();
+    let (tx, mut http_rx) = mpsc::unbounded_channel::<HttpEvent>();
+    let write_errors = Arc::new(AtomicUsize::new(0));
+    let connections = Rc::new(Cell::new(0usize));
+    let (transport, stdout) = match listen {
+        Listen::Stdio { input, output } => {
+            stdio::pump(
+                input,
+                move |i| stdio_tx.send(i).is_ok(),
+                Arc::new(Mutex::new(None)),
+            );
+            (
+                Transport::Stdio,
+                Some(stdio::writer(output, Arc::clone(&write_errors))),
+            )
+        }
+        Listen::Http(listener) => {
+            listener.set_nonblocking(true)?;
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            let tx = tx.clone();
+            let connections = Rc::clone(&connections);
+            let next_stream = Rc::new(Cell::new(0u64));
+            tokio::task::spawn_local(async move {
+                while let Ok((socket, _)) = listener.accept().await {
+                    connections.set(connections.get() + 1);
+                    let tx = tx.clone();
+                    let notify: Notify = Rc::new(move |e| {
+                        let _ = tx.send(e);
+                    });
+                    let next_stream = Rc::clone(&next_stream);
+                    let stream_of = move |_: &hyper::Request<hyper::body::Incoming>| {
+                        next_stream.set(next_stream.get() + 1);
+                        StreamId(next_stream.get())
+                    };
+                    tokio::task::spawn_local(serve_connection(socket, notify, stream_of));
+                }
+            });
+            (Transport::Http, None)
+        }
+    };
+    let notify: Notify = {
+        let tx = tx.clone();
+        Rc::new(move |e| {
+            let _ = tx.send(e);
+        })
+    };
+    drop(tx);
+    let server_config = server_config(transport, &config);
+    let mut d = Driver {
+        started: Instant::now(),
+        server: Server::new(server_config),
+        backend: Backend::new(),
+        trace: Trace::new(),
+        stats: RunStats::default(),
+        lines: LineDecoder::new(LineOptions::default()),
+        stdout,
+        http: Responder::new(SseStyle::Plain, true, notify),
+        transport,
+        config,
+    };
+    let bound = d.config.max_seconds.map(|s| Duration::from_secs(s.max(1)));
+    let end = loop {
+        if stop.load(Ordering::Relaxed) {
+            break ServeEnd::Stopped;
+        }
+        if bound.is_some_and(|b| d.started.elapsed() >= b) {
+            break ServeEnd::TimeBound;
+        }
+        let now = d.now();
+        let wait = d
+            .server
+            .poll_timeout()
+            .map_or(STOP_POLL, |t| {
+                Duration::from_millis(t.as_millis().saturating_sub(now.as_millis()))
+            })
+            .min(STOP_POLL);
+        // A panic of the model (the mutants that reproduce crashing SDKs) is the server
+        // crashing: the connection closes and the run ends, with the trace kept.
+        let mut closed = false;
+        let outcome = tokio::select! {
+            biased;
+            input = stdio_rx.recv(), if transport == Transport::Stdio => match input {
+                Some(super::Input::Bytes(bytes)) => guard(|| d.stdio_bytes(&bytes)),
+                _ => {
+                    closed = true;
+                    guard(|| d.input_closed())
+                }
+            },
+            Some(event) = http_rx.recv() => guard(|| d.http_event(event)),
+            _ = tokio::time::sleep(wait) => Ok(()),
+        };
+        let outcome = outcome.and_then(|()| guard(|| d.timers()));
+        if let Err(panic) = outcome {
+            d.record(
+                Side::Server,
+                recorder::close(None, Side::Server, Some("crash".into())),
+            );
+            break ServeEnd::Crashed(panic);
+        }
+        if closed {
+            break ServeEnd::InputClosed;
+        }
+    };
+    d.stdout = None; // closes stdout
+    let complete = d.server.active_jobs() == 0;
+    let mut stats = d.stats;
+    stats.sim_ms = d.trace.end();
+    Ok(Served {
+        run: RunResult {
+            trace: d.trace,
+            complete,
+            stats,
+        },
+        end,
+        connections: connections.get(),
+        write_errors: write_errors.load(Ordering::Relaxed),
+    })
+}
+
+/// Runs `f`, turning a panic into its text.
+fn guard(f: impl FnOnce()) -> Result<(), String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .map_err(|p| crate::lanes::panic_text(p.as_ref()))
+}
+
+/// The loop connecting the model to the client.
+struct Driver {
+    started: Instant,
+    server: Server,
+    backend: Backend,
+    trace: Trace,
+    stats: RunStats,
+    lines: LineDecoder,
+    stdout: Option<std_mpsc::Sender<Vec<u8>>>,
+    http: Responder,
+    transport: Transport,
+    config: ServeConfig,
+}
+
+impl Driver {
+    fn now(&self) -> Time {
+        Time::from_millis(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn record(&mut self, side: Side, kind: EventKind) {
+        let t = self.now();
+        self.trace.push(t, side, kind);
+        if self.config.verbose {
+            if let Some(e) = self.trace.events.last() {
+                eprintln!(
+                    "{}",
+                    serde_json::to_string(e).expect("trace events serialize")
+                );
+            }
+        }
+    }
+
+    fn stdio_bytes(&mut self, bytes: &[u8]) {
+        for line in stdio_lines(&mut self.lines, bytes) {
+            match line {
+                Ok(line) => self.receive(None, &line),
+                Err(w) => self.record(Side::Server, EventKind::Recv(w)),
+            }
+        }
+        self.flush();
+    }
+
+    fn http_event(&mut self, event: HttpEvent) {
+        match event {
+            HttpEvent::Post {
+                stream,
+                body,
+                respond,
+            } => {
+                self.http.post(stream, respond);
+                self.receive(Some(stream), &body);
+            }
+            HttpEvent::Dropped(stream) => {
+                if self.http.dropped(stream) {
+                    self.record(
+                        Side::Server,
+                        recorder::close(Some(stream), Side::Client, None),
+                    );
+                    let now = self.now();
+                    self.server.handle_stream_closed(now, stream);
+                }
+            }
+        }
+        self.flush();
+    }
+
+    /// stdio: the client closed stdin; everything in progress is abandoned (§5.1).
+    fn input_closed(&mut self) {
+        if let Some(w) = recorder::stdio_end(&mut self.lines) {
+            self.record(Side::Server, EventKind::Recv(w));
+        }
+        self.record(Side::Server, recorder::close(None, Side::Client, None));
+        let now = self.now();
+        self.server.handle_disconnect(now);
+        self.flush();
+    }
+
+    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+        let (mut w, decoded) = observe_as_written(self.transport, stream, bytes);
+        if let Ok(Message::Request(_)) = &decoded {
+            w.policy = self.config.client_policy.map(Into::into);
+            self.stats.requests += 1;
+        }
+        self.record(Side::Server, EventKind::Recv(w));
+        let now = self.now();
+        match decoded {
+            Ok(msg) => self.server.handle_message(now, stream, msg),
+            Err(e) => self.server.handle_invalid(now, stream, &e),
+        }
+    }
+
+    fn timers(&mut self) {
+        let now = self.now();
+        if self.server.poll_timeout().is_some_and(|t| t <= now) {
+            self.server.handle_timeout(now);
+            self.flush();
+        }
+    }
+
+    /// Writes every transmit and applies every backend call of the model.
+    fn flush(&mut self) {
+        while let Some(t) = self.server.poll_transmit() {
+            self.transmit(t);
+        }
+        while let Some(call) = self.server.poll_backend() {
+            let now = self.now();
+            self.backend.handle_call(now, &call);
+            let kind = match call {
+                BackendCall::Work { request, .. } => EventKind::Work { request },
+                BackendCall::Release { request } => EventKind::Release { request },
+            };
+            self.record(Side::Backend, kind);
+        }
+    }
+
+    fn transmit(&mut self, t: ServerTransmit) {
+        for kind in recorder::server_transmit(self.transport, &t) {
+            if matches!(kind, EventKind::Send(_)) {
+                self.stats.messages += 1;
+            }
+            self.record(Side::Server, kind);
+        }
+        match t {
+            ServerTransmit::Line(msg) => {
+                if let (Some(out), Ok(line)) = (&self.stdout, ndjson::encode_line(&msg)) {
+                    let _ = out.send(line);
+                }
+            }
+            t => self.http.transmit(t),
+        }
+    }
+}
+
+/// The tool `serve` offers, for reports.
+pub const TOOL: &str = SLOW_TOOL;
