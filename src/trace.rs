@@ -24,6 +24,7 @@
 //! The serialized form is deterministic (members in a fixed order, message members as
 //! recorded), so a trace's [`Trace::digest`] identifies a run byte for byte.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -184,6 +185,12 @@ pub struct WireEvent {
     /// The client's timeout policy for a request it sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyRecord>,
+    /// Streamable HTTP: the headers of the POST that carried the message, names in lower
+    /// case (`accept`, `content-type`, `mcp-protocol-version`, `mcp-method`, `mcp-name`), when
+    /// the recorder saw them. Absent in traces that do not record headers; the header rules
+    /// then have nothing to judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
 }
 
 /// The transport as written in traces.
@@ -264,6 +271,7 @@ impl WireEvent {
             msg,
             raw,
             policy: None,
+            headers: None,
         }
     }
 
@@ -278,6 +286,7 @@ impl WireEvent {
             msg,
             raw,
             policy: None,
+            headers: None,
         }
     }
 

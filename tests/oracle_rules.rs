@@ -258,6 +258,18 @@ const CASES: &[Case] = &[
     case("race-not-graceful-violates-4.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST), (rule::RESPONSE_AFTER_CANCEL, MUST)]),
     case("race-not-graceful-passes-4.jsonl", LENIENT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
 
+    // http-request-headers: Mcp-Method differs from the body (both sides; the server refuses it
+    // properly); Accept without text/event-stream (the server's side only). http-status: a
+    // mismatched request served anyway; -32601 with 400 (the client's side only); a
+    // notification accepted with 200. Passes: right headers answered as JSON; 404, 202.
+    case("http-request-headers-violates.jsonl", STRICT, false, &[(rule::HTTP_REQUEST_HEADERS, MUST)]),
+    case("http-request-headers-violates-2.jsonl", STRICT, false, &[(rule::HTTP_REQUEST_HEADERS, MUST)]),
+    case("http-request-headers-passes.jsonl", STRICT, false, &[]),
+    case("http-status-violates.jsonl", STRICT, false, &[(rule::HTTP_REQUEST_HEADERS, MUST), (rule::HTTP_STATUS, MUST)]),
+    case("http-status-violates-2.jsonl", STRICT, false, &[(rule::HTTP_STATUS, MUST)]),
+    case("http-status-violates-3.jsonl", STRICT, false, &[(rule::HTTP_STATUS, MUST)]),
+    case("http-status-passes.jsonl", STRICT, false, &[]),
+
     // declared-deadline, seen from the server: no cancel by the declared maximum (the server
     // works on and answers); the cancel only at the idle timeout, after a shorter maximum;
     // HTTP, the stream closed long after the idle timeout. Passes: the cancel at the maximum;

@@ -17,7 +17,7 @@ use crate::framing::sse::ClientSseFramer;
 use crate::framing::sse::SseItem;
 use crate::model::StreamId;
 use crate::model::{Mutant, MutantSet};
-use crate::wire::{self, Message, PROTOCOL_VERSION};
+use crate::wire::{self, Message};
 
 /// What one exchange yields, in order: a status, then messages and comments, then the end or
 /// a cut.
@@ -76,19 +76,12 @@ pub async fn exchange<IO>(
     else {
         return emit(ExchangeItem::Cut);
     };
-    let mut request = hyper::Request::post(target.path)
-        .header("host", target.host)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
+    let mut request = hyper::Request::post(target.path).header("host", target.host);
+    for (name, value) in wire::http::request_headers(msg) {
+        request = request.header(name, value);
+    }
     if let Some(stream) = target.stream_header {
         request = request.header(STREAM_HEADER, stream.0.to_string());
-    }
-    if let Message::Request(r) = msg {
-        request = request.header("mcp-method", r.method.as_str());
-        if let Some(name) = r.params.get("name").and_then(|n| n.as_str()) {
-            request = request.header("mcp-name", name);
-        }
     }
     let body = wire::encode(msg).unwrap_or_default();
     let Ok(request) = request.body(Full::new(Bytes::from(body))) else {

@@ -40,6 +40,8 @@ pub(crate) enum HttpEvent {
         stream: StreamId,
         /// The request body.
         body: Bytes,
+        /// The request's headers that the rules judge (`wire::http::RECORDED`).
+        headers: std::collections::BTreeMap<String, String>,
         /// Where the response goes.
         respond: oneshot::Sender<HttpResponse>,
     },
@@ -87,6 +89,11 @@ pub(crate) async fn serve_connection<IO>(
     let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let notify = notify.clone();
         let stream = stream_of(&req);
+        let headers = crate::lanes::recorder::recorded_headers(
+            req.headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+        );
         async move {
             let body = req
                 .into_body()
@@ -99,6 +106,7 @@ pub(crate) async fn serve_connection<IO>(
             notify(HttpEvent::Post {
                 stream,
                 body,
+                headers,
                 respond,
             });
             let response = response.await;

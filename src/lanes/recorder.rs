@@ -42,6 +42,34 @@ pub(crate) fn observe_as_written(
     )
 }
 
+/// The headers of a POST worth recording (`wire::http::RECORDED`), names in lower case.
+pub(crate) fn recorded_headers<'a>(
+    headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> std::collections::BTreeMap<String, String> {
+    headers
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .filter(|(k, _)| wire::http::RECORDED.contains(&k.as_str()))
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect()
+}
+
+/// What is wrong with the headers of a request POST, if it decoded as a request.
+pub(crate) fn header_mismatch(
+    decoded: &Result<Message, DecodeError>,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    let Ok(Message::Request(r)) = decoded else {
+        return None;
+    };
+    wire::http::header_mismatch(
+        headers,
+        &r.method,
+        Some(&r.meta.protocol_version),
+        &r.params,
+    )
+}
+
 /// Feeds stdio bytes to `lines` and returns what they complete, in order: each whole line, or
 /// a framing error's description as a raw stdio payload.
 pub(crate) fn stdio_lines(
@@ -79,6 +107,17 @@ pub(crate) fn client_send(
         w.policy = client.policy_of(&r.id).map(Into::into);
     }
     EventKind::Send(w)
+}
+
+/// Like [`client_send`], for a message that went out as a real HTTP POST: with the headers
+/// the POST carried (`wire::http::request_headers`, what `http_exchange` sends). The in-memory
+/// lane has no POSTs and records none.
+pub(crate) fn client_post(client: &Client, stream: StreamId, msg: &Message) -> EventKind {
+    let mut kind = client_send(client, Transport::Http, Some(stream), msg);
+    if let EventKind::Send(w) = &mut kind {
+        w.headers = Some(wire::http::request_headers(msg));
+    }
+    kind
 }
 
 /// What a client event is to its driver.

@@ -14,14 +14,14 @@
 //!   stream; reading the end of the connection (or failing to read or write it) while a
 //!   response is still open is the client's `close` of that stream.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::framing::ndjson::{LineDecoder, LineOptions};
 use crate::framing::sse::{SseDecoder, SseItem, SseOptions};
 use crate::lanes::http_exchange::{is_event_stream, STREAM_HEADER};
-use crate::lanes::recorder::{observe, observe_as_written, stdio_lines};
+use crate::lanes::recorder::{observe, observe_as_written, recorded_headers, stdio_lines};
 use crate::model::{StreamId, Transport};
 use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{DecodeError, Message};
@@ -174,7 +174,7 @@ pub(crate) struct HttpTap {
     requests: Direction,
     responses: Direction,
     /// The request being read: its stream and its body so far.
-    request: Option<(u64, Vec<u8>)>,
+    request: Option<(u64, Vec<u8>, BTreeMap<String, String>)>,
     /// Streams whose request head was read and whose response has not ended, oldest first.
     open: VecDeque<u64>,
     /// The response being written.
@@ -208,16 +208,18 @@ impl HttpTap {
                     };
                     let stream = head.stream.unwrap_or_else(counted);
                     self.open.push_back(stream);
-                    self.request = Some((stream, Vec::new()));
+                    self.request = Some((stream, Vec::new(), head.headers));
                 }
                 Piece::Data(data) => {
-                    if let Some((_, body)) = &mut self.request {
+                    if let Some((_, body, _)) = &mut self.request {
                         body.extend_from_slice(&data);
                     }
                 }
                 Piece::End => {
-                    if let Some((stream, body)) = self.request.take() {
-                        let (w, _) = (self.observe)(Transport::Http, Some(StreamId(stream)), &body);
+                    if let Some((stream, body, headers)) = self.request.take() {
+                        let (mut w, _) =
+                            (self.observe)(Transport::Http, Some(StreamId(stream)), &body);
+                        w.headers = Some(headers);
                         out.push(EventKind::Recv(w));
                     }
                 }
@@ -360,6 +362,8 @@ enum Piece {
 struct Head {
     /// A response's status.
     status: Option<u16>,
+    /// A request's headers that the rules judge (`wire::http::RECORDED`).
+    headers: BTreeMap<String, String>,
     /// A request's `x-mcp-sim-stream`.
     stream: Option<u64>,
     content_type: Option<String>,
@@ -535,6 +539,15 @@ fn parse_head(buf: &[u8], requests: bool) -> Result<Option<(usize, Head)>, httpa
         len,
         Head {
             status,
+            headers: if requests {
+                recorded_headers(
+                    headers
+                        .iter()
+                        .filter_map(|h| Some((h.name, std::str::from_utf8(h.value).ok()?.trim()))),
+                )
+            } else {
+                BTreeMap::new()
+            },
             stream: requests.then(|| stream_id(&buf[..len])).flatten(),
             content_type: header("content-type"),
             body,

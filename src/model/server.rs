@@ -285,6 +285,20 @@ impl Server {
         self.respond(stream, msg.into(), 400);
     }
 
+    /// HTTP: the POST on `stream` carried `request` with headers that are missing or differ
+    /// from its body (`wire::http::header_mismatch`): it is refused with 400 and -32020, and not
+    /// served (§5.2, §8).
+    pub fn handle_header_mismatch(
+        &mut self,
+        _now: Time,
+        stream: StreamId,
+        request: RequestId,
+        reason: &str,
+    ) {
+        let e = ErrorResponse::new(Some(request), codes::HEADER_MISMATCH, reason);
+        self.respond(Some(stream), e.into(), 400);
+    }
+
     /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
     /// of its request (§3.2).
     pub fn handle_stream_closed(&mut self, _now: Time, stream: StreamId) {

@@ -136,6 +136,10 @@ catalog! {
         "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
     TIMEOUT_DEADLINE = "timeout-deadline", Policy, "§4, §9 D36",
         "the client's timer honours the request's recorded policy: idle deadline from the send or the last valid progress, hard maximum from the send";
+    HTTP_REQUEST_HEADERS = "http-request-headers", Must, "§5.2, §9 E41",
+        "a request POST carries Accept with both media types, MCP-Protocol-Version equal to the body's protocolVersion, Mcp-Method equal to its method, and Mcp-Name where required";
+    HTTP_STATUS = "http-status", Must, "§5.2, §8, §9 E41-E43, I63",
+        "answers come with their status: mismatched headers 400 with -32020, -32601 with 404, -32020/-32021/-32022 with 400, an accepted notification 202, a request's 200 as JSON or an event stream";
     DECLARED_DEADLINE = "declared-deadline", Policy, "§4, §9 D35-D36",
         "seen from the server, for a client whose timeout policy was declared: a request still running at its deadline (idle from receipt or the last progress sent, maximum from receipt) is cancelled on the wire within the grace window";
     LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, "§3.3 item 5, §9 C27",

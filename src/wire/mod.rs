@@ -16,6 +16,7 @@
 mod decode;
 mod encode;
 mod error;
+pub mod http;
 mod id;
 pub mod json;
 mod message;

@@ -486,7 +486,10 @@ impl Probe {
         if matches!(msg, wire::Message::Request(_)) {
             self.stats.requests += 1;
         }
-        let kind = recorder::client_send(&self.client, self.transport, stream, msg);
+        let kind = match stream {
+            Some(s) => recorder::client_post(&self.client, s, msg),
+            None => recorder::client_send(&self.client, self.transport, stream, msg),
+        };
         self.record(kind);
     }
 

@@ -21,6 +21,7 @@
 //! on SIGTERM and SIGINT), or after [`ServeConfig::max_seconds`].
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
@@ -321,10 +322,11 @@ impl Driver {
             HttpEvent::Post {
                 stream,
                 body,
+                headers,
                 respond,
             } => {
                 self.http.post(stream, respond);
-                self.receive(Some(stream), &body);
+                self.receive_post(stream, &body, headers);
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {
@@ -362,6 +364,27 @@ impl Driver {
         match decoded {
             Ok(msg) => self.server.handle_message(now, stream, msg),
             Err(e) => self.server.handle_invalid(now, stream, &e),
+        }
+    }
+
+    /// A POST's body with the headers it came with: recorded, then refused when a request's
+    /// headers do not match its body.
+    fn receive_post(&mut self, stream: StreamId, bytes: &[u8], headers: BTreeMap<String, String>) {
+        let (mut w, decoded) = observe_as_written(self.transport, Some(stream), bytes);
+        let mismatch = recorder::header_mismatch(&decoded, &headers);
+        w.headers = Some(headers);
+        if let Ok(Message::Request(_)) = &decoded {
+            w.policy = self.config.client_policy.map(Into::into);
+            self.stats.requests += 1;
+        }
+        self.record(Side::Server, EventKind::Recv(w));
+        let now = self.now();
+        match (decoded, mismatch) {
+            (Ok(Message::Request(r)), Some(why)) => {
+                self.server.handle_header_mismatch(now, stream, r.id, &why)
+            }
+            (Ok(msg), _) => self.server.handle_message(now, Some(stream), msg),
+            (Err(e), _) => self.server.handle_invalid(now, Some(stream), &e),
         }
     }
 

@@ -413,7 +413,10 @@ impl Driver {
                 shared.stats.requests += 1;
             }
         }
-        let kind = recorder::client_send(&self.client, self.scenario.transport, stream, msg);
+        let kind = match stream {
+            Some(s) => recorder::client_post(&self.client, s, msg),
+            None => recorder::client_send(&self.client, self.scenario.transport, stream, msg),
+        };
         record(&self.shared, Side::Client, kind);
     }
 

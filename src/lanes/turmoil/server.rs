@@ -7,6 +7,7 @@
 //! request before the server ended it, the client went away: the driver tells the model that
 //! the stream closed, which is the cancellation.
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -22,6 +23,7 @@ use crate::lanes::recorder::{self, observe, stdio_lines};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
 use crate::trace::{EventKind, Side};
+use crate::wire::Message;
 
 /// Input of the server driver.
 enum Input {
@@ -220,10 +222,11 @@ impl Driver {
             Input::Http(HttpEvent::Post {
                 stream,
                 body,
+                headers,
                 respond,
             }) => {
                 self.http.post(stream, respond);
-                self.receive(Some(stream), &body);
+                self.receive_post(stream, &body, headers);
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {
@@ -248,6 +251,23 @@ impl Driver {
         match decoded {
             Ok(msg) => self.server.handle_message(now(), stream, msg),
             Err(e) => self.server.handle_invalid(now(), stream, &e),
+        }
+    }
+
+    /// A POST's body with the headers it came with: recorded, then refused when a request's
+    /// headers do not match its body.
+    fn receive_post(&mut self, stream: StreamId, bytes: &[u8], headers: BTreeMap<String, String>) {
+        let (mut w, decoded) = observe(self.transport(), Some(stream), bytes);
+        let mismatch = recorder::header_mismatch(&decoded, &headers);
+        w.headers = Some(headers);
+        record(&self.shared, Side::Server, EventKind::Recv(w));
+        match (decoded, mismatch) {
+            (Ok(Message::Request(r)), Some(why)) => {
+                self.server
+                    .handle_header_mismatch(now(), stream, r.id, &why)
+            }
+            (Ok(msg), _) => self.server.handle_message(now(), Some(stream), msg),
+            (Err(e), _) => self.server.handle_invalid(now(), Some(stream), &e),
         }
     }
 

@@ -5,6 +5,7 @@
 //! outstanding) is here.
 
 mod cancellation;
+mod http;
 mod listen;
 mod messages;
 mod progress;
@@ -20,6 +21,7 @@ use cancellation::{
     after_cancel, cancel_on_timeout, client_cancels, connection_races, late_delivery, outcomes,
     resources, server_cancels,
 };
+use http::{request_headers, statuses};
 use listen::listen_ack_first;
 use messages::{duplicate_response, message_shape, request_ids};
 use progress::{progress, reset_needs_token};
@@ -80,6 +82,8 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
     connection_races(&mut s);
     idle_cuts(&mut s);
     wire_integrity(&mut s);
+    request_headers(&mut s);
+    statuses(&mut s);
     s.out
 }
 
