@@ -71,7 +71,9 @@ pub(crate) fn header_mismatch(
 }
 
 /// Feeds stdio bytes to `lines` and returns what they complete, in order: each whole line, or
-/// a framing error's description as a raw stdio payload.
+/// a framing error's description as a raw stdio payload. (The `Err` side is the payload
+/// itself, recorded at once by every caller, not an error passed up: its size does not matter.)
+#[allow(clippy::result_large_err)]
 pub(crate) fn stdio_lines(
     lines: &mut LineDecoder,
     bytes: &[u8],
