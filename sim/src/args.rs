@@ -30,6 +30,25 @@ pub enum Format {
     Json,
 }
 
+/// How the live commands (`serve`, `record`) judge what they recorded.
+#[derive(clap::Args, Clone, Copy)]
+pub struct Judging {
+    /// Which reading of the spec's ambiguous points to judge by.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
+    pub profile: ProfileArg,
+    /// Grace window in ms: for a cancel to reach the server after a deadline, for work to stop
+    /// after a cancel, for inferring an unrecorded side's observations.
+    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
+    pub grace_ms: u64,
+}
+
+impl Judging {
+    /// The oracle settings.
+    pub fn config(&self) -> OracleConfig {
+        oracle_config(self.profile, self.grace_ms)
+    }
+}
+
 /// The oracle settings of `--profile` and `--grace-ms`, shared by `check-trace` and `probe`.
 pub(crate) fn oracle_config(profile: ProfileArg, grace_ms: u64) -> OracleConfig {
     OracleConfig {

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use mcp_sim::lanes::live::http::parse_url;
 use mcp_sim::lanes::live::record::{self, Recorded};
-use mcp_sim::oracle::{self, OracleConfig};
+use mcp_sim::oracle;
 use mcp_sim::report;
 use mcp_sim::scenario::ProxyConfig;
 
 use super::serve::stop_on_signals;
-use crate::args::{json_verdict, oracle_config, ProfileArg};
+use crate::args::{json_verdict, Judging};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,11 +43,8 @@ pub struct Args {
     /// With `--http`: stop after this many seconds.
     #[arg(long, requires = "http")]
     max_seconds: Option<u64>,
-    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
-    profile: ProfileArg,
-    /// Window for inferring observations and for stopping work, in ms.
-    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
-    grace_ms: u64,
+    #[command(flatten)]
+    judging: Judging,
     /// Print every trace event to stderr as it is recorded.
     #[arg(long)]
     verbose: bool,
@@ -114,7 +111,7 @@ pub fn run(args: &Args) -> ExitCode {
 
 fn finish(r: &Recorded, args: &Args) -> ExitCode {
     let trace = &r.run.trace;
-    let config = oracle_config(args.profile, args.grace_ms);
+    let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
     for (path, text) in [
         (&args.trace, trace.to_jsonl()),

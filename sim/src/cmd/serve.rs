@@ -17,12 +17,12 @@ use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
 use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::{MutantSet, TimeoutPolicy};
 use mcp_sim::mutants::Mutant;
-use mcp_sim::oracle::{self, rule, Level, OracleConfig, Verdict};
+use mcp_sim::oracle::{self, rule, Level, Verdict};
 use mcp_sim::report;
 use mcp_sim::trace::{EventKind, Side};
 use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
-use crate::args::{json_verdict, oracle_config, ProfileArg};
+use crate::args::{json_verdict, Judging};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -50,12 +50,8 @@ pub struct Args {
     /// Keep-alive comments on quiet SSE streams after this many ms.
     #[arg(long)]
     keepalive_ms: Option<u64>,
-    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
-    profile: ProfileArg,
-    /// Window for a cancel to reach the server after the declared deadline, and for work to
-    /// stop after a cancel, in ms.
-    #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
-    grace_ms: u64,
+    #[command(flatten)]
+    judging: Judging,
     /// Print every trace event to stderr as it is recorded.
     #[arg(long)]
     verbose: bool,
@@ -152,7 +148,7 @@ fn breaks_declared_policy(verdict: &Verdict) -> bool {
 
 fn finish(served: &Served, args: &Args) -> ExitCode {
     let trace = &served.run.trace;
-    let config = oracle_config(args.profile, args.grace_ms);
+    let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {

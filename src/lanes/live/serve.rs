@@ -3,7 +3,7 @@
 //!
 //! A client launches it (stdio: NDJSON on stdin and stdout, §5.1) or connects to it
 //! (Streamable HTTP on a bound listener, one POST per message, §5.2). It serves
-//! `server/discover`, `tools/list` and [`SLOW_TOOL`] `{"steps": N, "step_ms": M}`: the tool works
+//! `server/discover`, `tools/list` and [`SLOW_TOOL`](crate::model::SLOW_TOOL) `{"steps": N, "step_ms": M}`: the tool works
 //! `steps × step_ms` ms and, when the request carries a progress token, sends one progress
 //! notification after each step (progress = steps done, total = steps), then the result. The
 //! server-side mutants of the catalog can be switched on, to see how a client copes with a
@@ -36,7 +36,7 @@ use crate::lanes::recorder::{self, observe_as_written, stdio_lines};
 use crate::lanes::{RunResult, RunStats};
 use crate::model::{
     Backend, BackendCall, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
-    ServerTransmit, SseStyle, StreamId, TimeoutPolicy, Transport, SLOW_TOOL,
+    ServerTransmit, SseStyle, StreamId, TimeoutPolicy, Transport,
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
@@ -429,6 +429,3 @@ impl Driver {
         }
     }
 }
-
-/// The tool `serve` offers, for reports.
-pub const TOOL: &str = SLOW_TOOL;
