@@ -160,55 +160,18 @@ pub fn record_stdio(
     let down_bytes = Arc::new(AtomicU64::new(0));
     let child_in = child.stdin.take().expect("stdin is piped");
     let child_out = child.stdout.take().expect("stdout is piped");
-    let stdin_open = Arc::new(AtomicBool::new(true));
-    {
-        let (recording, framing, bytes, open) = (
-            Arc::clone(&recording),
-            Arc::clone(&framing),
-            Arc::clone(&up_bytes),
-            Arc::clone(&stdin_open),
-        );
-        std::thread::spawn(move || {
-            pass(host_in, child_in, &bytes, |chunk| {
-                let mut events = Vec::new();
-                let mut f = framing.lock().unwrap_or_else(PoisonError::into_inner);
-                match chunk {
-                    Some(c) => f.read(c, &mut events),
-                    None => f.client_gone(&mut events),
-                }
-                drop(f);
-                let mut r = lock(&recording);
-                r.client_view(events.clone());
-                r.server_view(events);
-            });
-            open.store(false, Ordering::SeqCst);
-        });
-    }
-    let down = {
-        let (recording, framing, bytes) = (
-            Arc::clone(&recording),
-            Arc::clone(&framing),
-            Arc::clone(&down_bytes),
-        );
-        std::thread::spawn(move || {
-            pass(child_out, host_out, &bytes, |chunk| {
-                let mut events = Vec::new();
-                let mut f = framing.lock().unwrap_or_else(PoisonError::into_inner);
-                match chunk {
-                    Some(c) => f.wrote(c, &mut events),
-                    None => events.push(EventKind::Close {
-                        stream: None,
-                        by: Side::Server,
-                        reason: None,
-                    }),
-                }
-                drop(f);
-                let mut r = lock(&recording);
-                r.server_view(events.clone());
-                r.client_view(events);
-            });
-        })
-    };
+    // Host to server: the client's sends, the server's receipts; the end of the host's
+    // input closes the server's stdin.
+    tap_direction(host_in, child_in, &recording, &framing, &up_bytes, true);
+    // Server to host: the server's sends, the client's receipts.
+    let down = tap_direction(
+        child_out,
+        host_out,
+        &recording,
+        &framing,
+        &down_bytes,
+        false,
+    );
     let mut stopping: Option<Instant> = None;
     let exit = loop {
         if let Some(status) = child.try_wait()? {
@@ -248,6 +211,50 @@ unsafe fn libc_kill(pid: u32) {
     }
     const SIGTERM: i32 = 15;
     kill(pid as i32, SIGTERM);
+}
+
+/// One direction of the stdio tap, in a thread: bytes pass on, then the pipe's framing turns
+/// them into events, recorded on the writer's side first. `up`: from the host (client) to the
+/// server.
+fn tap_direction(
+    from: impl Read + Send + 'static,
+    to: impl Write + Send + 'static,
+    recording: &SharedRecording,
+    framing: &Arc<Mutex<Framing>>,
+    bytes: &Arc<AtomicU64>,
+    up: bool,
+) -> std::thread::JoinHandle<()> {
+    let (recording, framing, bytes) = (
+        Arc::clone(recording),
+        Arc::clone(framing),
+        Arc::clone(bytes),
+    );
+    std::thread::spawn(move || {
+        pass(from, to, &bytes, |chunk| {
+            let mut events = Vec::new();
+            let mut f = framing.lock().unwrap_or_else(PoisonError::into_inner);
+            match (chunk, up) {
+                (Some(c), true) => f.read(c, &mut events),
+                (Some(c), false) => f.wrote(c, &mut events),
+                (None, true) => f.client_gone(&mut events),
+                // The server's end is recorded even after the host's (one framing, two ends).
+                (None, false) => events.push(EventKind::Close {
+                    stream: None,
+                    by: Side::Server,
+                    reason: None,
+                }),
+            }
+            drop(f);
+            let mut r = lock(&recording);
+            if up {
+                r.client_view(events.clone());
+                r.server_view(events);
+            } else {
+                r.server_view(events.clone());
+                r.client_view(events);
+            }
+        });
+    })
 }
 
 /// Copies `from` to `to` chunk by chunk, each chunk written and flushed before `seen` records

@@ -310,7 +310,7 @@ impl Driver {
     fn stdio_bytes(&mut self, bytes: &[u8]) {
         for line in stdio_lines(&mut self.lines, bytes) {
             match line {
-                Ok(line) => self.receive(None, &line),
+                Ok(line) => self.receive(None, &line, None),
                 Err(w) => self.record(Side::Server, EventKind::Recv(w)),
             }
         }
@@ -326,7 +326,7 @@ impl Driver {
                 respond,
             } => {
                 self.http.post(stream, respond);
-                self.receive_post(stream, &body, headers);
+                self.receive(Some(stream), &body, Some(headers));
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {
@@ -353,38 +353,32 @@ impl Driver {
         self.flush();
     }
 
-    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
+    /// A message's text: recorded as written (with the declared policy on a request, and the
+    /// POST's headers over HTTP), then handed to the model; a request whose headers disagree
+    /// with its body is refused instead.
+    fn receive(
+        &mut self,
+        stream: Option<StreamId>,
+        bytes: &[u8],
+        headers: Option<BTreeMap<String, String>>,
+    ) {
         let (mut w, decoded) = observe_as_written(self.transport, stream, bytes);
+        let mismatch = headers
+            .as_ref()
+            .and_then(|h| recorder::header_mismatch(&decoded, h));
+        w.headers = headers;
         if let Ok(Message::Request(_)) = &decoded {
             w.policy = self.config.client_policy.map(Into::into);
             self.stats.requests += 1;
         }
         self.record(Side::Server, EventKind::Recv(w));
         let now = self.now();
-        match decoded {
-            Ok(msg) => self.server.handle_message(now, stream, msg),
-            Err(e) => self.server.handle_invalid(now, stream, &e),
-        }
-    }
-
-    /// A POST's body with the headers it came with: recorded, then refused when a request's
-    /// headers do not match its body.
-    fn receive_post(&mut self, stream: StreamId, bytes: &[u8], headers: BTreeMap<String, String>) {
-        let (mut w, decoded) = observe_as_written(self.transport, Some(stream), bytes);
-        let mismatch = recorder::header_mismatch(&decoded, &headers);
-        w.headers = Some(headers);
-        if let Ok(Message::Request(_)) = &decoded {
-            w.policy = self.config.client_policy.map(Into::into);
-            self.stats.requests += 1;
-        }
-        self.record(Side::Server, EventKind::Recv(w));
-        let now = self.now();
-        match (decoded, mismatch) {
-            (Ok(Message::Request(r)), Some(why)) => {
-                self.server.handle_header_mismatch(now, stream, r.id, &why)
+        match (decoded, stream, mismatch) {
+            (Ok(Message::Request(r)), Some(st), Some(why)) => {
+                self.server.handle_header_mismatch(now, st, r.id, &why)
             }
-            (Ok(msg), _) => self.server.handle_message(now, Some(stream), msg),
-            (Err(e), _) => self.server.handle_invalid(now, Some(stream), &e),
+            (Ok(msg), _, _) => self.server.handle_message(now, stream, msg),
+            (Err(e), _, _) => self.server.handle_invalid(now, stream, &e),
         }
     }
 

@@ -193,7 +193,7 @@ impl Driver {
             Input::Bytes(bytes) => {
                 for item in stdio_lines(&mut self.lines, &bytes) {
                     match item {
-                        Ok(line) => self.receive(None, &line),
+                        Ok(line) => self.receive(None, &line, None),
                         Err(w) => record(&self.shared, Side::Server, EventKind::Recv(w)),
                     }
                 }
@@ -226,7 +226,7 @@ impl Driver {
                 respond,
             }) => {
                 self.http.post(stream, respond);
-                self.receive_post(stream, &body, headers);
+                self.receive(Some(stream), &body, Some(headers));
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {
@@ -245,29 +245,26 @@ impl Driver {
         }
     }
 
-    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let (w, decoded) = observe(self.transport(), stream, bytes);
+    /// A message's text: recorded (with the POST's headers over HTTP), then handed to the
+    /// model; a request whose headers disagree with its body is refused instead.
+    fn receive(
+        &mut self,
+        stream: Option<StreamId>,
+        bytes: &[u8],
+        headers: Option<BTreeMap<String, String>>,
+    ) {
+        let (mut w, decoded) = observe(self.transport(), stream, bytes);
+        let mismatch = headers
+            .as_ref()
+            .and_then(|h| recorder::header_mismatch(&decoded, h));
+        w.headers = headers;
         record(&self.shared, Side::Server, EventKind::Recv(w));
-        match decoded {
-            Ok(msg) => self.server.handle_message(now(), stream, msg),
-            Err(e) => self.server.handle_invalid(now(), stream, &e),
-        }
-    }
-
-    /// A POST's body with the headers it came with: recorded, then refused when a request's
-    /// headers do not match its body.
-    fn receive_post(&mut self, stream: StreamId, bytes: &[u8], headers: BTreeMap<String, String>) {
-        let (mut w, decoded) = observe(self.transport(), Some(stream), bytes);
-        let mismatch = recorder::header_mismatch(&decoded, &headers);
-        w.headers = Some(headers);
-        record(&self.shared, Side::Server, EventKind::Recv(w));
-        match (decoded, mismatch) {
-            (Ok(Message::Request(r)), Some(why)) => {
-                self.server
-                    .handle_header_mismatch(now(), stream, r.id, &why)
+        match (decoded, stream, mismatch) {
+            (Ok(Message::Request(r)), Some(st), Some(why)) => {
+                self.server.handle_header_mismatch(now(), st, r.id, &why)
             }
-            (Ok(msg), _) => self.server.handle_message(now(), Some(stream), msg),
-            (Err(e), _) => self.server.handle_invalid(now(), Some(stream), &e),
+            (Ok(msg), _, _) => self.server.handle_message(now(), stream, msg),
+            (Err(e), _, _) => self.server.handle_invalid(now(), stream, &e),
         }
     }
 
