@@ -13,7 +13,7 @@ use std::time::Duration;
 
 pub use crate::model::mutant::{Mutant, MutantInfo, MutantSet, MutantSide, ALL};
 use crate::model::Transport;
-use crate::scenario::{ProxyConfig, Scenario};
+use crate::scenario::{CallKind, PlannedCall, ProxyConfig, Scenario};
 
 impl Mutant {
     /// Faults of the peer that this mutant reacts to. They are applied to the reference run
@@ -23,6 +23,40 @@ impl Mutant {
             Mutant::AcceptNonIncreasingProgress => MutantSet::NONE.with(Mutant::FlatProgress),
             _ => MutantSet::NONE,
         }
+    }
+
+    /// Whether the mutant shows only where HTTP headers exist: the turmoil lane (the in-memory
+    /// lane moves messages, not POSTs).
+    pub fn needs_headers(self) -> bool {
+        matches!(
+            self,
+            Mutant::ServesMismatchedHeaders | Mutant::HeaderMismatchInvalidRequest
+        )
+    }
+
+    /// Whether the mutant's bug lives in the shapes of long work (tasks, input rounds,
+    /// subscriptions, §7); the others are hunted on the seed's plain tool calls
+    /// ([`Scenario::calls_only`]).
+    pub fn long_work(self) -> bool {
+        matches!(
+            self,
+            Mutant::TaskWithoutNegotiation
+                | Mutant::TaskProgressAfterCreate
+                | Mutant::TaskTerminalChanges
+                | Mutant::CancelAckIsTask
+                | Mutant::UnknownTaskWorking
+                | Mutant::TaskCancelledOnDisconnect
+                | Mutant::InputRequiredWithoutState
+                | Mutant::ProgressAfterInputRequired
+                | Mutant::ListenUntagged
+                | Mutant::ListenUnfiltered
+                | Mutant::ListenIgnoresCancel
+                | Mutant::CancelTaskWithNotification
+                | Mutant::TaskPollTooFast
+                | Mutant::RequestStateDropped
+                | Mutant::RetryReusesToken
+                | Mutant::CapabilitiesRemembered
+        )
     }
 
     /// The conditions the mutant needs to show, applied to a seed's scenario.
@@ -42,6 +76,96 @@ impl Mutant {
                 }
                 s
             }
+            Mutant::TaskWithoutNegotiation => scenario,
+            Mutant::AnswersNotifications => scenario.with_transport(Transport::Stdio),
+            Mutant::ServesMismatchedHeaders | Mutant::HeaderMismatchInvalidRequest => {
+                let mut s = scenario.with_transport(Transport::Http);
+                s.proxy = Some(ProxyConfig {
+                    strips_mcp_headers: Some(2),
+                    ..ProxyConfig::ALB
+                });
+                s
+            }
+            Mutant::CapabilitiesRemembered => {
+                let mut k = 0;
+                every_call(scenario, |c| {
+                    k += 1;
+                    c.kind = CallKind::Tool {
+                        task: k % 2 == 1,
+                        input_rounds: 0,
+                    };
+                })
+            }
+            Mutant::TaskProgressAfterCreate | Mutant::TaskPollTooFast => {
+                every_call(scenario, |c| {
+                    c.kind = CallKind::Tool {
+                        task: true,
+                        input_rounds: 0,
+                    };
+                    c.progress = true;
+                    c.steps = c.steps.max(5);
+                })
+            }
+            Mutant::TaskTerminalChanges
+            | Mutant::CancelAckIsTask
+            | Mutant::CancelTaskWithNotification => every_call(scenario, |c| {
+                c.kind = CallKind::Tool {
+                    task: true,
+                    input_rounds: 0,
+                };
+                c.steps = c.steps.max(10);
+                c.cancel_after = Some(c.step * 3);
+            }),
+            Mutant::TaskCancelledOnDisconnect => {
+                let s = scenario.with_transport(Transport::Http);
+                let mut k = 0;
+                every_call(s, |c| {
+                    k += 1;
+                    if k % 2 == 0 {
+                        c.kind = CallKind::Tool {
+                            task: true,
+                            input_rounds: 0,
+                        };
+                        c.steps = c.steps.max(10);
+                    } else {
+                        c.kind = CallKind::TOOL;
+                        c.cancel_after = Some(Duration::from_millis(500));
+                    }
+                })
+            }
+            Mutant::UnknownTaskWorking => {
+                let mut s = scenario;
+                if let Some(c) = s.calls.first_mut() {
+                    c.kind = CallKind::StaleTask;
+                    c.policy = crate::model::client::POLL_POLICY;
+                }
+                s
+            }
+            Mutant::InputRequiredWithoutState
+            | Mutant::ProgressAfterInputRequired
+            | Mutant::RequestStateDropped
+            | Mutant::RetryReusesToken => every_call(scenario, |c| {
+                c.kind = CallKind::Tool {
+                    task: false,
+                    input_rounds: 1,
+                };
+                c.progress = true;
+            }),
+            Mutant::ListenUntagged | Mutant::ListenUnfiltered | Mutant::ListenIgnoresCancel => {
+                let mut s = scenario;
+                if self == Mutant::ListenIgnoresCancel {
+                    s = s.with_transport(Transport::Stdio);
+                }
+                if let Some(c) = s.calls.first_mut() {
+                    c.kind = CallKind::Listen {
+                        tools_changed: self != Mutant::ListenUnfiltered,
+                    };
+                    c.progress = false;
+                    c.policy = crate::model::TimeoutPolicy::none();
+                    c.cancel_after = Some(Duration::from_secs(50));
+                }
+                s
+            }
             _ => scenario,
         };
         let mut s = s;
@@ -50,6 +174,18 @@ impl Mutant {
         }
         s
     }
+}
+
+/// The scenario with `f` applied to every planned call that is not a subscription.
+fn every_call(mut s: Scenario, mut f: impl FnMut(&mut PlannedCall)) -> Scenario {
+    for c in s
+        .calls
+        .iter_mut()
+        .filter(|c| !matches!(c.kind, CallKind::Listen { .. }))
+    {
+        f(c);
+    }
+    s
 }
 
 /// How a mutant was found out.
@@ -77,7 +213,12 @@ pub struct Hunt {
 /// The scenario a mutant hunt runs for `seed`: the seed's scenario adapted to the mutant,
 /// with `mutants` switched on.
 pub fn hunt_scenario(m: Mutant, seed: u64, mutants: MutantSet) -> Scenario {
-    let mut s = m.adapt(Scenario::from_seed(seed));
+    let base = if m.long_work() {
+        Scenario::from_seed(seed)
+    } else {
+        Scenario::calls_only(seed)
+    };
+    let mut s = m.adapt(base);
     s.mutants = mutants;
     s
 }

@@ -410,3 +410,297 @@ fn listen_acknowledges_first_tags_notifications_and_ends_gracefully() {
         assert_eq!(sub(m), Some(json!("listen-1")));
     }
 }
+
+/// The lines a stdio server wrote, as messages.
+fn lines(tx: Vec<ServerTransmit>) -> Vec<Message> {
+    tx.into_iter()
+        .map(|t| match t {
+            ServerTransmit::Line(m) => m,
+            other => panic!("not a line: {other:?}"),
+        })
+        .collect()
+}
+
+fn task_call(id: i64, steps: u64, declare: bool) -> Request {
+    let mut r = Request::tools_call(id, SLOW_TOOL, json!({"steps": steps, "step_ms": 1000}));
+    r.meta.progress_token = Some("p-1".into());
+    if declare {
+        r.declare_tasks();
+    }
+    r
+}
+
+fn about_task(id: i64, method: &str, task: &str) -> Message {
+    let mut r = Request::new(id, method);
+    r.params.insert("taskId".into(), json!(task));
+    r.into()
+}
+
+fn result(m: &Message) -> &ResultResponse {
+    match m {
+        Message::Result(r) => r,
+        other => panic!("not a result: {other:?}"),
+    }
+}
+
+fn error_code(m: &Message) -> i64 {
+    match m {
+        Message::Error(e) => e.error.code,
+        other => panic!("not an error: {other:?}"),
+    }
+}
+
+/// A declared call is answered at once with a CreateTaskResult and no progress follows; the
+/// work runs on, a lost pipe does not stop it, and tasks/get then inlines the result.
+#[test]
+fn a_task_answers_at_once_outlives_the_connection_and_inlines_its_result() {
+    let mut s = stdio_server(Duration::ZERO);
+    s.handle_message(ms(0), None, task_call(1, 3, true).into());
+    let (tx, backend) = drain_server(&mut s);
+    let msgs = lines(tx);
+    assert_eq!(msgs.len(), 1);
+    let created = result(&msgs[0]);
+    assert_eq!(created.result_type, Some(wire::ResultType::Task));
+    assert_eq!(created.task_status(), Some("working"));
+    let task = created.task_id().expect("a task id").to_owned();
+    assert_eq!(backend.len(), 1, "the work started");
+    s.handle_disconnect(ms(500));
+    let (out, backend) = run_server_until(&mut s, 3000);
+    assert!(out.is_empty(), "no progress for the call's token: {out:?}");
+    assert_eq!(
+        backend.last(),
+        Some(&BackendCall::Release {
+            request: RequestId::Number(1)
+        })
+    );
+    s.handle_message(ms(3100), None, about_task(2, wire::METHOD_TASKS_GET, &task));
+    let msgs = lines(drain_server(&mut s).0);
+    let got = result(&msgs[0]);
+    assert_eq!(got.effective_type(), wire::ResultType::Complete);
+    assert_eq!(got.task_status(), Some("completed"));
+    assert!(got.result["result"]["content"].is_array());
+}
+
+/// Negotiation is per request: an undeclared call is an ordinary call, even after a declared
+/// one; a tool that needs a task refuses an undeclared call with -32021.
+#[test]
+fn tasks_are_negotiated_per_request() {
+    let mut s = stdio_server(Duration::ZERO);
+    s.handle_message(ms(0), None, task_call(1, 0, true).into());
+    s.handle_message(ms(0), None, task_call(2, 0, false).into());
+    let msgs = lines(drain_server(&mut s).0);
+    assert_eq!(result(&msgs[0]).result_type, Some(wire::ResultType::Task));
+    assert_eq!(
+        result(&msgs[1]).result_type,
+        Some(wire::ResultType::Complete)
+    );
+    let mut r = Request::tools_call(3, SLOW_TOOL, json!({"steps": 1, "task": "required"}));
+    r.meta.progress_token = None;
+    s.handle_message(ms(0), None, r.into());
+    let msgs = lines(drain_server(&mut s).0);
+    assert_eq!(
+        error_code(&msgs[0]),
+        wire::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+    );
+}
+
+/// tasks/cancel is an empty complete ack and the task ends cancelled for good; a second
+/// cancel, an unknown task and an expired one get -32602; notifications/cancelled does not
+/// touch a task.
+#[test]
+fn tasks_cancel_by_request_and_expire() {
+    let mut cfg = ServerConfig::new(Transport::Stdio);
+    cfg.behaviour.task_ttl = Duration::from_secs(60);
+    let mut s = Server::new(cfg);
+    s.handle_message(ms(0), None, task_call(1, 100, true).into());
+    let task = result(&lines(drain_server(&mut s).0)[0])
+        .task_id()
+        .unwrap()
+        .to_owned();
+    s.handle_message(ms(10), None, Cancelled::new(1).into());
+    assert_eq!(
+        drain_server(&mut s).0,
+        vec![],
+        "a cancel of the call is ignored"
+    );
+    assert_eq!(s.active_jobs(), 1);
+    s.handle_message(
+        ms(20),
+        None,
+        about_task(2, wire::METHOD_TASKS_CANCEL, &task),
+    );
+    let (tx, backend) = drain_server(&mut s);
+    let ack = result(&lines(tx)[0]).clone();
+    assert_eq!(ack.result_type, Some(wire::ResultType::Complete));
+    assert!(ack.result.is_empty(), "an empty ack: {ack:?}");
+    assert_eq!(
+        backend,
+        vec![BackendCall::Release {
+            request: RequestId::Number(1)
+        }]
+    );
+    s.handle_message(ms(30), None, about_task(3, wire::METHOD_TASKS_GET, &task));
+    s.handle_message(
+        ms(30),
+        None,
+        about_task(4, wire::METHOD_TASKS_CANCEL, &task),
+    );
+    s.handle_message(ms(30), None, about_task(5, wire::METHOD_TASKS_GET, "nope"));
+    let msgs = lines(drain_server(&mut s).0);
+    assert_eq!(result(&msgs[0]).task_status(), Some("cancelled"));
+    assert_eq!(error_code(&msgs[1]), wire::codes::INVALID_PARAMS);
+    assert_eq!(error_code(&msgs[2]), wire::codes::INVALID_PARAMS);
+    run_server_until(&mut s, 61_000);
+    s.handle_message(
+        ms(61_000),
+        None,
+        about_task(6, wire::METHOD_TASKS_GET, &task),
+    );
+    assert_eq!(
+        error_code(&lines(drain_server(&mut s).0)[0]),
+        wire::codes::INVALID_PARAMS
+    );
+}
+
+/// input_required ends the call; a retry that echoes the state moves on, one that alters it
+/// is refused, and the last round runs the tool.
+#[test]
+fn input_rounds_end_the_call_and_the_state_is_checked() {
+    let mut s = stdio_server(Duration::ZERO);
+    let args = json!({"steps": 0, "input_rounds": 2});
+    let call = |id: i64, state: Option<&serde_json::Value>| {
+        let mut r = Request::tools_call(id, SLOW_TOOL, args.clone());
+        if let Some(st) = state {
+            r.params.insert("requestState".into(), st.clone());
+            r.params.insert(
+                "inputResponses".into(),
+                json!({"confirm": {"action": "accept"}}),
+            );
+        }
+        Message::from(r)
+    };
+    s.handle_message(ms(0), None, call(1, None));
+    let first = result(&lines(drain_server(&mut s).0)[0]).clone();
+    assert_eq!(first.result_type, Some(wire::ResultType::InputRequired));
+    assert!(first.result.contains_key("inputRequests"));
+    let state = first.result["requestState"].clone();
+    s.handle_message(
+        ms(10),
+        None,
+        call(2, Some(&json!(format!("{}x", state.as_str().unwrap())))),
+    );
+    assert_eq!(
+        error_code(&lines(drain_server(&mut s).0)[0]),
+        wire::codes::INVALID_PARAMS
+    );
+    s.handle_message(ms(20), None, call(3, Some(&state)));
+    let second = result(&lines(drain_server(&mut s).0)[0]).clone();
+    assert_eq!(second.result_type, Some(wire::ResultType::InputRequired));
+    s.handle_message(ms(30), None, call(4, Some(&second.result["requestState"])));
+    let done = result(&lines(drain_server(&mut s).0)[0]).clone();
+    assert_eq!(done.result_type, Some(wire::ResultType::Complete));
+}
+
+/// The client retries an input_required call at once: new id, new token, the state echoed,
+/// every input request answered; the original request's outcome is input_required.
+#[test]
+fn the_client_retries_input_required_with_a_new_id_token_and_the_same_state() {
+    let mut c = Client::new(ClientConfig::new(Transport::Stdio));
+    let id = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (tx, _) = drain_client(&mut c);
+    let first_token = token_of(&tx[0]);
+    let mut ir = ResultResponse::complete(id.clone());
+    ir.result_type = Some(wire::ResultType::InputRequired);
+    ir.result
+        .insert("inputRequests".into(), json!({"a": {}, "b": {}}));
+    ir.result.insert("requestState".into(), json!("opaque"));
+    c.handle_message(ms(10), None, ir.into());
+    let (tx, events) = drain_client(&mut c);
+    let ClientTransmit::Line(Message::Request(retry)) = &tx[0] else {
+        panic!("{tx:?}")
+    };
+    assert_ne!(retry.id, id);
+    assert_ne!(token_of(&tx[0]), first_token);
+    assert_eq!(retry.params["requestState"], json!("opaque"));
+    assert_eq!(retry.params["inputResponses"].as_object().unwrap().len(), 2);
+    assert_eq!(
+        events,
+        vec![
+            ClientEvent::Outcome {
+                request: id.clone(),
+                outcome: Outcome::InputRequired
+            },
+            ClientEvent::Retried {
+                lost: id,
+                new: retry.id.clone()
+            },
+        ]
+    );
+}
+
+/// A task call: the client polls tasks/get no faster than pollIntervalMs, a lost poll is
+/// followed by the next, the call's outcome is the task's end, and a cancel is tasks/cancel.
+#[test]
+fn the_client_polls_a_task_at_its_interval_and_cancels_it_by_request() {
+    let mut c = Client::new(ClientConfig::new(Transport::Http));
+    let mut spec = tool_call(TimeoutPolicy::fixed(Duration::from_secs(600)));
+    spec.task = true;
+    let id = c.start_request(ms(0), spec);
+    let (tx, _) = drain_client(&mut c);
+    let ClientTransmit::Post {
+        msg: Message::Request(r),
+        ..
+    } = &tx[0]
+    else {
+        panic!("{tx:?}")
+    };
+    assert!(r.declares_tasks());
+    let mut created = ResultResponse::complete(id.clone());
+    created.result_type = Some(wire::ResultType::Task);
+    created.result.insert("taskId".into(), json!("t-1"));
+    created.result.insert("status".into(), json!("working"));
+    created.result.insert("pollIntervalMs".into(), json!(5000));
+    c.handle_message(ms(100), Some(StreamId(1)), created.into());
+    let (_, events) = drain_client(&mut c);
+    assert!(events.is_empty(), "the call waits for its task: {events:?}");
+    assert!(c.is_outstanding(&id));
+    assert_eq!(c.poll_timeout(), Some(ms(5100)));
+    c.handle_timeout(ms(5100));
+    let (tx, _) = drain_client(&mut c);
+    let ClientTransmit::Post {
+        stream,
+        msg: Message::Request(poll),
+    } = &tx[0]
+    else {
+        panic!("{tx:?}")
+    };
+    assert_eq!(poll.method, wire::METHOD_TASKS_GET);
+    c.handle_stream_closed(ms(5200), *stream);
+    drain_client(&mut c);
+    assert_eq!(
+        c.poll_timeout(),
+        Some(ms(10_100)),
+        "the next poll keeps the interval"
+    );
+    c.cancel(ms(6000), &id).unwrap();
+    let (tx, events) = drain_client(&mut c);
+    let ClientTransmit::Post {
+        msg: Message::Request(cancel),
+        ..
+    } = &tx[0]
+    else {
+        panic!("{tx:?}")
+    };
+    assert_eq!(cancel.method, wire::METHOD_TASKS_CANCEL);
+    assert_eq!(cancel.params["taskId"], json!("t-1"));
+    assert_eq!(
+        events,
+        vec![ClientEvent::Outcome {
+            request: id,
+            outcome: Outcome::Cancelled
+        }]
+    );
+}

@@ -10,7 +10,7 @@ const BUDGET: u64 = 100;
 #[test]
 fn every_mutant_is_killed_and_the_reference_is_clean() {
     let mut problems = Vec::new();
-    for &m in mutants::ALL {
+    for &m in mutants::ALL.iter().filter(|m| !m.needs_headers()) {
         let hunt = mutants::hunt(m, 0..BUDGET, Lane::Memory);
         if hunt.kill.is_none() {
             problems.push(format!("{m} ({}) survived {BUDGET} seeds", m.info().bug));
@@ -41,7 +41,8 @@ fn the_catalog_has_at_least_twenty_distinct_mutants_with_sources() {
 }
 
 /// The same hunt through turmoil's sockets, hyper and proxies for mutants whose fault lives
-/// in the transport: the HTTP disconnect, the SSE framer and the proxy's idle timer.
+/// in the transport: the HTTP disconnect, the SSE framer, the proxy's idle timer, and the
+/// headers of a POST (which only this lane has; a gateway strips them).
 #[test]
 fn transport_mutants_are_killed_on_turmoil_too() {
     let transport_mutants = [
@@ -50,6 +51,8 @@ fn transport_mutants_are_killed_on_turmoil_too() {
         Mutant::NoKeepalive,
         Mutant::CancelBlockedByPendingPost,
         Mutant::WriteAfterClosePanics,
+        Mutant::ServesMismatchedHeaders,
+        Mutant::HeaderMismatchInvalidRequest,
     ];
     for m in transport_mutants {
         let hunt = mutants::hunt(m, 0..20, Lane::turmoil());

@@ -62,11 +62,13 @@ const CASES: &[Case] = &[
     case("progress-token-type-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
     case("progress-token-type-passes-2.jsonl", STRICT, true, &[]),
 
-    // progress-token-unique: the client's view, then the server's alone (black-box client).
+    // progress-token-unique: the client's view, then the server's alone (black-box client). The
+    // passing traces reuse the token after the first request ended: legal, but not what a
+    // good host does (progress-token-reuse, policy).
     case("progress-token-unique-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_UNIQUE, MUST)]),
-    case("progress-token-unique-passes.jsonl", STRICT, true, &[]),
+    case("progress-token-unique-passes.jsonl", STRICT, true, &[(rule::PROGRESS_TOKEN_REUSE, POLICY)]),
     case("progress-token-unique-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_UNIQUE, MUST)]),
-    case("progress-token-unique-passes-2.jsonl", STRICT, true, &[]),
+    case("progress-token-unique-passes-2.jsonl", STRICT, true, &[(rule::PROGRESS_TOKEN_REUSE, POLICY)]),
 
     // progress-unknown-token: an invented token (both sides), progress for a request that did
     // not opt in (black-box server).
@@ -305,6 +307,107 @@ const CASES: &[Case] = &[
     case("wire-integrity-passes.jsonl", STRICT, true, &[]),
     case("wire-integrity-passes-2.jsonl", STRICT, true, &[(rule::MESSAGE_SHAPE, MUST)]),
     case("wire-integrity-violates-2.jsonl", STRICT, true, &[(rule::WIRE_INTEGRITY, MUST)]),
+
+    // task-not-negotiated: a task for a call that did not declare the extension (both sides);
+    // for a prompts/get that did (black-box server). Passing: a declared tools/call.
+    case("task-not-negotiated-violates.jsonl", STRICT, false, &[(rule::TASK_NOT_NEGOTIATED, MUST)]),
+    case("task-not-negotiated-violates-2.jsonl", STRICT, false, &[(rule::TASK_NOT_NEGOTIATED, MUST)]),
+    case("task-not-negotiated-passes.jsonl", STRICT, false, &[]),
+
+    // task-ack: tasks/cancel answered with the task's fields (both sides); tasks/update the
+    // same (black-box server). Passing: the empty ack, then the cancelled status on tasks/get.
+    case("task-ack-violates.jsonl", STRICT, false, &[(rule::TASK_ACK, MUST)]),
+    case("task-ack-violates-2.jsonl", STRICT, false, &[(rule::TASK_ACK, MUST)]),
+    case("task-ack-passes.jsonl", STRICT, false, &[]),
+
+    // task-terminal: completed, then working. Passing: working, completed, completed.
+    case("task-terminal-violates.jsonl", STRICT, false, &[(rule::TASK_TERMINAL, MUST)]),
+    case("task-terminal-passes.jsonl", STRICT, false, &[]),
+
+    // task-unknown: a never-announced task answered as working; a task polled past its ttlMs
+    // answered with a result. Passing: -32602 for both, a poll within the ttl answered.
+    case("task-unknown-violates.jsonl", STRICT, false, &[(rule::TASK_UNKNOWN, MUST)]),
+    case("task-unknown-violates-2.jsonl", STRICT, false, &[(rule::TASK_UNKNOWN, MUST)]),
+    case("task-unknown-passes.jsonl", STRICT, false, &[]),
+
+    // task-poll-interval: polls 200 ms apart against a 2000 ms interval. Passing: 2100 ms.
+    case("task-poll-interval-violates.jsonl", STRICT, false, &[(rule::TASK_POLL_INTERVAL, SHOULD)]),
+    case("task-poll-interval-passes.jsonl", STRICT, false, &[]),
+
+    // task-cancelled-unasked: a stream closed, the task reports cancelled with no tasks/cancel.
+    // Passing: tasks/cancel first.
+    case("task-cancelled-unasked-violates.jsonl", STRICT, false, &[(rule::TASK_CANCELLED_UNASKED, SHOULD)]),
+    case("task-cancelled-unasked-passes.jsonl", STRICT, false, &[]),
+
+    // task-work-after-cancelled: backend work 3 s after the task reported cancelled. Passing:
+    // the resource released at the cancel.
+    case("task-work-after-cancelled-violates.jsonl", STRICT, false, &[(rule::TASK_WORK_AFTER_CANCELLED, SHOULD)]),
+    case("task-work-after-cancelled-passes.jsonl", STRICT, false, &[]),
+
+    // cancel-targets-task: notifications/cancelled for the call that became a task, and for
+    // the task's id. Passing: a cancel that crossed the CreateTaskResult, then tasks/cancel.
+    case("cancel-targets-task-violates.jsonl", STRICT, false, &[(rule::CANCEL_TARGETS_TASK, MUST)]),
+    case("cancel-targets-task-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_TARGETS_TASK, MUST)]),
+    case("cancel-targets-task-passes.jsonl", STRICT, false, &[]),
+
+    // input-required-shape: neither inputRequests nor requestState (both sides); on tools/list
+    // (black-box server). Passing: inputRequests alone.
+    case("input-required-shape-violates.jsonl", STRICT, false, &[(rule::INPUT_REQUIRED_SHAPE, MUST)]),
+    case("input-required-shape-violates-2.jsonl", STRICT, false, &[(rule::INPUT_REQUIRED_SHAPE, MUST)]),
+    case("input-required-shape-passes.jsonl", STRICT, false, &[]),
+
+    // input-required-retry: the state left out; the original id reused (also an id reuse);
+    // the state changed. Passing: the state echoed, and a lost retry sent again with it; no
+    // state given and none sent.
+    case("input-required-retry-violates.jsonl", STRICT, false, &[(rule::INPUT_REQUIRED_RETRY, MUST)]),
+    case("input-required-retry-violates-2.jsonl", STRICT, false, &[(rule::INPUT_REQUIRED_RETRY, MUST), (rule::REQUEST_ID_REUSE, POLICY)]),
+    case("input-required-retry-violates-3.jsonl", STRICT, false, &[(rule::INPUT_REQUIRED_RETRY, MUST)]),
+    case("input-required-retry-passes.jsonl", STRICT, false, &[]),
+    case("input-required-retry-passes-2.jsonl", STRICT, false, &[]),
+
+    // progress-token-reuse: a finished request's token on a later one. Passing: a fresh one.
+    case("progress-token-reuse-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_REUSE, POLICY)]),
+    case("progress-token-reuse-passes.jsonl", STRICT, false, &[]),
+
+    // error-code-reserved: -32002 (MUST NOT); the legacy -32010 (SHOULD NOT, black-box server).
+    // Passing: -32602 for a missing resource.
+    case("error-code-reserved-violates.jsonl", STRICT, false, &[(rule::ERROR_CODE_RESERVED, MUST)]),
+    case("error-code-reserved-violates-2.jsonl", STRICT, false, &[(rule::ERROR_CODE_RESERVED, SHOULD)]),
+    case("error-code-reserved-passes.jsonl", STRICT, false, &[]),
+
+    // listen-tagged: an untagged list_changed (stdio); a wrong tag on the listen's own stream
+    // (HTTP); an ending result without the tag. Passing: all tagged.
+    case("listen-tagged-violates.jsonl", STRICT, false, &[(rule::LISTEN_TAGGED, MUST)]),
+    case("listen-tagged-violates-2.jsonl", STRICT, false, &[(rule::LISTEN_TAGGED, MUST)]),
+    case("listen-tagged-violates-3.jsonl", STRICT, false, &[(rule::LISTEN_TAGGED, MUST)]),
+    case("listen-tagged-passes.jsonl", STRICT, false, &[]),
+
+    // listen-filter: a type not asked for; notifications/message on the subscription; an
+    // acknowledgement granting more than was asked. Passing: what was asked, a subscribed URI.
+    case("listen-filter-violates.jsonl", STRICT, false, &[(rule::LISTEN_FILTER, MUST)]),
+    case("listen-filter-violates-2.jsonl", STRICT, false, &[(rule::LISTEN_FILTER, MUST)]),
+    case("listen-filter-violates-3.jsonl", STRICT, false, &[(rule::LISTEN_FILTER, MUST)]),
+    case("listen-filter-passes.jsonl", STRICT, false, &[]),
+
+    // listen-reopened: the pipe broke, the client went on without its subscription. Passing:
+    // it re-opened it under a new id first.
+    case("listen-reopened-violates.jsonl", STRICT, false, &[(rule::LISTEN_REOPENED, MUST)]),
+    case("listen-reopened-passes.jsonl", STRICT, false, &[]),
+
+    // response-after-cancel for a subscription (§9 G55, stdio): a tagged notification after the
+    // server received the cancel of the listen.
+    case("response-after-cancel-violates-7.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+
+    // notification-answered (stdio): an id-less error after a cancel that crossed the result
+    // (both sides); after a cancel, seen by the client alone. Passing: an unreadable line
+    // answered with -32700 without an id (the line itself breaks message-shape), the cancel
+    // with nothing.
+    case("notification-answered-violates.jsonl", STRICT, false, &[(rule::NOTIFICATION_ANSWERED, MUST)]),
+    case("notification-answered-violates-2.jsonl", STRICT, false, &[(rule::NOTIFICATION_ANSWERED, MUST)]),
+    case("notification-answered-passes.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+
+    // progress-after-completion after a CreateTaskResult (§9 H59): the call's token is over.
+    case("progress-after-completion-violates-4.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
 ];
 
 fn traces_dir() -> PathBuf {

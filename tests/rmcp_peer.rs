@@ -100,7 +100,7 @@ fn sweep(seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Judged)> {
     seeds
         .into_iter()
         .map(|seed| {
-            let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
+            let scenario = Scenario::calls_only(seed).with_transport(Transport::Stdio);
             (seed, judge_with_server(&scenario, &options, &server))
         })
         .collect()
@@ -235,7 +235,7 @@ fn sweep_http_with(
     seeds
         .into_iter()
         .map(|seed| {
-            let scenario = Scenario::from_seed(seed).with_transport(Transport::Http);
+            let scenario = Scenario::calls_only(seed).with_transport(Transport::Http);
             let judged = judge_with_server(&scenario, options, server);
             (seed, scenario, judged)
         })
@@ -375,7 +375,7 @@ fn rmcp_tool_of_its_own_passes_the_oracle() {
     let server = ServerUnderTest::custom(|io| rmcp_stdio(io, IndexServer));
     let mut results = 0;
     for seed in 0..8 {
-        let scenario = Scenario::from_seed(seed).with_transport(Transport::Stdio);
+        let scenario = Scenario::calls_only(seed).with_transport(Transport::Stdio);
         let judged = judge_with_server(&scenario, &computed, &server);
         assert_index_repo_calls(seed, &scenario, &judged, &computed.tool_calls);
         results += results_of(&judged);

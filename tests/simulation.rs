@@ -10,7 +10,7 @@ use mcp_sim::lanes::memory;
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::{Outcome, ResponseMode, ServerBehaviour, TimeoutPolicy, Transport};
 use mcp_sim::oracle;
-use mcp_sim::scenario::{PlannedCall, Scenario};
+use mcp_sim::scenario::{CallKind, PlannedCall, Scenario};
 use mcp_sim::trace::EventKind;
 use proptest::prelude::*;
 
@@ -56,6 +56,7 @@ fn crossing(transport: Transport, cancel_ms: u64) -> Scenario {
         policy: TimeoutPolicy::typescript_sdk(),
         cancel_after: Some(Duration::from_millis(cancel_ms)),
         idempotent: false,
+        kind: mcp_sim::scenario::CallKind::TOOL,
     };
     Scenario {
         seed: 7,
@@ -133,5 +134,89 @@ fn replay_one_seed() {
     println!(
         "trace digest {:016x}",
         common::assert_clean(&scenario, Lane::Memory)
+    );
+}
+
+/// Outcomes of the application's tool calls (not of polls or cancels) in a run.
+fn call_outcomes(run: &mcp_sim::lanes::RunResult) -> std::collections::BTreeMap<Outcome, u64> {
+    let calls: std::collections::BTreeSet<mcp_sim::wire::RequestId> = run
+        .trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Send(w) if e.side == mcp_sim::trace::Side::Client => {
+                match w.decode(&Default::default()) {
+                    Ok(mcp_sim::wire::Message::Request(r)) if r.method == "tools/call" => {
+                        Some(r.id)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = std::collections::BTreeMap::new();
+    for e in &run.trace.events {
+        if let EventKind::Outcome { request, outcome } = &e.kind {
+            if calls.contains(request) {
+                *out.entry(*outcome).or_default() += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Tasks survive what kills calls (§6, §7.3). Each seed's tool calls run on Streamable HTTP
+/// under the seed's faults and proxy twice, as plain calls and declared as tasks, none retried:
+/// a call whose stream is reset or cut is lost, while a task's work goes on and the next poll
+/// finds it. Server crashes are left out: the reference keeps its tasks in memory, so a crash
+/// loses them as it loses calls. Both runs are clean; the figures are printed (`--nocapture`).
+#[test]
+fn tasks_survive_the_faults_that_kill_calls() {
+    let mut calls = std::collections::BTreeMap::new();
+    let mut tasks = std::collections::BTreeMap::new();
+    for seed in 0..common::seed_count(300) {
+        let mut plain = Scenario::calls_only(seed).with_transport(Transport::Http);
+        // A crash takes the reference server's tasks with it (they live in its memory).
+        plain
+            .faults
+            .retain(|f| !matches!(f, mcp_sim::scenario::Fault::CrashServer { .. }));
+        if plain.faults.is_empty() && plain.proxy.is_none() {
+            continue;
+        }
+        for c in &mut plain.calls {
+            c.idempotent = false;
+        }
+        let mut as_tasks = plain.clone();
+        for c in &mut as_tasks.calls {
+            c.kind = CallKind::Tool {
+                task: true,
+                input_rounds: 0,
+            };
+        }
+        for (scenario, totals) in [(&plain, &mut calls), (&as_tasks, &mut tasks)] {
+            let run = assert_clean(scenario);
+            for (o, n) in call_outcomes(&run) {
+                *totals.entry(o).or_insert(0u64) += n;
+            }
+        }
+    }
+    println!("as calls: {calls:?}\nas tasks: {tasks:?}");
+    let lost =
+        |m: &std::collections::BTreeMap<Outcome, u64>| m.get(&Outcome::Lost).copied().unwrap_or(0);
+    let done = |m: &std::collections::BTreeMap<Outcome, u64>| {
+        m.get(&Outcome::Result).copied().unwrap_or(0)
+    };
+    assert!(
+        lost(&tasks) * 2 < lost(&calls),
+        "tasks lost {} vs calls {}",
+        lost(&tasks),
+        lost(&calls)
+    );
+    assert!(
+        done(&tasks) > done(&calls),
+        "tasks done {} vs calls {}",
+        done(&tasks),
+        done(&calls)
     );
 }

@@ -220,13 +220,14 @@ pub fn run(scenario: &Scenario) -> RunResult {
         if next > horizon {
             break;
         }
-        sim.now = next;
+        // A deadline already past (a model may name one: "call me now") never moves time back.
+        sim.now = next.max(sim.now);
         if next_action == Some(next) {
             let Reverse(s) = sim.queue.pop().expect("peeked");
             sim.apply(s.action);
         } else {
-            sim.client.handle_timeout(next);
-            sim.server.handle_timeout(next);
+            sim.client.handle_timeout(sim.now);
+            sim.server.handle_timeout(sim.now);
             sim.proxy_timeouts();
         }
         sim.drain();

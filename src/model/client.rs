@@ -20,17 +20,63 @@
 //! Ids are integers counting from 1 and tokens are strings `p-N`; neither is ever reused in a
 //! run (host policy, digest §1.2 and §6), so a stray message from an old attempt can never be
 //! mistaken for a new one.
+//!
+//! Three results end a request without ending the application's call (§7):
+//!
+//! - `input_required` (MRTR): the request's outcome is `input_required`, and the client answers
+//!   every input request (accepting each elicitation) and retries at once under a new id and a
+//!   new token, echoing `requestState` exactly and omitting it when none came (`Retried`
+//!   links the two).
+//! - `task` (a call that declared the Tasks extension): the call's outcome waits for the task.
+//!   The client polls `tasks/get`, each poll an ordinary request with [`POLL_POLICY`], spaced at
+//!   least `pollIntervalMs` apart, until a terminal status (the call's outcome: `completed` is a
+//!   result, `failed` an error, `cancelled` a cancellation), an unknown-task error (lost: the
+//!   server forgot it) or the task's `ttlMs` (timed out). A lost poll is just followed by the
+//!   next one: a task survives what kills a call. The application cancels a task with
+//!   `tasks/cancel`, never `notifications/cancelled`, and is told at once; the client still
+//!   polls until the task reports a terminal state, so that what the server did with the
+//!   cancel (cancelled, or completed anyway: eventual consistency) is on the record.
+//! - A `subscriptions/listen` has no response deadline but an acknowledgement deadline
+//!   ([`LISTEN_ACK_DEADLINE`]); it ends when the application cancels it, when the server ends
+//!   it with a result, or with its transport (then it is re-opened under a new id, §9 G57).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 use serde_json::{Map, Value};
 
+use std::time::Duration;
+
 use super::policy::{TimeoutPolicy, TimeoutReason};
+use super::tasks::TaskStatus;
 use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
-use crate::wire::{Cancelled, Message, ProgressToken, Request, RequestId};
+use crate::wire::{
+    codes, Cancelled, Message, ProgressToken, Request, RequestId, ResultResponse, ResultType,
+    META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL,
+    METHOD_TASKS_GET,
+};
+
+/// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
+pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
+    timeout: Some(Duration::from_secs(30)),
+    reset_timeout_on_progress: false,
+    max_total_timeout: None,
+};
+
+/// How long a `subscriptions/listen` may wait for its acknowledgement (host policy, §9 D39).
+pub const LISTEN_ACK_DEADLINE: Duration = Duration::from_secs(10);
+
+/// At most this many `input_required` rounds are answered for one call; then the call fails.
+pub const MAX_INPUT_ROUNDS: u32 = 16;
+
+/// How long a task whose outcome the application already has is still polled to see it
+/// settle.
+pub const SETTLE_WATCH: Duration = Duration::from_secs(60);
+
+/// The shortest poll spacing honoured, whatever a server asks (a guard against 0).
+const MIN_POLL: Duration = Duration::from_millis(100);
 
 /// Client configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +113,8 @@ pub struct CallSpec {
     pub policy: TimeoutPolicy,
     /// Safe to re-issue when lost (a read, or an idempotent tool).
     pub idempotent: bool,
+    /// Declare the Tasks extension in this request's `clientCapabilities` (§7.3).
+    pub task: bool,
 }
 
 impl CallSpec {
@@ -81,6 +129,42 @@ impl CallSpec {
             progress: true,
             policy,
             idempotent: false,
+            task: false,
+        }
+    }
+
+    /// A `subscriptions/listen` with `filter` (`params.notifications`). It has no response
+    /// deadline; it is re-opened when its transport is lost.
+    pub fn listen(filter: Map<String, Value>) -> Self {
+        let mut params = Map::new();
+        params.insert("notifications".into(), Value::Object(filter));
+        CallSpec {
+            method: METHOD_LISTEN.into(),
+            params,
+            progress: false,
+            policy: TimeoutPolicy::none(),
+            idempotent: true,
+            task: false,
+        }
+    }
+
+    /// A `tasks/get` of `task_id`, as a call of the application's own (one that resumes a
+    /// task it remembers).
+    pub fn task_get(task_id: &str) -> Self {
+        Self::about_task(METHOD_TASKS_GET, task_id)
+    }
+
+    /// An ordinary request about task `task_id` (`tasks/get`, `tasks/cancel`).
+    fn about_task(method: &str, task_id: &str) -> Self {
+        let mut params = Map::new();
+        params.insert("taskId".into(), Value::from(task_id));
+        CallSpec {
+            method: method.into(),
+            params,
+            progress: false,
+            policy: POLL_POLICY,
+            idempotent: false,
+            task: false,
         }
     }
 }
@@ -101,6 +185,9 @@ pub enum Outcome {
     TimedOut,
     /// Its stream (HTTP) or the pipe (stdio) was lost before the response.
     Lost,
+    /// The server asked for input (`input_required`, §7.2): this request is over and a retry
+    /// under a new id carries the call on.
+    InputRequired,
 }
 
 impl Outcome {
@@ -112,6 +199,7 @@ impl Outcome {
             Outcome::Cancelled => "cancelled",
             Outcome::TimedOut => "timed_out",
             Outcome::Lost => "lost",
+            Outcome::InputRequired => "input_required",
         }
     }
 }
@@ -201,6 +289,43 @@ struct Pending {
     retries_left: u32,
     /// A message has arrived on its stream (HTTP).
     received_any: bool,
+    /// What the request is for.
+    purpose: Purpose,
+    /// `input_required` rounds answered so far for this call.
+    rounds: u32,
+    /// A listen's acknowledgement arrived.
+    acked: bool,
+}
+
+/// Why a request was sent.
+#[derive(Debug, Clone, PartialEq)]
+enum Purpose {
+    /// The application's own call.
+    Call,
+    /// A `tasks/get` poll for the task of the call `origin`.
+    Poll { origin: RequestId },
+    /// A `tasks/cancel` (the application already has its outcome).
+    TaskCancel,
+}
+
+/// A task the client is waiting on: the call `origin` was answered with a `CreateTaskResult`.
+#[derive(Debug, Clone)]
+struct ClientTask {
+    task_id: String,
+    poll_interval: Duration,
+    /// When the last poll was sent.
+    last_poll: Time,
+    /// The poll in flight, if any.
+    poll: Option<RequestId>,
+    /// `createdAt + ttlMs`, counted from the receipt of the `CreateTaskResult`: the server
+    /// may have forgotten the task by then.
+    expires: Option<Time>,
+    /// The call's own hard bound (its policy's, from the call's send): then the client cancels
+    /// the task and gives up.
+    deadline: Option<Time>,
+    /// The application already has the call's outcome (it cancelled, or the deadline passed):
+    /// polls go on only to see the task settle, until [`SETTLE_WATCH`] after that.
+    settled: bool,
 }
 
 /// The reference client. See the module docs for the lifecycle.
@@ -217,6 +342,8 @@ pub struct Client {
     abandoned: std::collections::BTreeSet<RequestId>,
     /// Streams whose close waits for a first message (`cancel_blocked_by_pending_post`).
     deferred_close: std::collections::BTreeSet<StreamId>,
+    /// Tasks being polled, by the call that created them.
+    tasks: BTreeMap<RequestId, ClientTask>,
     transmits: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
 }
@@ -234,6 +361,7 @@ impl Client {
             by_stream: BTreeMap::new(),
             abandoned: Default::default(),
             deferred_close: Default::default(),
+            tasks: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -247,19 +375,42 @@ impl Client {
     /// Sends a new request; returns its id.
     pub fn start_request(&mut self, now: Time, spec: CallSpec) -> RequestId {
         let retries = self.config.max_retries;
-        self.issue(now, spec, retries)
+        self.issue(now, spec, retries, Purpose::Call)
     }
 
-    fn issue(&mut self, now: Time, spec: CallSpec, retries_left: u32) -> RequestId {
+    fn issue(
+        &mut self,
+        now: Time,
+        spec: CallSpec,
+        retries_left: u32,
+        purpose: Purpose,
+    ) -> RequestId {
+        self.issue_with_token(now, spec, retries_left, purpose, None)
+    }
+
+    /// Sends a request; `reuse` is the token of the faulty retry of
+    /// [`Mutant::RetryReusesToken`].
+    fn issue_with_token(
+        &mut self,
+        now: Time,
+        spec: CallSpec,
+        retries_left: u32,
+        purpose: Purpose,
+        reuse: Option<ProgressToken>,
+    ) -> RequestId {
         let id = RequestId::Number(self.next_id);
         self.next_id += 1;
         let mut request = Request::new(id.clone(), spec.method.clone());
         request.params = spec.params.clone();
+        if spec.task {
+            request.declare_tasks();
+        }
         // A client whose timer resets on progress must ask for progress (opencode #28186).
         let wants_token = spec.progress || spec.policy.reset_timeout_on_progress;
         let token = match wants_token {
             _ if self.mutant(Mutant::ResetWithoutToken) => None,
             true if self.mutant(Mutant::TokenReuseCrosswire) => Some(ProgressToken::from("p-1")),
+            true if reuse.is_some() => reuse,
             true => {
                 let t = ProgressToken::String(format!("p-{}", self.next_token));
                 self.next_token += 1;
@@ -297,6 +448,9 @@ impl Client {
             last_progress: None,
             retries_left,
             received_any: false,
+            purpose,
+            rounds: 0,
+            acked: false,
         };
         self.pending.insert(id.clone(), pending);
         id
@@ -304,6 +458,10 @@ impl Client {
 
     /// The application cancels an outstanding request.
     pub fn cancel(&mut self, now: Time, id: &RequestId) -> Result<(), ClientError> {
+        if self.tasks.get(id).is_some_and(|t| !t.settled) {
+            self.cancel_task(now, id, Outcome::Cancelled);
+            return Ok(());
+        }
         if !self.pending.contains_key(id) {
             return Err(ClientError::NotOutstanding(id.clone()));
         }
@@ -316,9 +474,9 @@ impl Client {
         Ok(())
     }
 
-    /// Whether `id` is still waiting for its response.
+    /// Whether `id` is still waiting for its response (or its task).
     pub fn is_outstanding(&self, id: &RequestId) -> bool {
-        self.pending.contains_key(id)
+        self.pending.contains_key(id) || self.tasks.contains_key(id)
     }
 
     /// The timeout policy of an outstanding request (recorded in traces with its send).
@@ -326,9 +484,9 @@ impl Client {
         self.pending.get(id).map(|p| p.spec.policy)
     }
 
-    /// Number of outstanding requests.
+    /// Number of outstanding requests and tasks.
     pub fn outstanding(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.tasks.len()
     }
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
@@ -347,11 +505,23 @@ impl Client {
             }
         }
         match msg {
-            Message::Result(r) => self.handle_response(now, stream, r.id, Outcome::Result),
+            Message::Result(r) => self.handle_result(now, stream, r),
             // An error without id answers something unreadable we sent; nothing to match.
             Message::Error(e) => {
                 if let Some(id) = e.id {
-                    self.handle_response(now, stream, id, Outcome::Error);
+                    let origin = match self.pending.get(&id).map(|p| &p.purpose) {
+                        Some(Purpose::Poll { origin }) => Some(origin.clone()),
+                        _ => None,
+                    };
+                    self.handle_response(now, stream, id.clone(), Outcome::Error);
+                    if let Some(origin) = origin {
+                        if e.error.code == codes::INVALID_PARAMS {
+                            // The server no longer knows the task (expired or lost in a crash).
+                            self.end_task(now, &origin, Outcome::Lost);
+                        } else {
+                            self.polled(now, &origin, &id, None);
+                        }
+                    }
                 }
             }
             Message::Progress(p) => {
@@ -380,10 +550,195 @@ impl Client {
                     total: p.total,
                 });
             }
-            // Server-sent cancellations only end listen streams; other notifications and any
-            // server-sent request carry nothing this client acts on.
-            Message::Cancelled(_) | Message::Notification(_) | Message::Request(_) => {}
+            // A server-sent cancellation may end a stdio listen (§7.1).
+            Message::Cancelled(c) => {
+                if self
+                    .pending
+                    .get(&c.request_id)
+                    .is_some_and(|p| p.spec.method == METHOD_LISTEN)
+                {
+                    self.handle_response(now, stream, c.request_id, Outcome::Cancelled);
+                }
+            }
+            Message::Notification(n) if n.method == METHOD_SUBSCRIPTIONS_ACKNOWLEDGED => {
+                let tag = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get(META_SUBSCRIPTION_ID))
+                    .and_then(RequestId::from_json);
+                if let Some(p) = tag.and_then(|id| self.pending.get_mut(&id)) {
+                    p.acked = true;
+                }
+            }
+            // Other notifications and any server-sent request carry nothing this client acts on.
+            Message::Notification(_) | Message::Request(_) => {}
         }
+    }
+
+    /// A result: for a call, a final result, an `input_required` round or a task; for a poll,
+    /// the task's state.
+    fn handle_result(&mut self, now: Time, stream: Option<StreamId>, r: ResultResponse) {
+        let Some(pending) = self.pending.get(&r.id) else {
+            return self.handle_response(now, stream, r.id, Outcome::Result);
+        };
+        if stream.is_some() && stream != pending.stream {
+            return;
+        }
+        let purpose = pending.purpose.clone();
+        match (purpose, r.effective_type()) {
+            (Purpose::Call, ResultType::InputRequired) => self.answer_input(now, &r),
+            (Purpose::Call, ResultType::Task) if pending.spec.task => {
+                let Some(task_id) = r.task_id() else {
+                    return self.handle_response(now, stream, r.id, Outcome::Error);
+                };
+                let ms = |key: &str| r.result.get(key).and_then(serde_json::Value::as_u64);
+                let asked = Duration::from_millis(ms("pollIntervalMs").unwrap_or(1000));
+                let task = ClientTask {
+                    task_id: task_id.to_owned(),
+                    poll_interval: if self.mutant(Mutant::TaskPollTooFast) {
+                        Duration::from_millis(200)
+                    } else {
+                        asked.max(MIN_POLL)
+                    },
+                    last_poll: now,
+                    poll: None,
+                    expires: ms("ttlMs").map(|t| now + Duration::from_millis(t)),
+                    deadline: pending.spec.policy.hard_bound().map(|b| pending.sent + b),
+                    settled: false,
+                };
+                // The call is over on the wire; its outcome waits for the task.
+                self.finish(&r.id);
+                self.tasks.insert(r.id, task);
+            }
+            // A task the call never asked for cannot be followed: an invalid answer.
+            (Purpose::Call, ResultType::Task) => {
+                self.handle_response(now, stream, r.id, Outcome::Error)
+            }
+            (Purpose::Poll { origin }, _) => {
+                let status = r.task_status().and_then(TaskStatus::parse);
+                self.handle_response(now, stream, r.id.clone(), Outcome::Result);
+                self.polled(now, &origin, &r.id, status);
+            }
+            _ => self.handle_response(now, stream, r.id, Outcome::Result),
+        }
+    }
+
+    /// An `input_required` round: the request is over; the retry answers every input request
+    /// and echoes `requestState` (§7.2).
+    fn answer_input(&mut self, now: Time, r: &ResultResponse) {
+        let Some(pending) = self.finish(&r.id) else {
+            return;
+        };
+        self.events.push_back(ClientEvent::Outcome {
+            request: r.id.clone(),
+            outcome: Outcome::InputRequired,
+        });
+        if pending.rounds >= MAX_INPUT_ROUNDS {
+            return;
+        }
+        let mut spec = pending.spec.clone();
+        spec.params.remove("inputResponses");
+        spec.params.remove("requestState");
+        if let Some(requests) = r.result.get("inputRequests").and_then(Value::as_object) {
+            let answers: Map<String, Value> = requests
+                .keys()
+                .map(|k| {
+                    let accept = serde_json::json!({"action": "accept", "content": {"ok": true}});
+                    (k.clone(), accept)
+                })
+                .collect();
+            spec.params
+                .insert("inputResponses".into(), Value::Object(answers));
+        }
+        if let Some(state) = r.result.get("requestState") {
+            if !self.mutant(Mutant::RequestStateDropped) {
+                spec.params.insert("requestState".into(), state.clone());
+            }
+        }
+        let reuse = pending
+            .token
+            .clone()
+            .filter(|_| self.mutant(Mutant::RetryReusesToken));
+        let new = self.issue_with_token(now, spec, pending.retries_left, Purpose::Call, reuse);
+        if let Some(p) = self.pending.get_mut(&new) {
+            p.rounds = pending.rounds + 1;
+        }
+        self.events.push_back(ClientEvent::Retried {
+            lost: r.id.clone(),
+            new,
+        });
+    }
+
+    /// A poll of the task of `origin` ended: a terminal status ends the call, anything else
+    /// (a working status, an error, a lost poll) waits for the next poll.
+    fn polled(
+        &mut self,
+        now: Time,
+        origin: &RequestId,
+        poll: &RequestId,
+        status: Option<TaskStatus>,
+    ) {
+        let Some(task) = self.tasks.get_mut(origin) else {
+            return;
+        };
+        if task.poll.as_ref() == Some(poll) {
+            task.poll = None;
+        }
+        let outcome = match status {
+            Some(TaskStatus::Completed) => Outcome::Result,
+            Some(TaskStatus::Failed) => Outcome::Error,
+            Some(TaskStatus::Cancelled) => Outcome::Cancelled,
+            Some(TaskStatus::Working) | None => return,
+        };
+        self.end_task(now, origin, outcome);
+    }
+
+    fn end_task(&mut self, _now: Time, origin: &RequestId, outcome: Outcome) {
+        if let Some(task) = self.tasks.remove(origin) {
+            if !task.settled {
+                self.events.push_back(ClientEvent::Outcome {
+                    request: origin.clone(),
+                    outcome,
+                });
+            }
+        }
+    }
+
+    /// The application cancels the task of `origin`, or its deadline passed: `tasks/cancel`,
+    /// then the task is forgotten (§7.3) and the call ends with `outcome`. The faulty client
+    /// sends `notifications/cancelled` for the call.
+    fn cancel_task(&mut self, now: Time, origin: &RequestId, outcome: Outcome) {
+        let Some(task) = self.tasks.get_mut(origin) else {
+            return;
+        };
+        task.settled = true;
+        task.expires = Some(
+            task.expires
+                .map_or(now + SETTLE_WATCH, |e| e.min(now + SETTLE_WATCH)),
+        );
+        let task_id = task.task_id.clone();
+        if self.mutant(Mutant::CancelTaskWithNotification) {
+            let mut cancel = Cancelled::new(origin.clone());
+            cancel.reason = Some("cancelled by the application".into());
+            let msg: Message = cancel.into();
+            let t = match self.config.transport {
+                Transport::Stdio => ClientTransmit::Line(msg),
+                Transport::Http => {
+                    let stream = StreamId(self.next_stream);
+                    self.next_stream += 1;
+                    ClientTransmit::Post { stream, msg }
+                }
+            };
+            self.transmits.push_back(t);
+        } else {
+            let spec = CallSpec::about_task(METHOD_TASKS_CANCEL, &task_id);
+            self.issue(now, spec, 0, Purpose::TaskCancel);
+        }
+        self.events.push_back(ClientEvent::Outcome {
+            request: origin.clone(),
+            outcome,
+        });
     }
 
     fn handle_response(
@@ -432,8 +787,17 @@ impl Client {
             request: id.clone(),
             outcome: Outcome::Lost,
         });
-        if pending.spec.idempotent && pending.retries_left > 0 {
-            let new = self.issue(now, pending.spec, pending.retries_left - 1);
+        if let Purpose::Poll { origin } = &pending.purpose {
+            return self.polled(now, origin, id, None);
+        }
+        // On stdio a subscription the application still wants is re-opened after every restart
+        // of the server (§9 G57); the new listen waits for the new pipe, so this cannot spin.
+        // On HTTP a lost listen stream gets the ordinary retry budget.
+        let reopen =
+            pending.spec.method == METHOD_LISTEN && self.config.transport == Transport::Stdio;
+        if pending.spec.idempotent && (pending.retries_left > 0 || reopen) {
+            let left = pending.retries_left.saturating_sub(1);
+            let new = self.issue(now, pending.spec, left, Purpose::Call);
             self.events.push_back(ClientEvent::Retried {
                 lost: id.clone(),
                 new,
@@ -466,6 +830,9 @@ impl Client {
     /// The request's deadline as this client computes it (the policy's, unless a timer
     /// mutant is on).
     fn deadline(&self, p: &Pending) -> Option<(Time, TimeoutReason)> {
+        if p.spec.method == METHOD_LISTEN {
+            return (!p.acked).then_some((p.sent + LISTEN_ACK_DEADLINE, TimeoutReason::Ack));
+        }
         let policy = p.spec.policy;
         let m = self.config.mutants;
         if m.has(Mutant::NoTimeout) {
@@ -539,15 +906,60 @@ impl Client {
 
     /// The earliest request deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.pending
+        let requests = self
+            .pending
             .values()
             .filter_map(|p| self.deadline(p))
-            .map(|(t, _)| t)
-            .min()
+            .map(|(t, _)| t);
+        let tasks = self.tasks.values().flat_map(|t| {
+            let poll = t.poll.is_none().then_some(t.last_poll + t.poll_interval);
+            let deadline = t.deadline.filter(|_| !t.settled);
+            poll.into_iter().chain(t.expires).chain(deadline)
+        });
+        requests.chain(tasks).min()
+    }
+
+    /// Polls due and tasks past their `ttlMs` at `now`.
+    fn task_timers(&mut self, now: Time) {
+        let origins: Vec<RequestId> = self.tasks.keys().cloned().collect();
+        for origin in origins {
+            let Some(task) = self.tasks.get(&origin) else {
+                continue;
+            };
+            if task.expires.is_some_and(|e| e <= now) {
+                self.end_task(now, &origin, Outcome::TimedOut);
+                continue;
+            }
+            if !task.settled && task.deadline.is_some_and(|d| d <= now) {
+                self.cancel_task(now, &origin, Outcome::TimedOut);
+                continue;
+            }
+            if task.poll.is_some() || task.last_poll + task.poll_interval > now {
+                continue;
+            }
+            let spec = CallSpec::about_task(METHOD_TASKS_GET, &task.task_id);
+            let poll = self.issue(
+                now,
+                spec,
+                0,
+                Purpose::Poll {
+                    origin: origin.clone(),
+                },
+            );
+            if let Some(task) = self.tasks.get_mut(&origin) {
+                task.poll = Some(poll);
+                task.last_poll = now;
+            }
+        }
     }
 
     /// Fires every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.request_timers(now);
+        self.task_timers(now);
+    }
+
+    fn request_timers(&mut self, now: Time) {
         let due: Vec<(RequestId, TimeoutReason)> = self
             .pending
             .iter()
@@ -565,7 +977,14 @@ impl Client {
                 || self.mutant(Mutant::RetryWithoutCancel);
             if !silent {
                 let text = format!("client {} timeout", reason.as_str());
+                let origin = match self.pending.get(&id).map(|p| &p.purpose) {
+                    Some(Purpose::Poll { origin }) => Some(origin.clone()),
+                    _ => None,
+                };
                 self.abandon(now, &id, text, Outcome::TimedOut);
+                if let Some(origin) = origin {
+                    self.polled(now, &origin, &id, None);
+                }
                 continue;
             }
             // The faulty clients give up without telling the server.
@@ -578,7 +997,7 @@ impl Client {
                 outcome: Outcome::TimedOut,
             });
             if self.mutant(Mutant::RetryWithoutCancel) && pending.retries_left > 0 {
-                let new = self.issue(now, pending.spec, pending.retries_left - 1);
+                let new = self.issue(now, pending.spec, pending.retries_left - 1, Purpose::Call);
                 self.events
                     .push_back(ClientEvent::Retried { lost: id, new });
             }

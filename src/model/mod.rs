@@ -27,6 +27,7 @@ pub mod client;
 pub mod mutant;
 pub mod policy;
 pub mod server;
+pub mod tasks;
 
 pub use backend::{Backend, BackendCall};
 pub use client::{
@@ -37,6 +38,7 @@ pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
     ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SseStyle, SLOW_TOOL,
 };
+pub use tasks::TaskStatus;
 
 /// The transport a client and server talk over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

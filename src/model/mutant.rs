@@ -80,6 +80,44 @@ mutants! {
         "a timed-out call is retried under a new id without cancelling the first attempt";
     CancelBlockedByPendingPost = "cancel_blocked_by_pending_post", Client, "rust-sdk #1193 (PR #1194)",
         "an HTTP cancel waits until the POST's first SSE event arrives before it closes the stream";
+    TaskWithoutNegotiation = "task_without_negotiation", Server, "python-sdk PR #3005 (the per-request guard), go-sdk #755",
+        "the server answers tool calls with a CreateTaskResult whether or not the request declared the Tasks extension";
+    TaskProgressAfterCreate = "task_progress_after_create", Server, "typescript-sdk PR #2055, leehack/mcp_dart #127",
+        "the server keeps the call's progress token alive for the task's life (the 2025-11-25 reading): progress follows the CreateTaskResult";
+    TaskTerminalChanges = "task_terminal_changes", Server, "leehack/mcp_dart #128, python-sdk PR #3003",
+        "tasks/cancel marks the task cancelled but the work runs on and overwrites the state with completed";
+    CancelAckIsTask = "cancel_ack_is_task", Server, "leehack/mcp_dart #123",
+        "tasks/cancel is answered with the task's fields (the 2025-11-25 CancelTaskResult) instead of an empty acknowledgement";
+    UnknownTaskWorking = "unknown_task_working", Server, "oaslananka/kicad-mcp-pro #75",
+        "a tasks/get for an unknown or expired task is answered as working instead of with -32602, so the client polls on";
+    TaskCancelledOnDisconnect = "task_cancelled_on_disconnect", Server, "PrefectHQ/fastmcp #3758, modelcontextprotocol/servers #3193",
+        "the server ties tasks to a connection: any closed stream or lost pipe cancels every working task";
+    InputRequiredWithoutState = "input_required_without_state", Server, "conformance #439, #440",
+        "the server answers input_required with neither inputRequests nor requestState";
+    ProgressAfterInputRequired = "progress_after_input_required", Server, "typescript-sdk #2580 (progress after the final result), here after input_required (SEP-2322)",
+        "the handler keeps reporting progress on the call's token after it answered input_required";
+    ListenUntagged = "listen_untagged", Server, "conformance #351",
+        "notifications on a subscription lack the subscriptionId tag";
+    ListenUnfiltered = "listen_unfiltered", Server, "typescript-sdk PR #1948 (#1819), java-sdk #839",
+        "the server sends list-changed notifications on a subscription that did not ask for them";
+    ListenIgnoresCancel = "listen_ignores_cancel", Server, "mark3labs/mcp-go #755 (a cancel ignored), here for a subscription",
+        "a stdio notifications/cancelled for a subscription is ignored: its notifications go on";
+    AnswersNotifications = "answers_notifications", Server, "pzalutski-pixel/sharplens-mcp #6, zeenix/rust-analyzer-mcp #21",
+        "a cancel the server cannot match to a running request is answered with -32601 and no id";
+    CapabilitiesRemembered = "capabilities_remembered", Server, "csharp-sdk #1670 (PR #1685)",
+        "the server keeps a request's capabilities in connection state: once one request declared the Tasks extension, later requests of the connection count as declaring it";
+    ServesMismatchedHeaders = "serves_mismatched_headers", Server, "typescript-sdk #2108, csharp-sdk #1654, rust-sdk #852 (PR #853)",
+        "the server never compares a POST's Mcp-Method and Mcp-Name headers with its body and serves whatever the body says";
+    HeaderMismatchInvalidRequest = "header_mismatch_invalid_request", Server, "rust-sdk PR #1083",
+        "a POST whose headers are missing or disagree with its body is refused with -32600 instead of -32020";
+    CancelTaskWithNotification = "cancel_task_with_notification", Client, "leehack/mcp_dart #127 (PR #132)",
+        "the client cancels a task with notifications/cancelled naming the call that created it, instead of tasks/cancel";
+    TaskPollTooFast = "task_poll_too_fast", Client, "strands-agents/sdk-typescript #858, PrefectHQ/fastmcp #2666",
+        "the client polls tasks/get every 200 ms whatever pollIntervalMs the server asked for";
+    RequestStateDropped = "request_state_dropped", Client, "rust-sdk #1098",
+        "the client's retry after input_required leaves out the requestState it was given";
+    RetryReusesToken = "retry_reuses_token", Client, "kaeawc/auto-mobile #6539 (one token reused), here across an input_required retry",
+        "the client's input_required retry carries the original request's progress token again";
     SseCrlfChunkSplit = "sse_crlf_chunk_split", Framer, "rexxars/eventsource-parser #17, vercel/ai PR #6200",
         "the client's SSE parser takes an LF that follows a CR in the next chunk as an empty line and splits the event";
 }

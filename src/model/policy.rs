@@ -33,6 +33,9 @@ pub enum TimeoutReason {
     Idle,
     /// The hard maximum `max_total_timeout` since the request was sent.
     Maximum,
+    /// A `subscriptions/listen` was not acknowledged in time (§9 D39: a listen is exempt from
+    /// the response deadline but not from this one).
+    Ack,
 }
 
 impl TimeoutReason {
@@ -41,11 +44,22 @@ impl TimeoutReason {
         match self {
             TimeoutReason::Idle => "idle",
             TimeoutReason::Maximum => "maximum",
+            TimeoutReason::Ack => "ack",
         }
     }
 }
 
 impl TimeoutPolicy {
+    /// No deadline at all (the policy of a `subscriptions/listen`, which waits for its
+    /// acknowledgement only).
+    pub const fn none() -> Self {
+        TimeoutPolicy {
+            timeout: None,
+            reset_timeout_on_progress: false,
+            max_total_timeout: None,
+        }
+    }
+
     /// A fixed timeout that progress does not extend.
     pub fn fixed(timeout: Duration) -> Self {
         TimeoutPolicy {

@@ -9,9 +9,18 @@
 //! nothing more for it and releases the backend resource (digest §3.3, §5.2).
 //!
 //! It also serves `subscriptions/listen`: the acknowledgement is the first message tagged with
-//! the subscription id, every notification on it is tagged, and [`Server::shutdown`] ends it
-//! with a graceful result. `notifications/cancelled` is never sent (§3.2 allows it only for
-//! listen teardown on stdio; the graceful result is the form the TypeScript SDK chose).
+//! the subscription id, every notification on it is tagged and of a type the filter asked for
+//! (`notifications/tools/list_changed` every `listen_notify_interval`, standing in for a
+//! changing tool list), an HTTP listen stream gets keep-alives like a call's, and
+//! [`Server::shutdown`] ends it with a graceful result. `notifications/cancelled` is never
+//! sent (§3.2 allows it only for listen teardown on stdio; the graceful result is the form the
+//! TypeScript SDK chose).
+//!
+//! Long work has two more shapes (§7.2, §7.3; [`super::tasks`]): a call whose arguments ask
+//! for `input_rounds` rounds of input is answered with an `InputRequiredResult` until a retry
+//! brings the last round's `requestState` back; a call that declares the Tasks extension is
+//! answered at once with a `CreateTaskResult` and runs on as a task, polled with `tasks/get`
+//! and cancelled with `tasks/cancel`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -19,21 +28,28 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::backend::BackendCall;
+use super::tasks::{request_state, result_of, task_fields, verify_state, TaskStatus, TaskStore};
 use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
     codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request,
-    RequestId, ResultResponse, META_SUBSCRIPTION_ID, METHOD_LISTEN,
-    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
+    RequestId, ResultResponse, ResultType, EXTENSION_TASKS, META_SUBSCRIPTION_ID, METHOD_LISTEN,
+    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET, METHOD_TASKS_UPDATE,
+    METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
 
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
-/// [`MAX_STEPS`]) and `step_ms` (default 1000).
+/// [`MAX_STEPS`]), `step_ms` (default 1000), `input_rounds` (default 0, at most
+/// [`MAX_INPUT_ROUNDS`]: rounds of input asked for before the work starts, §7.2) and `task`
+/// (`"required"`: the call must declare the Tasks extension, else -32021).
 pub const SLOW_TOOL: &str = "slow_op";
 
 /// The largest `steps` the tool accepts.
 pub const MAX_STEPS: u64 = 100_000;
+
+/// The largest `input_rounds` the tool accepts.
+pub const MAX_INPUT_ROUNDS: u64 = 16;
 
 /// How the server answers a request over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,16 +111,38 @@ pub struct ServerBehaviour {
     pub response_mode: ResponseMode,
     /// How SSE events are written.
     pub sse_style: SseStyle,
+    /// A task is forgotten this long after its creation (`ttlMs`, §7.3).
+    pub task_ttl: Duration,
+    /// The `pollIntervalMs` the server asks of clients polling a task.
+    pub poll_interval: Duration,
+    /// How often the tool list "changes" while a subscription asked to hear of it (`None`:
+    /// never).
+    pub listen_notify_interval: Option<Duration>,
+}
+
+impl ServerBehaviour {
+    /// The task, polling and subscription defaults (ten-minute tasks polled every two
+    /// seconds, a tool-list change every 20 s).
+    pub const LONG_WORK: (Duration, Duration, Option<Duration>) = (
+        Duration::from_secs(600),
+        Duration::from_secs(2),
+        Some(Duration::from_secs(20)),
+    );
 }
 
 impl Default for ServerBehaviour {
-    /// Progress at most every second, keep-alives after 15 s of quiet, plain SSE.
+    /// Progress at most every second, keep-alives after 15 s of quiet, plain SSE, and the
+    /// [`ServerBehaviour::LONG_WORK`] defaults.
     fn default() -> Self {
+        let (task_ttl, poll_interval, listen_notify_interval) = Self::LONG_WORK;
         ServerBehaviour {
             progress_min_interval: Duration::from_secs(1),
             keepalive_interval: Some(Duration::from_secs(15)),
             response_mode: ResponseMode::Sse,
             sse_style: SseStyle::Plain,
+            task_ttl,
+            poll_interval,
+            listen_notify_interval,
         }
     }
 }
@@ -186,6 +224,8 @@ struct Job {
     next_step_at: Time,
     last_progress_at: Option<Time>,
     last_write: Time,
+    /// The task this job's work is for (its call was answered with a `CreateTaskResult`).
+    task: Option<String>,
 }
 
 /// An open `subscriptions/listen` request.
@@ -193,6 +233,8 @@ struct Job {
 struct Listen {
     stream: Option<StreamId>,
     filter: Map<String, Value>,
+    last_write: Time,
+    next_notify: Option<Time>,
 }
 
 /// The reference server. See the module docs.
@@ -201,6 +243,10 @@ pub struct Server {
     config: ServerConfig,
     jobs: BTreeMap<RequestId, Job>,
     listens: BTreeMap<RequestId, Listen>,
+    tasks: TaskStore,
+    /// A request on this connection declared the Tasks extension (only the faulty server of
+    /// [`Mutant::CapabilitiesRemembered`] looks).
+    tasks_declared: bool,
     /// Requests already answered (what a racing cancel can still name).
     answered: BTreeSet<RequestId>,
     /// HTTP streams answered with `text/event-stream` and not yet ended.
@@ -216,6 +262,8 @@ impl Server {
             config,
             jobs: BTreeMap::new(),
             listens: BTreeMap::new(),
+            tasks: TaskStore::default(),
+            tasks_declared: false,
             answered: BTreeSet::new(),
             open_sse: BTreeSet::new(),
             transmits: VecDeque::new(),
@@ -290,18 +338,26 @@ impl Server {
     /// served (§5.2, §8).
     pub fn handle_header_mismatch(
         &mut self,
-        _now: Time,
+        now: Time,
         stream: StreamId,
-        request: RequestId,
+        request: Request,
         reason: &str,
     ) {
-        let e = ErrorResponse::new(Some(request), codes::HEADER_MISMATCH, reason);
+        if self.mutant(Mutant::ServesMismatchedHeaders) {
+            return self.handle_message(now, Some(stream), request.into());
+        }
+        let code = if self.mutant(Mutant::HeaderMismatchInvalidRequest) {
+            codes::INVALID_REQUEST
+        } else {
+            codes::HEADER_MISMATCH
+        };
+        let e = ErrorResponse::new(Some(request.id), code, reason);
         self.respond(Some(stream), e.into(), 400);
     }
 
     /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
     /// of its request (§3.2).
-    pub fn handle_stream_closed(&mut self, _now: Time, stream: StreamId) {
+    pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
         self.open_sse.remove(&stream);
         let job = self
             .jobs
@@ -317,13 +373,25 @@ impl Server {
             }
         }
         self.listens.retain(|_, l| l.stream != Some(stream));
+        if self.mutant(Mutant::TaskCancelledOnDisconnect) {
+            self.cancel_every_task(now);
+        }
     }
 
     /// stdio: the client closed the pipe. Everything in progress is abandoned.
-    pub fn handle_disconnect(&mut self, _now: Time) {
-        let ids: Vec<RequestId> = self.jobs.keys().cloned().collect();
+    /// Tasks run on: they outlive connections (§7.3).
+    pub fn handle_disconnect(&mut self, now: Time) {
+        let ids: Vec<RequestId> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.task.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in ids {
             self.cancel(&id);
+        }
+        if self.mutant(Mutant::TaskCancelledOnDisconnect) {
+            self.cancel_every_task(now);
         }
         self.listens.clear();
         self.open_sse.clear();
@@ -351,13 +419,18 @@ impl Server {
         }
         match r.method.as_str() {
             METHOD_TOOLS_CALL => self.start_tool(now, stream, r),
-            METHOD_LISTEN => self.start_listen(stream, r),
+            METHOD_LISTEN => self.start_listen(now, stream, r),
+            METHOD_TASKS_GET | METHOD_TASKS_CANCEL | METHOD_TASKS_UPDATE => {
+                self.task_request(now, stream, r)
+            }
             "server/discover" => {
                 let mut res = ResultResponse::complete(r.id);
                 res.result
                     .insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
-                res.result
-                    .insert("capabilities".into(), json!({"tools": {}}));
+                res.result.insert(
+                    "capabilities".into(),
+                    json!({"tools": {}, "extensions": {EXTENSION_TASKS: {}}}),
+                );
                 // Freshness hints of the discover result; rmcp refuses a result without them.
                 res.result.insert("ttlMs".into(), json!(0));
                 res.result.insert("cacheScope".into(), json!("private"));
@@ -388,33 +461,96 @@ impl Server {
 
     fn start_tool(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
         let name = r.params.get("name").and_then(Value::as_str);
-        let args = r.params.get("arguments").and_then(Value::as_object);
+        let arguments = r.params.get("arguments").cloned().unwrap_or(json!({}));
+        let args = arguments.as_object();
         let arg = |key: &str, default: u64| {
             args.and_then(|a| a.get(key))
                 .map_or(Some(default), Value::as_u64)
         };
-        let (steps, step_ms) = match (name, arg("steps", 3), arg("step_ms", 1000)) {
-            (Some(SLOW_TOOL), Some(steps), Some(step_ms)) if steps <= MAX_STEPS => {
-                (steps as u32, step_ms)
+        let parsed = (
+            name,
+            arg("steps", 3),
+            arg("step_ms", 1000),
+            arg("input_rounds", 0),
+        );
+        let (steps, step_ms, rounds) = match parsed {
+            (Some(SLOW_TOOL), Some(steps), Some(step_ms), Some(rounds))
+                if steps <= MAX_STEPS && rounds <= MAX_INPUT_ROUNDS =>
+            {
+                (steps as u32, step_ms, rounds)
             }
             _ => {
-                let e = ErrorResponse::new(Some(r.id), codes::INVALID_PARAMS, format!("unknown tool or bad arguments; call {SLOW_TOOL} with integer steps and step_ms"));
+                let e = ErrorResponse::new(Some(r.id), codes::INVALID_PARAMS, format!("unknown tool or bad arguments; call {SLOW_TOOL} with integer steps, step_ms and input_rounds"));
                 return self.respond(stream, e.into(), 200);
             }
         };
-        if let (Some(s), ResponseMode::Sse) = (stream, self.config.behaviour.response_mode) {
+        let remembered = self.tasks_declared && self.mutant(Mutant::CapabilitiesRemembered);
+        self.tasks_declared |= r.declares_tasks();
+        let wants_task =
+            r.declares_tasks() || remembered || self.mutant(Mutant::TaskWithoutNegotiation);
+        if args.and_then(|a| a.get("task")) == Some(&json!("required")) && !wants_task {
+            let mut e = ErrorResponse::new(
+                Some(r.id),
+                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "this tool runs only as a task: declare the Tasks extension",
+            );
+            e.error.data =
+                Some(json!({"requiredCapabilities": {"extensions": {EXTENSION_TASKS: {}}}}));
+            return self.respond(stream, e.into(), 400);
+        }
+        // Multi round-trip: the rounds answered so far are vouched for by the requestState the
+        // client echoed; the server itself remembers nothing between rounds (§6, §7.2).
+        let answered = match r.params.get("requestState") {
+            None => 0,
+            Some(state) => match state.as_str().and_then(|s| verify_state(s, &arguments)) {
+                Some(round) => round,
+                None => {
+                    let e = ErrorResponse::new(
+                        Some(r.id),
+                        codes::INVALID_PARAMS,
+                        "requestState was not written by this server for these arguments",
+                    );
+                    return self.respond(stream, e.into(), 400);
+                }
+            },
+        };
+        if answered < rounds {
+            return self.ask_for_input(stream, &r, answered + 1, &arguments);
+        }
+        let task = wants_task.then(|| self.tasks.create(now, r.id.clone()));
+        let mut stream_of_job = stream;
+        let mut token = r.meta.progress_token;
+        if let Some(task_id) = &task {
+            let fields = self.task_fields(task_id);
+            let created = result_of(r.id.clone(), ResultType::Task, fields);
+            if self.mutant(Mutant::TaskProgressAfterCreate) {
+                // The 2025-11-25 reading: the token stays live for the task's life, so the
+                // result is written as one more event and the stream is held open.
+                if let (Some(s), ResponseMode::Sse) = (stream, self.config.behaviour.response_mode)
+                {
+                    self.sse_start(s);
+                }
+                self.send(stream, created.into());
+            } else {
+                self.respond(stream, created.into(), 200);
+                stream_of_job = None;
+                token = None;
+            }
+            self.answered.insert(r.id.clone());
+        } else if let (Some(s), ResponseMode::Sse) = (stream, self.config.behaviour.response_mode) {
             self.sse_start(s);
         }
         let step = Duration::from_millis(step_ms);
         let job = Job {
-            stream,
-            token: r.meta.progress_token,
+            stream: stream_of_job,
+            token,
             steps,
             step,
             done: 0,
             next_step_at: now + step,
             last_progress_at: None,
             last_write: now,
+            task,
         };
         if steps > 0 {
             self.backend.push_back(BackendCall::Work {
@@ -424,11 +560,131 @@ impl Server {
         }
         self.jobs.insert(r.id.clone(), job);
         if steps == 0 {
-            self.complete(&r.id);
+            self.complete(now, &r.id);
         }
     }
 
-    fn start_listen(&mut self, stream: Option<StreamId>, r: Request) {
+    /// Ends the call with an `InputRequiredResult` for `round` (§7.2).
+    fn ask_for_input(
+        &mut self,
+        stream: Option<StreamId>,
+        r: &Request,
+        round: u64,
+        arguments: &Value,
+    ) {
+        let mut fields = Map::new();
+        if !self.mutant(Mutant::InputRequiredWithoutState) {
+            let ask = json!({"method": "elicitation/create", "params": {
+                "message": format!("confirm round {round}"),
+                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}});
+            fields.insert("inputRequests".into(), json!({ "confirm": ask }));
+            fields.insert(
+                "requestState".into(),
+                json!(request_state(round, arguments)),
+            );
+        }
+        let res = result_of(r.id.clone(), ResultType::InputRequired, fields);
+        if let (Some(token), true) = (
+            r.progress_token(),
+            self.mutant(Mutant::ProgressAfterInputRequired),
+        ) {
+            // The handler keeps reporting after it asked for input; on HTTP it holds the
+            // stream open for that.
+            if let (Some(s), ResponseMode::Sse) = (stream, self.config.behaviour.response_mode) {
+                self.sse_start(s);
+            }
+            self.send(stream, res.into());
+            self.send(stream, Progress::new(token.clone(), 1.0).into());
+            if let Some(s) = stream.filter(|s| self.open_sse.remove(s)) {
+                self.transmits
+                    .push_back(ServerTransmit::SseEnd { stream: s });
+            }
+        } else {
+            self.respond(stream, res.into(), 200);
+        }
+        self.answered.insert(r.id.clone());
+    }
+
+    fn task_fields(&self, id: &str) -> Map<String, Value> {
+        let b = &self.config.behaviour;
+        self.tasks
+            .get(id)
+            .map(|t| task_fields(id, t, b.task_ttl, b.poll_interval))
+            .unwrap_or_default()
+    }
+
+    /// `tasks/get`, `tasks/cancel` and `tasks/update` (§7.3). An unknown or expired task is
+    /// -32602; so is a cancel of a task already ended (conformance `tasks-lifecycle`).
+    fn task_request(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
+        let task_id = r.params.get("taskId").and_then(Value::as_str);
+        let Some(task_id) = task_id.filter(|id| self.tasks.get(id).is_some()) else {
+            if let (Some(id), true) = (task_id, self.mutant(Mutant::UnknownTaskWorking)) {
+                let fields = json!({"taskId": id, "status": "working"});
+                let fields = fields.as_object().cloned().unwrap_or_default();
+                let res = result_of(r.id, ResultType::Complete, fields);
+                return self.respond(stream, res.into(), 200);
+            }
+            let e = ErrorResponse::new(
+                Some(r.id),
+                codes::INVALID_PARAMS,
+                "unknown or expired taskId",
+            );
+            return self.respond(stream, e.into(), 400);
+        };
+        let task_id = task_id.to_owned();
+        let status = self.tasks.get(&task_id).map(|t| t.status);
+        let answer = match r.method.as_str() {
+            METHOD_TASKS_GET => {
+                let mut fields = self.task_fields(&task_id);
+                if let Some(result) = self.tasks.get(&task_id).and_then(|t| t.result.clone()) {
+                    fields.insert("result".into(), Value::Object(result));
+                }
+                result_of(r.id, ResultType::Complete, fields)
+            }
+            METHOD_TASKS_CANCEL if status.is_some_and(TaskStatus::is_terminal) => {
+                let e = ErrorResponse::new(Some(r.id), codes::INVALID_PARAMS, "the task has ended");
+                return self.respond(stream, e.into(), 400);
+            }
+            METHOD_TASKS_CANCEL => {
+                self.cancel_task(now, &task_id);
+                let fields = if self.mutant(Mutant::CancelAckIsTask) {
+                    self.task_fields(&task_id)
+                } else {
+                    Map::new()
+                };
+                result_of(r.id, ResultType::Complete, fields)
+            }
+            // Input during a task: the reference server never asks for any, so an update is
+            // acknowledged and changes nothing (eventually consistent, §7.3).
+            _ => result_of(r.id, ResultType::Complete, Map::new()),
+        };
+        self.respond(stream, answer.into(), 200);
+    }
+
+    /// `tasks/cancel` reached a working task: it ends `cancelled` and its work stops. The
+    /// faulty store marks it cancelled but lets the work finish and overwrite the state.
+    fn cancel_task(&mut self, now: Time, task_id: &str) {
+        let Some(task) = self.tasks.get_mut(task_id) else {
+            return;
+        };
+        task.status = TaskStatus::Cancelled;
+        task.updated = now;
+        let origin = task.origin.clone();
+        if !self.mutant(Mutant::TaskTerminalChanges) {
+            self.cancel(&origin);
+        }
+    }
+
+    /// The faulty server of [`Mutant::TaskCancelledOnDisconnect`]: a connection's end takes
+    /// every working task with it.
+    fn cancel_every_task(&mut self, now: Time) {
+        let working: Vec<String> = self.jobs.values().filter_map(|j| j.task.clone()).collect();
+        for id in working {
+            self.cancel_task(now, &id);
+        }
+    }
+
+    fn start_listen(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
         let filter = r
             .params
             .get("notifications")
@@ -449,29 +705,58 @@ impl Server {
             params: Some(params),
         };
         self.send(stream, ack.into());
-        self.listens.insert(r.id, Listen { stream, filter });
+        let wants_changes = filter.get("toolsListChanged") == Some(&Value::Bool(true))
+            || self.mutant(Mutant::ListenUnfiltered);
+        let next_notify = self
+            .config
+            .behaviour
+            .listen_notify_interval
+            .filter(|_| wants_changes)
+            .map(|d| now + d);
+        let listen = Listen {
+            stream,
+            filter,
+            last_write: now,
+            next_notify,
+        };
+        self.listens.insert(r.id, listen);
     }
 
     /// The tool list changed: notify every listen that opted into `toolsListChanged`.
-    pub fn notify_tools_changed(&mut self, _now: Time) {
-        let targets: Vec<(RequestId, Option<StreamId>)> = self
+    pub fn notify_tools_changed(&mut self, now: Time) {
+        let targets: Vec<RequestId> = self
             .listens
             .iter()
-            .filter(|(_, l)| l.filter.get("toolsListChanged") == Some(&Value::Bool(true)))
-            .map(|(id, l)| (id.clone(), l.stream))
+            .filter(|(_, l)| {
+                l.filter.get("toolsListChanged") == Some(&Value::Bool(true))
+                    || self.mutant(Mutant::ListenUnfiltered)
+            })
+            .map(|(id, _)| id.clone())
             .collect();
-        for (id, stream) in targets {
-            let mut params = Map::new();
+        for id in targets {
+            self.notify_listen(now, &id);
+        }
+    }
+
+    /// One `notifications/tools/list_changed` on subscription `id`, tagged with it.
+    fn notify_listen(&mut self, now: Time, id: &RequestId) {
+        let Some(listen) = self.listens.get_mut(id) else {
+            return;
+        };
+        listen.last_write = now;
+        let stream = listen.stream;
+        let mut params = Map::new();
+        if !self.config.mutants.has(Mutant::ListenUntagged) {
             params.insert(
                 "_meta".into(),
                 json!({ META_SUBSCRIPTION_ID: id.to_json() }),
             );
-            let n = Notification {
-                method: "notifications/tools/list_changed".into(),
-                params: Some(params),
-            };
-            self.send(stream, n.into());
         }
+        let n = Notification {
+            method: "notifications/tools/list_changed".into(),
+            params: Some(params),
+        };
+        self.send(stream, n.into());
     }
 
     /// Ends every subscription gracefully: a `complete` result tagged with its id, then the
@@ -503,6 +788,18 @@ impl Server {
         if self.mutant(Mutant::IgnoreCancel) {
             return;
         }
+        if !known && self.mutant(Mutant::AnswersNotifications) {
+            let e = ErrorResponse::new(None, codes::METHOD_NOT_FOUND, "Method not found");
+            self.transmits.push_back(ServerTransmit::Line(e.into()));
+            return;
+        }
+        // A task is not cancelled this way (§7.3): its call is over, the cancel names nothing.
+        if self.jobs.get(id).is_some_and(|j| j.task.is_some()) {
+            return;
+        }
+        if self.listens.contains_key(id) && self.mutant(Mutant::ListenIgnoresCancel) {
+            return;
+        }
         let stream = self.jobs.get(id).and_then(|j| j.stream);
         let had_job = self.jobs.contains_key(id);
         self.cancel(id);
@@ -526,7 +823,7 @@ impl Server {
         self.listens.remove(id);
     }
 
-    fn complete(&mut self, id: &RequestId) {
+    fn complete(&mut self, now: Time, id: &RequestId) {
         let Some(job) = self.jobs.remove(id) else {
             return;
         };
@@ -536,8 +833,26 @@ impl Server {
             json!([{"type": "text", "text": format!("done: {} steps", job.steps)}]),
         );
         res.result.insert("_meta".into(), server_info());
-        self.respond(job.stream, res.into(), 200);
-        self.answered.insert(id.clone());
+        if let Some(task_id) = &job.task {
+            let overwrite = self.mutant(Mutant::TaskTerminalChanges);
+            if let Some(task) = self.tasks.get_mut(task_id) {
+                if task.status == TaskStatus::Working || overwrite {
+                    task.status = TaskStatus::Completed;
+                    task.updated = now;
+                    let mut result = res.result.clone();
+                    result.insert("resultType".into(), json!("complete"));
+                    task.result = Some(result);
+                }
+            }
+            // The 2025-11-25 reading held the call's stream open until the task ended.
+            if let Some(s) = job.stream.filter(|s| self.open_sse.remove(s)) {
+                self.transmits
+                    .push_back(ServerTransmit::SseEnd { stream: s });
+            }
+        } else {
+            self.respond(job.stream, res.into(), 200);
+            self.answered.insert(id.clone());
+        }
         if let (Some(token), true) = (&job.token, self.mutant(Mutant::ProgressAfterCompletion)) {
             let mut p = Progress::new(token.clone(), f64::from(job.done) + 1.0);
             p.total = Some(f64::from(job.steps));
@@ -583,18 +898,23 @@ impl Server {
         });
     }
 
-    /// The next step, progress or keep-alive deadline.
+    /// The next step, progress, keep-alive, subscription notice or task expiry deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
         let keepalive = self.keepalive_interval();
-        self.jobs
-            .values()
-            .flat_map(|j| {
-                let ka = keepalive
-                    .filter(|_| j.stream.is_some())
-                    .map(|k| j.last_write + k);
-                std::iter::once(j.next_step_at).chain(ka)
-            })
-            .min()
+        let jobs = self.jobs.values().flat_map(|j| {
+            let ka = keepalive
+                .filter(|_| j.stream.is_some())
+                .map(|k| j.last_write + k);
+            std::iter::once(j.next_step_at).chain(ka)
+        });
+        let listens = self.listens.values().flat_map(|l| {
+            let ka = keepalive
+                .filter(|_| l.stream.is_some())
+                .map(|k| l.last_write + k);
+            l.next_notify.into_iter().chain(ka)
+        });
+        let expiry = self.tasks.next_expiry(self.config.behaviour.task_ttl);
+        jobs.chain(listens).chain(expiry).min()
     }
 
     fn keepalive_interval(&self) -> Option<Duration> {
@@ -618,16 +938,42 @@ impl Server {
                 }
                 self.step(now, &id);
             }
-            let Some(job) = self.jobs.get_mut(&id) else {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                let comment = keepalive_due(now, keepalive, job.stream, &mut job.last_write);
+                self.transmits.extend(comment);
+            }
+        }
+        self.listen_timers(now);
+        self.expire_tasks(now);
+    }
+
+    /// Subscription notices and keep-alives due at `now`.
+    fn listen_timers(&mut self, now: Time) {
+        let keepalive = self.keepalive_interval();
+        let every = self.config.behaviour.listen_notify_interval;
+        let ids: Vec<RequestId> = self.listens.keys().cloned().collect();
+        for id in ids {
+            let Some(listen) = self.listens.get_mut(&id) else {
                 continue;
             };
-            if let (Some(k), Some(stream)) = (keepalive, job.stream) {
-                if job.last_write + k <= now {
-                    job.last_write = now;
-                    self.transmits
-                        .push_back(ServerTransmit::SseComment { stream });
+            if let (Some(at), Some(every)) = (listen.next_notify, every) {
+                if at <= now {
+                    listen.next_notify = Some(now + every);
+                    self.notify_listen(now, &id);
                 }
             }
+            if let Some(listen) = self.listens.get_mut(&id) {
+                let comment = keepalive_due(now, keepalive, listen.stream, &mut listen.last_write);
+                self.transmits.extend(comment);
+            }
+        }
+    }
+
+    /// Forgets tasks past their `ttlMs`; a task still working then stops (§7.3: the server
+    /// MAY delete it).
+    fn expire_tasks(&mut self, now: Time) {
+        for (_, task) in self.tasks.expire(now, self.config.behaviour.task_ttl) {
+            self.cancel(&task.origin);
         }
     }
 
@@ -685,7 +1031,7 @@ impl Server {
             self.send(stream, p.into());
         }
         if finished {
-            self.complete(id);
+            self.complete(now, id);
         }
     }
 
@@ -698,6 +1044,21 @@ impl Server {
     pub fn poll_backend(&mut self) -> Option<BackendCall> {
         self.backend.pop_front()
     }
+}
+
+/// The SSE comment a stream quiet since `last_write` is due at `now`, if keep-alives are on;
+/// sending it counts as a write.
+fn keepalive_due(
+    now: Time,
+    keepalive: Option<Duration>,
+    stream: Option<StreamId>,
+    last_write: &mut Time,
+) -> Option<ServerTransmit> {
+    let (k, stream) = (keepalive?, stream?);
+    (*last_write + k <= now).then(|| {
+        *last_write = now;
+        ServerTransmit::SseComment { stream }
+    })
 }
 
 fn server_info() -> Value {

@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::OracleConfig;
 use crate::model::{TimeoutPolicy, Transport};
 use crate::trace::{EventKind, Side, Trace, WireEvent, FAULT_STALL};
-use crate::wire::{DecodeError, Message, ProgressToken, RequestId, METHOD_LISTEN};
+use crate::wire::{
+    DecodeError, Message, ProgressToken, RequestId, META_SUBSCRIPTION_ID, METHOD_LISTEN,
+};
 
 /// What the trace says about one request.
 #[derive(Debug, Default)]
@@ -434,11 +436,23 @@ impl<'t> Index<'t> {
                     req.client_response = Some(i);
                 }
             }
-            Message::Notification(_) => {
-                if emission {
-                    if let Some(r) = w.stream.and_then(|s| self.by_stream.get(&s).copied()) {
-                        self.requests[r].emissions.push(i);
-                    }
+            Message::Notification(n) => {
+                if !emission {
+                    return;
+                }
+                // A notification belongs to the request whose stream carries it, or to the
+                // subscription its tag names (stdio), so that nothing-after-cancel applies.
+                let tagged = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get(META_SUBSCRIPTION_ID))
+                    .and_then(RequestId::from_json)
+                    .and_then(|id| self.by_id(&id, i))
+                    .filter(|&r| self.requests[r].is_listen());
+                let by_stream = w.stream.and_then(|s| self.by_stream.get(&s).copied());
+                if let Some(r) = by_stream.or(tagged) {
+                    self.requests[r].emissions.push(i);
                 }
             }
         }

@@ -164,6 +164,38 @@ catalog! {
         "a request whose timer resets on progress carries a progressToken (without one no progress can come)";
     IDLE_STREAM_CUT = "idle-stream-cut", Policy, "§5.2 (keep-alives), design.md proxy presets",
         "no stream with an outstanding request stays silent until an intermediary's idle timeout cuts it";
+    NOTIFICATION_ANSWERED = "notification-answered", Must, "§8, §9 A10",
+        "on stdio the server never answers a notification: no error without an id when everything the client wrote was readable";
+    PROGRESS_TOKEN_REUSE = "progress-token-reuse", Policy, "§2.1, §6, §9 F51",
+        "a client never reuses a progressToken within a run, even after the request that carried it ended (every retry gets a fresh one)";
+    ERROR_CODE_RESERVED = "error-code-reserved", Must, "§8, §9 I62",
+        "a server never sends -32002, -32042 or an undefined code of -32020..-32099 (MUST NOT), and avoids the legacy -32000..-32019 (SHOULD NOT)";
+    TASK_NOT_NEGOTIATED = "task-not-negotiated", Must, "§7.3, §9 H58",
+        "a CreateTaskResult answers only a tools/call that declared the Tasks extension in its own clientCapabilities";
+    TASK_ACK = "task-ack", Must, "§7.3, §9 H61",
+        "tasks/cancel and tasks/update are acknowledged with an empty result of resultType complete";
+    TASK_TERMINAL = "task-terminal", Must, "§7.3, §9 H61",
+        "a task reported completed, failed or cancelled never reports another status";
+    TASK_UNKNOWN = "task-unknown", Must, "§7.3, §8",
+        "a tasks/get, tasks/cancel or tasks/update of a task never announced or past its ttlMs gets -32602, never a result";
+    TASK_POLL_INTERVAL = "task-poll-interval", Should, "§7.3, §9 H60",
+        "a client polls one task with tasks/get no faster than the pollIntervalMs it was last given";
+    TASK_CANCELLED_UNASKED = "task-cancelled-unasked", Should, "§6, §7.3",
+        "a task ends cancelled only after a tasks/cancel asked for it: a closed stream or a lost connection does not cancel a task";
+    TASK_WORK_AFTER_CANCELLED = "task-work-after-cancelled", Should, "§7.3, §3.3 item 3",
+        "once a task was reported cancelled, its backend work stops within the grace window";
+    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, "§7.3, §9 C31",
+        "a client never sends notifications/cancelled for a task (or the call that became one); tasks are cancelled with tasks/cancel";
+    INPUT_REQUIRED_SHAPE = "input-required-shape", Must, "§7.2, §9 F50",
+        "input_required answers only tools/call, prompts/get or resources/read, and carries inputRequests or requestState";
+    INPUT_REQUIRED_RETRY = "input-required-retry", Must, "§7.2, §9 F49",
+        "the retry after input_required has a new id and echoes requestState exactly, or omits it when none was given";
+    LISTEN_TAGGED = "listen-tagged", Must, "§7.1, §9 G53, G56",
+        "every notification of a subscription, and the result that ends it, carries its subscriptionId";
+    LISTEN_FILTER = "listen-filter", Must, "§7.1, §9 G53-G54",
+        "a subscription carries only the notification types its filter asked for, never progress or notifications/message, and is acknowledged with no more than was asked";
+    LISTEN_REOPENED = "listen-reopened", Must, "§7.1, §9 G57",
+        "on stdio, a client that goes on after the server's pipe broke re-opens, under a new id, every subscription it still wanted";
     WIRE_INTEGRITY = "wire-integrity", Must, "§5.1, §5.2, §9 E40, E44",
         "every message the client reads is one the server wrote intact: framing never splits or corrupts a message";
 }

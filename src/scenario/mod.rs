@@ -32,6 +32,10 @@ pub struct ProxyConfig {
     /// Bytes from the client restart the idle clock too (ALB counts payload bytes both ways;
     /// nginx's `proxy_read_timeout` and Cloudflare's timeout count only the upstream's).
     pub idle_counts_client_bytes: bool,
+    /// Drops the `Mcp-Method` and `Mcp-Name` headers from the POST of every n-th stream: a
+    /// gateway that forwards only the headers it knows (turmoil lane; the in-memory lane has
+    /// no headers). The server must refuse those requests with 400 and -32020 (§5.2).
+    pub strips_mcp_headers: Option<u64>,
 }
 
 impl ProxyConfig {
@@ -42,6 +46,7 @@ impl ProxyConfig {
         buffers_unless_told: true,
         timeout_status: Some(504),
         idle_counts_client_bytes: false,
+        strips_mcp_headers: None,
     };
     /// AWS ALB: 60 s idle; payload bytes in either direction count.
     pub const ALB: ProxyConfig = ProxyConfig {
@@ -50,6 +55,7 @@ impl ProxyConfig {
         buffers_unless_told: false,
         timeout_status: Some(504),
         idle_counts_client_bytes: true,
+        strips_mcp_headers: None,
     };
     /// Cloudflare: 100 s, then HTTP 524.
     pub const CLOUDFLARE: ProxyConfig = ProxyConfig {
@@ -58,6 +64,7 @@ impl ProxyConfig {
         buffers_unless_told: false,
         timeout_status: Some(524),
         idle_counts_client_bytes: false,
+        strips_mcp_headers: None,
     };
 
     /// A plain idle cutter with the given timeout.
@@ -68,6 +75,7 @@ impl ProxyConfig {
             buffers_unless_told: false,
             timeout_status: None,
             idle_counts_client_bytes: false,
+            strips_mcp_headers: None,
         }
     }
 
@@ -89,7 +97,39 @@ impl ProxyConfig {
     }
 }
 
-/// One tool call the client application makes.
+/// What a planned call asks the server for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// A `tools/call`.
+    Tool {
+        /// Declare the Tasks extension, so the server may run it as a task (§7.3).
+        task: bool,
+        /// Rounds of input `slow_op` asks for before it works (`input_rounds`, §7.2).
+        input_rounds: u32,
+    },
+    /// A `tasks/get` for a task the server never created ([`STALE_TASK`]): an application
+    /// resuming a task it remembers from another server or an earlier life (§7.3: -32602).
+    StaleTask,
+    /// A `subscriptions/listen` (§7.1), open until the application cancels it.
+    Listen {
+        /// Ask for `toolsListChanged` (else for `promptsListChanged`, which the reference
+        /// server never sends).
+        tools_changed: bool,
+    },
+}
+
+/// The task id a [`CallKind::StaleTask`] asks about.
+pub const STALE_TASK: &str = "task-from-another-life";
+
+impl CallKind {
+    /// A plain tool call: no task, no input rounds.
+    pub const TOOL: CallKind = CallKind::Tool {
+        task: false,
+        input_rounds: 0,
+    };
+}
+
+/// One call the client application makes.
 ///
 /// `steps` and `step` are the arguments of the reference server's tool, `slow_op`; a server
 /// with other tools gets its tool and arguments from [`ToolCalls`], and the rest of the
@@ -110,21 +150,49 @@ pub struct PlannedCall {
     pub cancel_after: Option<Duration>,
     /// Safe to re-issue when lost.
     pub idempotent: bool,
+    /// A tool call (maybe a task, maybe with input rounds) or a subscription.
+    pub kind: CallKind,
 }
 
 impl PlannedCall {
-    /// The arguments of `slow_op` for this call: `{"steps": steps, "step_ms": step}`.
+    /// The arguments of `slow_op` for this call: `{"steps": steps, "step_ms": step}`, plus
+    /// `input_rounds` when it asks for input.
     pub fn slow_op_arguments(&self) -> Value {
-        json!({"steps": self.steps, "step_ms": self.step.as_millis() as u64})
+        let mut args = json!({"steps": self.steps, "step_ms": self.step.as_millis() as u64});
+        if let CallKind::Tool {
+            input_rounds: n @ 1..,
+            ..
+        } = self.kind
+        {
+            args["input_rounds"] = json!(n);
+        }
+        args
     }
 
     /// The request the client makes for this call: `tool` with `arguments`, under the call's
-    /// policy, with or without a progress token, idempotent or not.
+    /// policy, with or without a progress token, idempotent or not, declaring the Tasks
+    /// extension when planned as a task; or the subscription it plans.
     pub fn call_spec(&self, tool: &str, arguments: Value) -> CallSpec {
-        let mut spec = CallSpec::tool(tool, arguments, self.policy);
-        spec.progress = self.progress;
-        spec.idempotent = self.idempotent;
-        spec
+        match self.kind {
+            CallKind::Listen { tools_changed } => {
+                let key = if tools_changed {
+                    "toolsListChanged"
+                } else {
+                    "promptsListChanged"
+                };
+                let mut filter = serde_json::Map::new();
+                filter.insert(key.into(), Value::Bool(true));
+                CallSpec::listen(filter)
+            }
+            CallKind::StaleTask => CallSpec::task_get(STALE_TASK),
+            CallKind::Tool { task, .. } => {
+                let mut spec = CallSpec::tool(tool, arguments, self.policy);
+                spec.progress = self.progress;
+                spec.idempotent = self.idempotent;
+                spec.task = task;
+                spec
+            }
+        }
     }
 }
 
@@ -312,8 +380,21 @@ impl Draw {
 
 impl Scenario {
     /// Draws every knob from `seed`. Calls last up to 90 s (30 steps of up to 3 s), up to 8
-    /// run concurrently.
+    /// run concurrently; some are subscriptions, tasks, calls that ask for input or polls of
+    /// a task the server never had.
     pub fn from_seed(seed: u64) -> Scenario {
+        Self::draw(seed, true)
+    }
+
+    /// The scenario of `seed` with plain tool calls only: every knob as [`Scenario::from_seed`]
+    /// draws it, without the shapes of long work (§7). The mutants of plain calls are hunted
+    /// on these, so that a subscription or a task never takes the place of the call their bug
+    /// needs.
+    pub fn calls_only(seed: u64) -> Scenario {
+        Self::draw(seed, false)
+    }
+
+    fn draw(seed: u64, long_work: bool) -> Scenario {
         let mut d = Draw(ChaCha8Rng::seed_from_u64(seed));
         let transport = if d.chance(50) {
             Transport::Stdio
@@ -346,6 +427,7 @@ impl Scenario {
             } else {
                 SseStyle::PrettyCrlfSplit
             },
+            ..ServerBehaviour::default()
         };
         let no_buffering_header = d.chance(90);
         let concurrency = d.range(1, 8) as usize;
@@ -366,6 +448,7 @@ impl Scenario {
                     policy,
                     cancel_after: d.chance(30).then(|| d.ms(0, 60_000)),
                     idempotent: d.chance(50),
+                    kind: CallKind::TOOL,
                 }
             })
             .collect::<Vec<_>>();
@@ -389,6 +472,37 @@ impl Scenario {
             });
         }
         faults.sort_by_key(fault_time);
+        // The shapes of long work and a header-stripping gateway (one proxy in ten), drawn last
+        // so that every knob above stays what it was for the seed: one call in eight is a subscription the application ends after a while, one
+        // in 25 polls a task the server never had; of the tool calls one in five declares tasks
+        // and one in seven asks for input.
+        let mut proxy = proxy;
+        if let Some(p) = proxy.as_mut().filter(|_| long_work && d.chance(10)) {
+            p.strips_mcp_headers = Some(d.range(2, 4));
+        }
+        let mut calls = calls;
+        for c in calls.iter_mut().filter(|_| long_work) {
+            c.kind = if d.chance(12) {
+                c.progress = false;
+                c.policy = TimeoutPolicy::none();
+                c.cancel_after = Some(d.ms(5_000, 120_000));
+                CallKind::Listen {
+                    tools_changed: d.chance(75),
+                }
+            } else if d.chance(4) {
+                c.policy = crate::model::client::POLL_POLICY;
+                CallKind::StaleTask
+            } else {
+                CallKind::Tool {
+                    task: d.chance(20),
+                    input_rounds: if d.chance(15) {
+                        d.range(1, 3) as u32
+                    } else {
+                        0
+                    },
+                }
+            };
+        }
         Scenario {
             seed,
             transport,
@@ -435,6 +549,7 @@ impl Scenario {
                 policy: TimeoutPolicy::host_idle(Transport::Http, Duration::from_secs(120)),
                 cancel_after: (k == 2).then_some(Duration::from_secs(40)),
                 idempotent: k % 2 == 0,
+                kind: CallKind::TOOL,
             })
             .collect();
         Scenario {
@@ -487,10 +602,15 @@ impl Scenario {
     }
 
     /// How long after its start a run may last before it counts as not settling: the last
-    /// planned start or fault, plus twice the loosest timeout, plus a minute. Every lane
-    /// stops there.
+    /// planned start, cancel or fault, plus twice the loosest timeout, plus a minute. Every
+    /// lane stops there.
     pub fn horizon(&self) -> Duration {
-        let last_start = self.calls.iter().map(|c| c.at).max().unwrap_or_default();
+        let last_start = self
+            .calls
+            .iter()
+            .map(|c| c.at + c.cancel_after.unwrap_or_default())
+            .max()
+            .unwrap_or_default();
         let last_fault = self.faults.iter().map(fault_time).max().unwrap_or_default();
         last_start.max(last_fault) + self.max_request() * 2 + Duration::from_secs(60)
     }
@@ -498,9 +618,17 @@ impl Scenario {
     /// The longest a well-behaved client may keep any request open: the loosest hard bound
     /// of the calls' policies (the oracle's ceiling for this run).
     pub fn max_request(&self) -> Duration {
+        // A task's polls and its cancel are requests of their own, under the poll policy.
+        let polls = self
+            .calls
+            .iter()
+            .any(|c| matches!(c.kind, CallKind::Tool { task: true, .. }))
+            .then_some(crate::model::client::POLL_POLICY);
         self.calls
             .iter()
-            .filter_map(|c| c.policy.hard_bound())
+            .map(|c| c.policy)
+            .chain(polls)
+            .filter_map(|p| p.hard_bound())
             .max()
             .unwrap_or(Duration::from_secs(30 * 60))
     }
@@ -534,7 +662,10 @@ impl fmt::Display for Scenario {
             self.transport,
             self.latency.0.as_millis(),
             self.latency.1.as_millis(),
-            self.proxy.map_or("none".to_string(), |p| format!("{}({}s)", p.name, p.idle_timeout.as_secs())),
+            self.proxy.map_or("none".to_string(), |p| {
+                let strip = p.strips_mcp_headers.map_or(String::new(), |n| format!(", strips Mcp headers of 1 in {n}"));
+                format!("{}({}s{strip})", p.name, p.idle_timeout.as_secs())
+            }),
             self.server.progress_min_interval.as_millis(),
             self.server.keepalive_interval.map_or("off".to_string(), |k| format!("{}ms", k.as_millis())),
             self.server.response_mode,

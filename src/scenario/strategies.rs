@@ -21,7 +21,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 
-use super::{Fault, PlannedCall, ProxyConfig, Scenario};
+use super::{CallKind, Fault, PlannedCall, ProxyConfig, Scenario};
 use crate::model::{MutantSet, ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
 
 /// A proptest configuration that keeps its regressions in the top-level
@@ -65,7 +65,20 @@ pub fn arb_proxy() -> impl Strategy<Value = Option<ProxyConfig>> {
     ]
 }
 
-/// One planned tool call: start, work, progress, policy, cancellation, idempotency.
+/// What a planned call asks for, shrinking towards a plain tool call: a task, input rounds, a
+/// subscription or a poll of a task the server never had.
+pub fn arb_kind() -> impl Strategy<Value = CallKind> {
+    prop_oneof![
+        6 => Just(CallKind::TOOL),
+        2 => (any::<bool>(), 0u32..3)
+            .prop_map(|(task, input_rounds)| CallKind::Tool { task, input_rounds }),
+        1 => any::<bool>().prop_map(|tools_changed| CallKind::Listen { tools_changed }),
+        1 => Just(CallKind::StaleTask),
+    ]
+}
+
+/// One planned call: start, work, progress, policy, cancellation, idempotency and kind. A
+/// subscription always ends (the application cancels it), or the run could not settle.
 pub fn arb_call() -> impl Strategy<Value = PlannedCall> {
     (
         ms(0, 20_000),
@@ -75,16 +88,29 @@ pub fn arb_call() -> impl Strategy<Value = PlannedCall> {
         arb_policy(),
         proptest::option::of(ms(0, 60_000)),
         any::<bool>(),
+        arb_kind(),
     )
         .prop_map(
-            |(at, steps, step, progress, policy, cancel_after, idempotent)| PlannedCall {
-                at,
-                steps,
-                step,
-                progress,
-                policy,
-                cancel_after,
-                idempotent,
+            |(at, steps, step, progress, policy, cancel_after, idempotent, kind)| {
+                let mut call = PlannedCall {
+                    at,
+                    steps,
+                    step,
+                    progress,
+                    policy,
+                    cancel_after,
+                    idempotent,
+                    kind,
+                };
+                match kind {
+                    CallKind::Listen { .. } => {
+                        call.policy = TimeoutPolicy::none();
+                        call.cancel_after = Some(cancel_after.unwrap_or(step * 10));
+                    }
+                    CallKind::StaleTask => call.policy = crate::model::client::POLL_POLICY,
+                    CallKind::Tool { .. } => {}
+                }
+                call
             },
         )
 }
@@ -143,6 +169,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     } else {
                         SseStyle::Plain
                     },
+                    ..ServerBehaviour::default()
                 };
                 let scenario = Scenario {
                     seed,

@@ -28,6 +28,15 @@ macro_rules! id_like {
                     Self::String(s) => Value::from(s.as_str()),
                 }
             }
+
+            /// The id a JSON value names, if it is a string or an `i64` integer.
+            pub fn from_json(v: &Value) -> Option<Self> {
+                match v {
+                    Value::String(s) => Some(Self::String(s.clone())),
+                    Value::Number(n) => n.as_i64().map(Self::Number),
+                    _ => None,
+                }
+            }
         }
 
         impl fmt::Display for $name {

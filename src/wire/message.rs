@@ -35,6 +35,17 @@ pub const METHOD_LISTEN: &str = "subscriptions/listen";
 pub const METHOD_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// Method name of tool calls.
 pub const METHOD_TOOLS_CALL: &str = "tools/call";
+/// Method name of the Tasks extension's status poll (§7.3).
+pub const METHOD_TASKS_GET: &str = "tasks/get";
+/// Method name of the Tasks extension's cancellation request (§7.3).
+pub const METHOD_TASKS_CANCEL: &str = "tasks/cancel";
+/// Method name of the Tasks extension's input request during a task (§7.3).
+pub const METHOD_TASKS_UPDATE: &str = "tasks/update";
+/// The Tasks extension's identifier, declared per request under
+/// `clientCapabilities.extensions` (§7.3).
+pub const EXTENSION_TASKS: &str = "io.modelcontextprotocol/tasks";
+/// The methods that may answer with an `InputRequiredResult` (§7.2).
+pub const MRTR_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// Any MCP 2026-07-28 message.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +165,28 @@ impl Request {
     /// The progress token, if the request opted into progress.
     pub fn progress_token(&self) -> Option<&ProgressToken> {
         self.meta.progress_token.as_ref()
+    }
+
+    /// Whether this request declares the Tasks extension in its own `clientCapabilities`
+    /// (negotiation is per request, §7.3).
+    pub fn declares_tasks(&self) -> bool {
+        self.meta
+            .client_capabilities
+            .get("extensions")
+            .and_then(Value::as_object)
+            .is_some_and(|e| e.contains_key(EXTENSION_TASKS))
+    }
+
+    /// Declares the Tasks extension in this request's `clientCapabilities`.
+    pub fn declare_tasks(&mut self) {
+        let extensions = self
+            .meta
+            .client_capabilities
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(e) = extensions {
+            e.insert(EXTENSION_TASKS.into(), Value::Object(Map::new()));
+        }
     }
 }
 
@@ -304,7 +337,20 @@ impl ResultResponse {
     pub fn effective_type(&self) -> ResultType {
         self.result_type.unwrap_or(ResultType::Complete)
     }
+
+    /// `result.taskId` as a string, when present (a `CreateTaskResult` or a `tasks/get` answer).
+    pub fn task_id(&self) -> Option<&str> {
+        self.result.get("taskId").and_then(Value::as_str)
+    }
+
+    /// `result.status` as a string, when present (a task's state).
+    pub fn task_status(&self) -> Option<&str> {
+        self.result.get("status").and_then(Value::as_str)
+    }
 }
+
+/// The states of a task (§7.3); the last three are terminal and never change.
+pub const TASK_TERMINAL: &[&str] = &["completed", "failed", "cancelled"];
 
 /// An error response.
 #[derive(Debug, Clone, PartialEq)]

@@ -34,6 +34,20 @@ pub fn run(args: &Args) -> ExitCode {
     if chosen.is_empty() {
         chosen = mutants::ALL.to_vec();
     }
+    // Header mutants need POSTs with headers, which only the turmoil lane has.
+    let memory = matches!(args.lane.lane(), mcp_sim::lanes::Lane::Memory);
+    let skipped: Vec<Mutant> = chosen
+        .iter()
+        .copied()
+        .filter(|m| memory && m.needs_headers())
+        .collect();
+    chosen.retain(|m| !skipped.contains(m));
+    for m in &skipped {
+        println!(
+            "mutants: {} needs HTTP headers: hunt it on the turmoil lane",
+            m.info().name
+        );
+    }
     println!(
         "mutants: {} mutants, up to {} seeds each, {}",
         chosen.len(),

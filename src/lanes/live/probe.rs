@@ -762,6 +762,7 @@ fn list_tools(policy: &TimeoutPolicy) -> CallSpec {
         progress: false,
         policy: *policy,
         idempotent: false,
+        task: false,
     }
 }
 

@@ -123,6 +123,7 @@ pub fn server_config(transport: Transport, config: &ServeConfig) -> ServerConfig
             keepalive_interval: Some(config.keepalive.unwrap_or(Duration::from_secs(15))),
             response_mode: ResponseMode::Sse,
             sse_style: SseStyle::Plain,
+            ..ServerBehaviour::default()
         },
         mutants: config.mutants,
     }
@@ -375,7 +376,7 @@ impl Driver {
         let now = self.now();
         match (decoded, stream, mismatch) {
             (Ok(Message::Request(r)), Some(st), Some(why)) => {
-                self.server.handle_header_mismatch(now, st, r.id, &why)
+                self.server.handle_header_mismatch(now, st, r, &why)
             }
             (Ok(msg), _, _) => self.server.handle_message(now, stream, msg),
             (Err(e), _, _) => self.server.handle_invalid(now, stream, &e),

@@ -8,7 +8,9 @@
 //! yet and the preset has a gateway status (Cloudflare 524, nginx 504), answers the client
 //! with that status first. A buffering proxy (nginx) holds the response body until it is
 //! complete unless the server sent `X-Accel-Buffering: no`, so progress sent in the meantime
-//! never reaches the client.
+//! never reaches the client. A proxy that strips headers (`strips_mcp_headers`) holds each
+//! request head until it is complete and forwards it without `Mcp-Method` and `Mcp-Name` on
+//! every n-th stream, recording a `strip-headers` fault for it.
 
 use std::time::Duration;
 
@@ -40,6 +42,18 @@ fn head_end(bytes: &[u8]) -> Option<usize> {
         .map(|p| p + 4)
 }
 
+/// A request head without its `Mcp-Method` and `Mcp-Name` lines.
+fn strip_mcp_headers(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    text.split_inclusive("\r\n")
+        .filter(|line| {
+            let lower = line.to_ascii_lowercase();
+            !lower.starts_with("mcp-method:") && !lower.starts_with("mcp-name:")
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
 async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: SharedRef) {
     let Ok(up) = turmoil::net::TcpStream::connect(("server", SERVER_HTTP_PORT)).await else {
         return;
@@ -47,6 +61,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
     let (mut down_read, mut down_write) = down.into_split();
     let (mut up_read, mut up_write) = up.into_split();
     let mut request_head: Vec<u8> = Vec::new();
+    let mut head_done = false;
     let mut stream: Option<u64> = None;
     let mut response: Vec<u8> = Vec::new();
     // Decided once the response head is complete: hold the body until it ends?
@@ -85,16 +100,37 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
             }
             n = down_read.read(&mut down_buf) => {
                 let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                if stream.is_none() {
-                    request_head.extend_from_slice(&down_buf[..n]);
-                    if head_end(&request_head).is_some() {
-                        stream = stream_id(&request_head);
-                    }
-                }
                 if config.idle_counts_client_bytes {
                     last_activity = tokio::time::Instant::now();
                 }
-                if up_write.write_all(&down_buf[..n]).await.is_err() { break }
+                if stream.is_some() || head_done {
+                    if up_write.write_all(&down_buf[..n]).await.is_err() { break }
+                    continue;
+                }
+                request_head.extend_from_slice(&down_buf[..n]);
+                let Some(end) = head_end(&request_head) else {
+                    if config.strips_mcp_headers.is_none()
+                        && up_write.write_all(&down_buf[..n]).await.is_err()
+                    {
+                        break;
+                    }
+                    continue;
+                };
+                head_done = true;
+                stream = stream_id(&request_head);
+                let Some(every) = config.strips_mcp_headers else {
+                    if up_write.write_all(&down_buf[..n]).await.is_err() { break }
+                    continue;
+                };
+                let strip = stream.is_some_and(|s| s % every.max(1) == 0);
+                let mut out = if strip {
+                    record(&shared, Side::Proxy, EventKind::Fault { fault: "strip-headers".into(), stream, ms: None });
+                    strip_mcp_headers(&request_head[..end])
+                } else {
+                    request_head[..end].to_vec()
+                };
+                out.extend_from_slice(&request_head[end..]);
+                if up_write.write_all(&out).await.is_err() { break }
             }
             _ = tokio::time::sleep_until(idle_at) => {
                 record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy, reason: Some("idle".into()) });

@@ -261,7 +261,7 @@ impl Driver {
         record(&self.shared, Side::Server, EventKind::Recv(w));
         match (decoded, stream, mismatch) {
             (Ok(Message::Request(r)), Some(st), Some(why)) => {
-                self.server.handle_header_mismatch(now(), st, r.id, &why)
+                self.server.handle_header_mismatch(now(), st, r, &why)
             }
             (Ok(msg), _, _) => self.server.handle_message(now(), stream, msg),
             (Err(e), _, _) => self.server.handle_invalid(now(), stream, &e),

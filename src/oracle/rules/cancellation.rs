@@ -49,6 +49,12 @@ pub(super) fn client_cancels(s: &mut Sink<'_, '_>) {
         let target = ix
             .by_id(&c.request_id, i)
             .filter(|r| ix.requests[*r].created < i);
+        // A call that became a task, or a task's own id, is cancel-targets-task's to report.
+        if target.is_some_and(|r| super::tasks::names_a_task(ix, r, i))
+            || super::tasks::is_task_id(ix, &c.request_id)
+        {
+            continue;
+        }
         let problem = match target.map(|r| &ix.requests[r]) {
             None => Some((
                 vec![i],

@@ -97,8 +97,44 @@ pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
                     vec![earlier.created, sent],
                     msg,
                 );
+            } else {
+                let msg = format!(
+                    "progressToken {token} is reused after {} ended",
+                    s.name(earlier)
+                );
+                s.flag(
+                    rule::PROGRESS_TOKEN_REUSE,
+                    Level::Policy,
+                    vec![earlier.created, sent],
+                    msg,
+                );
             }
         }
+    }
+}
+
+/// The server never sends the codes 2026-07-28 retired (-32002, -32042) or an undefined code of
+/// the spec's range -32020 to -32099 (MUST NOT), and avoids the legacy range -32000 to -32019
+/// (SHOULD NOT) (§8, §9 I62).
+pub(super) fn error_codes(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    for &i in &ix.emissions {
+        let Some(Message::Error(e)) = ix.msg(i) else {
+            continue;
+        };
+        let code = e.error.code;
+        let (level, why) = match code {
+            -32002 | -32042 => (Level::Must, "a code 2026-07-28 retired"),
+            -32022..=-32020 => continue,
+            -32099..=-32023 => (
+                Level::Must,
+                "an undefined code of the spec's reserved range",
+            ),
+            -32019..=-32000 => (Level::Should, "a legacy code"),
+            _ => continue,
+        };
+        let msg = format!("error {code} is {why}");
+        s.flag(rule::ERROR_CODE_RESERVED, level, vec![i], msg);
     }
 }
 
@@ -110,5 +146,51 @@ pub(super) fn duplicate_response(s: &mut Sink<'_, '_>, r: &Req) {
             vec![first, second],
             format!("{} answered twice", s.name(r)),
         );
+    }
+}
+
+/// On stdio the server never answers a notification (§8, §9 A10). An error without an id is the
+/// answer to something whose id could not be read; when every message the server had read so
+/// far decoded, there was none such, and an id-less error answers a notification (a real
+/// server's -32601 for `notifications/initialized`, sharplens-mcp #6, rust-analyzer-mcp #21).
+/// Each undecodable message read excuses one id-less error.
+pub(super) fn notification_answered(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    let mut unreadable = 0usize;
+    let mut last_notification = None;
+    for i in 0..ix.trace.events.len() {
+        let Some(w) = ix.wire(i) else { continue };
+        if w.transport != crate::trace::TransportName::Stdio {
+            continue;
+        }
+        if sender(ix, i) == Some(Side::Client) {
+            match &ix.msgs[i] {
+                Some(Err(_)) => unreadable += 1,
+                Some(Ok(
+                    Message::Cancelled(_) | Message::Notification(_) | Message::Progress(_),
+                )) => last_notification = Some(i),
+                _ => {}
+            }
+            continue;
+        }
+        if sender(ix, i) != Some(Side::Server) {
+            continue;
+        }
+        let Some(Message::Error(e)) = ix.msg(i) else {
+            continue;
+        };
+        if e.id.is_some() {
+            continue;
+        }
+        if unreadable > 0 {
+            unreadable -= 1;
+            continue;
+        }
+        let events = last_notification.into_iter().chain([i]).collect();
+        let msg = format!(
+            "error {} without an id, though everything the client wrote was readable: it answers a notification",
+            e.error.code
+        );
+        s.flag(rule::NOTIFICATION_ANSWERED, Level::Must, events, msg);
     }
 }

@@ -1,14 +1,15 @@
 //! The rules, one small function each, grouped by the section of the 2026-07-28 digest they
-//! enforce: [`messages`] (§1), [`progress`] (§2), [`cancellation`] (§3), [`timeouts`] (§4),
-//! [`transport`] (§5) and [`listen`] (§7.1). Each reads the [`Index`] built once per trace and
-//! reports through a [`Sink`]; what they share (who sent a message, whether a request is
-//! outstanding) is here.
+//! enforce: [`messages`] (§1, §8), [`progress`] (§2), [`cancellation`] (§3), [`timeouts`]
+//! (§4), [`transport`] and [`http`] (§5), [`listen`] (§7.1) and [`tasks`] (§7.2, §7.3). Each
+//! reads the [`Index`] built once per trace and reports through a [`Sink`]; what they share (who
+//! sent a message, whether a request is outstanding) is here.
 
 mod cancellation;
 mod http;
 mod listen;
 mod messages;
 mod progress;
+mod tasks;
 mod timeouts;
 mod transport;
 
@@ -22,9 +23,15 @@ use cancellation::{
     resources, server_cancels,
 };
 use http::{request_headers, statuses};
-use listen::listen_ack_first;
-use messages::{duplicate_response, message_shape, request_ids};
+use listen::{listen_ack_first, listen_filter, listen_reopened, listen_tagged};
+use messages::{
+    duplicate_response, error_codes, message_shape, notification_answered, request_ids,
+};
 use progress::{progress, reset_needs_token};
+use tasks::{
+    cancel_targets_task, input_required_retry, input_required_shape, task_acks, task_negotiated,
+    task_polls, task_states, task_unknown,
+};
 use timeouts::{declared_deadline, timeouts};
 use transport::{idle_cuts, wire_integrity};
 
@@ -79,6 +86,19 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         outcomes(&mut s, req);
     }
     listen_ack_first(&mut s);
+    listen_tagged(&mut s);
+    listen_filter(&mut s);
+    listen_reopened(&mut s);
+    error_codes(&mut s);
+    notification_answered(&mut s);
+    task_negotiated(&mut s);
+    task_acks(&mut s);
+    task_states(&mut s);
+    task_unknown(&mut s);
+    task_polls(&mut s);
+    cancel_targets_task(&mut s);
+    input_required_shape(&mut s);
+    input_required_retry(&mut s);
     connection_races(&mut s);
     idle_cuts(&mut s);
     wire_integrity(&mut s);
