@@ -31,6 +31,7 @@ pub(crate) fn observe(
 
 /// Like [`observe`], but the payload is the text as written whether or not it decodes: what a
 /// real peer wrote.
+#[cfg(feature = "async")]
 pub(crate) fn observe_as_written(
     transport: Transport,
     stream: Option<StreamId>,
@@ -43,6 +44,7 @@ pub(crate) fn observe_as_written(
 }
 
 /// The headers of a POST worth recording (`wire::http::RECORDED`), names in lower case.
+#[cfg(feature = "async")]
 pub(crate) fn recorded_headers<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> std::collections::BTreeMap<String, String> {
@@ -55,6 +57,7 @@ pub(crate) fn recorded_headers<'a>(
 }
 
 /// What is wrong with the headers of a request POST, if it decoded as a request.
+#[cfg(feature = "async")]
 pub(crate) fn header_mismatch(
     decoded: &Result<Message, DecodeError>,
     headers: &std::collections::BTreeMap<String, String>,
@@ -114,6 +117,7 @@ pub(crate) fn client_send(
 /// Like [`client_send`], for a message that went out as a real HTTP POST: with the headers
 /// the POST carried (`wire::http::request_headers`, what `http_exchange` sends). The in-memory
 /// lane has no POSTs and records none.
+#[cfg(feature = "async")]
 pub(crate) fn client_post(client: &Client, stream: StreamId, msg: &Message) -> EventKind {
     let mut kind = client_send(client, Transport::Http, Some(stream), msg);
     if let EventKind::Send(w) = &mut kind {

@@ -42,10 +42,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
-
-use std::time::Duration;
 
 use super::policy::{TimeoutPolicy, TimeoutReason};
 use super::tasks::TaskStatus;
@@ -68,8 +67,9 @@ pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
 /// How long a `subscriptions/listen` may wait for its acknowledgement (host policy, §9 D39).
 pub const LISTEN_ACK_DEADLINE: Duration = Duration::from_secs(10);
 
-/// At most this many `input_required` rounds are answered for one call; then the call fails.
-pub const MAX_INPUT_ROUNDS: u32 = 16;
+/// At most this many `input_required` rounds are answered for one call; the call ends with the
+/// last one unanswered.
+pub const MAX_ROUNDS_ANSWERED: u32 = 16;
 
 /// How long a task whose outcome the application already has is still polled to see it
 /// settle.
@@ -509,17 +509,14 @@ impl Client {
             // An error without id answers something unreadable we sent; nothing to match.
             Message::Error(e) => {
                 if let Some(id) = e.id {
-                    let origin = match self.pending.get(&id).map(|p| &p.purpose) {
-                        Some(Purpose::Poll { origin }) => Some(origin.clone()),
-                        _ => None,
-                    };
+                    let origin = self.poll_origin(&id);
                     self.handle_response(now, stream, id.clone(), Outcome::Error);
                     if let Some(origin) = origin {
                         if e.error.code == codes::INVALID_PARAMS {
                             // The server no longer knows the task (expired or lost in a crash).
-                            self.end_task(now, &origin, Outcome::Lost);
+                            self.end_task(&origin, Outcome::Lost);
                         } else {
-                            self.polled(now, &origin, &id, None);
+                            self.polled(&origin, &id, None);
                         }
                     }
                 }
@@ -618,9 +615,17 @@ impl Client {
             (Purpose::Poll { origin }, _) => {
                 let status = r.task_status().and_then(TaskStatus::parse);
                 self.handle_response(now, stream, r.id.clone(), Outcome::Result);
-                self.polled(now, &origin, &r.id, status);
+                self.polled(&origin, &r.id, status);
             }
             _ => self.handle_response(now, stream, r.id, Outcome::Result),
+        }
+    }
+
+    /// The call whose task the outstanding request `id` polls, if it is a poll.
+    fn poll_origin(&self, id: &RequestId) -> Option<RequestId> {
+        match &self.pending.get(id)?.purpose {
+            Purpose::Poll { origin } => Some(origin.clone()),
+            _ => None,
         }
     }
 
@@ -634,7 +639,7 @@ impl Client {
             request: r.id.clone(),
             outcome: Outcome::InputRequired,
         });
-        if pending.rounds >= MAX_INPUT_ROUNDS {
+        if pending.rounds >= MAX_ROUNDS_ANSWERED {
             return;
         }
         let mut spec = pending.spec.clone();
@@ -672,13 +677,7 @@ impl Client {
 
     /// A poll of the task of `origin` ended: a terminal status ends the call, anything else
     /// (a working status, an error, a lost poll) waits for the next poll.
-    fn polled(
-        &mut self,
-        now: Time,
-        origin: &RequestId,
-        poll: &RequestId,
-        status: Option<TaskStatus>,
-    ) {
+    fn polled(&mut self, origin: &RequestId, poll: &RequestId, status: Option<TaskStatus>) {
         let Some(task) = self.tasks.get_mut(origin) else {
             return;
         };
@@ -691,10 +690,10 @@ impl Client {
             Some(TaskStatus::Cancelled) => Outcome::Cancelled,
             Some(TaskStatus::Working) | None => return,
         };
-        self.end_task(now, origin, outcome);
+        self.end_task(origin, outcome);
     }
 
-    fn end_task(&mut self, _now: Time, origin: &RequestId, outcome: Outcome) {
+    fn end_task(&mut self, origin: &RequestId, outcome: Outcome) {
         if let Some(task) = self.tasks.remove(origin) {
             if !task.settled {
                 self.events.push_back(ClientEvent::Outcome {
@@ -705,9 +704,9 @@ impl Client {
         }
     }
 
-    /// The application cancels the task of `origin`, or its deadline passed: `tasks/cancel`,
-    /// then the task is forgotten (§7.3) and the call ends with `outcome`. The faulty client
-    /// sends `notifications/cancelled` for the call.
+    /// The application cancels the task of `origin`, or its deadline passed: `tasks/cancel`, and
+    /// the call ends with `outcome` at once; polls go on until the task settles, for
+    /// [`SETTLE_WATCH`] at most. The faulty client sends `notifications/cancelled` for the call.
     fn cancel_task(&mut self, now: Time, origin: &RequestId, outcome: Outcome) {
         let Some(task) = self.tasks.get_mut(origin) else {
             return;
@@ -788,7 +787,7 @@ impl Client {
             outcome: Outcome::Lost,
         });
         if let Purpose::Poll { origin } = &pending.purpose {
-            return self.polled(now, origin, id, None);
+            return self.polled(origin, id, None);
         }
         // On stdio a subscription the application still wants is re-opened after every restart
         // of the server (§9 G57); the new listen waits for the new pipe, so this cannot spin.
@@ -927,7 +926,7 @@ impl Client {
                 continue;
             };
             if task.expires.is_some_and(|e| e <= now) {
-                self.end_task(now, &origin, Outcome::TimedOut);
+                self.end_task(&origin, Outcome::TimedOut);
                 continue;
             }
             if !task.settled && task.deadline.is_some_and(|d| d <= now) {
@@ -977,13 +976,10 @@ impl Client {
                 || self.mutant(Mutant::RetryWithoutCancel);
             if !silent {
                 let text = format!("client {} timeout", reason.as_str());
-                let origin = match self.pending.get(&id).map(|p| &p.purpose) {
-                    Some(Purpose::Poll { origin }) => Some(origin.clone()),
-                    _ => None,
-                };
+                let origin = self.poll_origin(&id);
                 self.abandon(now, &id, text, Outcome::TimedOut);
                 if let Some(origin) = origin {
-                    self.polled(now, &origin, &id, None);
+                    self.polled(&origin, &id, None);
                 }
                 continue;
             }

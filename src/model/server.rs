@@ -120,29 +120,18 @@ pub struct ServerBehaviour {
     pub listen_notify_interval: Option<Duration>,
 }
 
-impl ServerBehaviour {
-    /// The task, polling and subscription defaults (ten-minute tasks polled every two
-    /// seconds, a tool-list change every 20 s).
-    pub const LONG_WORK: (Duration, Duration, Option<Duration>) = (
-        Duration::from_secs(600),
-        Duration::from_secs(2),
-        Some(Duration::from_secs(20)),
-    );
-}
-
 impl Default for ServerBehaviour {
-    /// Progress at most every second, keep-alives after 15 s of quiet, plain SSE, and the
-    /// [`ServerBehaviour::LONG_WORK`] defaults.
+    /// Progress at most every second, keep-alives after 15 s of quiet, plain SSE; ten-minute
+    /// tasks polled every two seconds; a tool-list change every 20 s.
     fn default() -> Self {
-        let (task_ttl, poll_interval, listen_notify_interval) = Self::LONG_WORK;
         ServerBehaviour {
             progress_min_interval: Duration::from_secs(1),
             keepalive_interval: Some(Duration::from_secs(15)),
             response_mode: ResponseMode::Sse,
             sse_style: SseStyle::Plain,
-            task_ttl,
-            poll_interval,
-            listen_notify_interval,
+            task_ttl: Duration::from_secs(600),
+            poll_interval: Duration::from_secs(2),
+            listen_notify_interval: Some(Duration::from_secs(20)),
         }
     }
 }

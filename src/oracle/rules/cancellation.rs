@@ -37,7 +37,7 @@ pub(super) fn server_cancels(s: &mut Sink<'_, '_>) {
     }
 }
 
-pub(super) fn client_cancels(s: &mut Sink<'_, '_>) {
+pub(super) fn client_cancels(s: &mut Sink<'_, '_>, tasks: &super::tasks::Tasks) {
     let ix = s.ix;
     for i in 0..ix.trace.events.len() {
         if sender(ix, i) != Some(Side::Client) {
@@ -51,7 +51,7 @@ pub(super) fn client_cancels(s: &mut Sink<'_, '_>) {
             .filter(|r| ix.requests[*r].created < i);
         // A call that became a task, or a task's own id, is cancel-targets-task's to report.
         if target.is_some_and(|r| super::tasks::names_a_task(ix, r, i))
-            || super::tasks::is_task_id(ix, &c.request_id)
+            || tasks.is_task_id(&c.request_id)
         {
             continue;
         }

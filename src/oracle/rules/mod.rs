@@ -30,7 +30,7 @@ use messages::{
 use progress::{progress, reset_needs_token};
 use tasks::{
     cancel_targets_task, input_required_retry, input_required_shape, task_acks, task_negotiated,
-    task_polls, task_states, task_unknown,
+    task_polls, task_states, task_unknown, Tasks,
 };
 use timeouts::{declared_deadline, timeouts};
 use transport::{idle_cuts, wire_integrity};
@@ -68,11 +68,12 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         config,
         out: Vec::new(),
     };
+    let tasks = Tasks::build(ix);
     message_shape(&mut s);
     request_ids(&mut s);
     progress(&mut s);
     server_cancels(&mut s);
-    client_cancels(&mut s);
+    client_cancels(&mut s, &tasks);
     for r in 0..ix.requests.len() {
         let req = &ix.requests[r];
         duplicate_response(&mut s, req);
@@ -93,10 +94,10 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
     notification_answered(&mut s);
     task_negotiated(&mut s);
     task_acks(&mut s);
-    task_states(&mut s);
-    task_unknown(&mut s);
+    task_states(&mut s, &tasks);
+    task_unknown(&mut s, &tasks);
     task_polls(&mut s);
-    cancel_targets_task(&mut s);
+    cancel_targets_task(&mut s, &tasks);
     input_required_shape(&mut s);
     input_required_retry(&mut s);
     connection_races(&mut s);

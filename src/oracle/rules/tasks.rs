@@ -75,6 +75,22 @@ fn task_report(msg: &Message) -> Option<(&str, &str, &Map<String, Value>)> {
     Some((id, status, fields))
 }
 
+/// Every task the trace names, by id: built once per check, shared by the rules that follow
+/// tasks.
+#[derive(Default)]
+pub(super) struct Tasks(BTreeMap<String, TaskView>);
+
+impl Tasks {
+    pub(super) fn build(ix: &Index<'_>) -> Tasks {
+        Tasks(tasks(ix))
+    }
+
+    /// Whether `id` is a string some task report in the trace names as its `taskId`.
+    pub(super) fn is_task_id(&self, id: &crate::wire::RequestId) -> bool {
+        matches!(id, crate::wire::RequestId::String(t) if self.0.contains_key(t))
+    }
+}
+
 fn tasks(ix: &Index<'_>) -> BTreeMap<String, TaskView> {
     let mut tasks: BTreeMap<String, TaskView> = BTreeMap::new();
     for &i in &ix.emissions {
@@ -168,9 +184,9 @@ fn has_task_fields(res: &ResultResponse) -> bool {
 /// Completed, failed and cancelled never change (§7.3, §9 H61); a task reported cancelled does
 /// no more work (§7.3, §3.3 item 3); a task ends cancelled only when a `tasks/cancel` asked for
 /// it: a dropped connection does not cancel a task (§6, §7.3).
-pub(super) fn task_states(s: &mut Sink<'_, '_>) {
+pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
     let ix = s.ix;
-    for (id, view) in tasks(ix) {
+    for (id, view) in &tasks.0 {
         let terminal = view
             .statuses
             .iter()
@@ -235,9 +251,9 @@ const REFUSALS: &[i64] = &[
 
 /// A `tasks/*` request about a task the server never announced, or one past its `ttlMs`, gets
 /// -32602 (§7.3, §8).
-pub(super) fn task_unknown(s: &mut Sink<'_, '_>) {
+pub(super) fn task_unknown(s: &mut Sink<'_, '_>, tasks: &Tasks) {
     let ix = s.ix;
-    let known = tasks(ix);
+    let known = &tasks.0;
     for (r, req) in ix.requests.iter().enumerate() {
         let method = req.method.as_str();
         if ![METHOD_TASKS_GET, METHOD_TASKS_CANCEL, METHOD_TASKS_UPDATE].contains(&method) {
@@ -327,9 +343,9 @@ pub(super) fn task_polls(s: &mut Sink<'_, '_>) {
 /// `notifications/cancelled` never targets a task: once the client read the
 /// `CreateTaskResult`, its call is over and `tasks/cancel` is the way (§7.3, §9 C31). A cancel
 /// sent before the task was announced to the client is an ordinary cancel of its call.
-pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>) {
+pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
     let ix = s.ix;
-    let known = tasks(ix);
+    let known = &tasks.0;
     for i in 0..ix.trace.events.len() {
         if sender(ix, i) != Some(Side::Client) {
             continue;
@@ -358,18 +374,6 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>) {
             s.flag(rule::CANCEL_TARGETS_TASK, Level::Must, vec![i], msg);
         }
     }
-}
-
-/// Whether `id` is a string some task result in the trace names as its `taskId`.
-pub(super) fn is_task_id(ix: &Index<'_>, id: &crate::wire::RequestId) -> bool {
-    let crate::wire::RequestId::String(id) = id else {
-        return false;
-    };
-    ix.emissions.iter().any(|&e| {
-        ix.msg(e)
-            .and_then(task_report)
-            .is_some_and(|(task, _, _)| task == id)
-    })
 }
 
 /// Whether request `r` had become a task for the client by event `i`: the client read its
