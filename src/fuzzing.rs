@@ -13,26 +13,48 @@ use crate::framing::sse::{self, SseDecoder, SseItem, SseOptions};
 use crate::framing::FrameError;
 use crate::wire::{self, DecodeOptions, Message};
 
-/// Raw bytes into the strict decoder under every strictness setting: never a panic, and a
-/// message that decodes re-encodes to bytes that decode to the same message.
-pub fn decode_bytes(data: &[u8]) {
-    for bits in 0..8u8 {
-        let opts = DecodeOptions {
-            allow_null_error_id: bits & 1 != 0,
-            allow_integral_float_ids: bits & 2 != 0,
-            require_result_type: bits & 4 != 0,
-            ..DecodeOptions::default()
-        };
-        if let Ok(msg) = wire::decode_with(data, &opts) {
-            let text = wire::encode(&msg).expect("a decoded message re-encodes");
-            let again =
-                wire::decode_with(text.as_bytes(), &opts).expect("re-encoded message decodes");
-            assert!(
-                again == msg,
-                "round trip changed the message: {msg:?} -> {again:?}"
-            );
+/// The decoder settings an input of [`decode_bytes`] asks for, and the bytes to decode.
+///
+/// A last byte in `0x10..=0x1F` is not input but knobs: its low three bits switch on the three
+/// strictness options and bit 3 tight limits (256 bytes, depth 4). No JSON text ends in such a
+/// byte (they are control characters, not whitespace), so every seed is a plain message decoded
+/// with the defaults, and the fuzzer reaches every setting by appending one byte. One execution
+/// is one decode and its round trip.
+pub fn decode_knobs(data: &[u8]) -> (&[u8], DecodeOptions) {
+    match data.split_last() {
+        Some((&k @ 0x10..=0x1F, body)) => {
+            let limits = if k & 8 != 0 {
+                wire::Limits {
+                    max_message_bytes: 256,
+                    max_depth: 4,
+                }
+            } else {
+                wire::Limits::DEFAULT
+            };
+            let opts = DecodeOptions {
+                limits,
+                allow_null_error_id: k & 1 != 0,
+                allow_integral_float_ids: k & 2 != 0,
+                require_result_type: k & 4 != 0,
+            };
+            (body, opts)
         }
-        let _ = wire::json::parse_value(data, &opts.limits);
+        _ => (data, DecodeOptions::default()),
+    }
+}
+
+/// Raw bytes into the strict decoder under the settings [`decode_knobs`] reads from the input:
+/// never a panic, and a message that decodes re-encodes to bytes that decode to the same
+/// message.
+pub fn decode_bytes(data: &[u8]) {
+    let (body, opts) = decode_knobs(data);
+    if let Ok(msg) = wire::decode_with(body, &opts) {
+        let text = wire::encode(&msg).expect("a decoded message re-encodes");
+        let again = wire::decode_with(text.as_bytes(), &opts).expect("re-encoded message decodes");
+        assert!(
+            again == msg,
+            "round trip changed the message: {msg:?} -> {again:?}"
+        );
     }
 }
 
@@ -282,5 +304,389 @@ pub fn roundtrip(msg: &ArbMessage) {
         }
         Err(wire::EncodeError::ReservedKey { .. } | wire::EncodeError::ReservedMethod(_)) => {}
         Err(e) => panic!("unexpected refusal {e} for {msg:?}"),
+    }
+}
+
+/// The oracle settings a trace input asks for with a last byte in `0x10..=0x1F` (as
+/// [`decode_knobs`]): bit 0 the lenient profile, bit 1 the liveness checks, bit 2 a zero grace
+/// window, bit 3 the lenient decoder options.
+fn oracle_knobs(data: &[u8]) -> (&[u8], crate::oracle::OracleConfig) {
+    use crate::oracle::{OracleConfig, Profile};
+    let mut config = OracleConfig::default();
+    let body = match data.split_last() {
+        Some((&k @ 0x10..=0x1F, body)) => {
+            if k & 1 != 0 {
+                config.profile = Profile::Lenient;
+            }
+            config.complete = k & 2 != 0;
+            if k & 4 != 0 {
+                config.grace_ms = 0;
+            }
+            if k & 8 != 0 {
+                config.decode.allow_null_error_id = true;
+                config.decode.allow_integral_float_ids = true;
+            }
+            body
+        }
+        _ => data,
+    };
+    (body, config)
+}
+
+/// Any bytes as a JSON Lines trace, the way `check-trace` reads a user's file: a trace that
+/// does not read is a typed error naming a line the text has; one that reads is judged without
+/// a panic, the same way twice, and every violation names events the trace holds.
+pub fn trace_jsonl(data: &[u8]) {
+    let (body, config) = oracle_knobs(data);
+    let text = String::from_utf8_lossy(body);
+    match crate::trace::Trace::from_jsonl(&text) {
+        Err(e) => {
+            let lines = text.lines().count().max(1);
+            assert!(
+                (1..=lines).contains(&e.line),
+                "error names line {} of {lines}: {e}",
+                e.line
+            );
+            assert!(!e.message.is_empty());
+        }
+        Ok(trace) => judge_trace(&trace, &config),
+    }
+}
+
+/// The oracle over `trace`: no panic, the same verdict twice, events that exist.
+fn judge_trace(trace: &crate::trace::Trace, config: &crate::oracle::OracleConfig) {
+    let verdict = crate::oracle::check(trace, config);
+    for v in &verdict.violations {
+        assert!(
+            v.events.iter().all(|&e| e < trace.events.len()),
+            "{v} names an event the trace does not hold"
+        );
+    }
+    assert_eq!(
+        verdict,
+        crate::oracle::check(trace, config),
+        "the oracle is not a function"
+    );
+}
+
+/// One event of a structure-aware trace.
+#[derive(Debug, Arbitrary)]
+pub struct ArbEvent {
+    /// Milliseconds after the previous event.
+    pub dt: u8,
+    /// Who (client, server, proxy, backend).
+    pub side: u8,
+    /// What kind of event.
+    pub kind: u8,
+    /// stdio or HTTP.
+    pub http: bool,
+    /// The HTTP stream (small, so that events share streams).
+    pub stream: u8,
+    /// A request id for the events that name one (small, so that they match).
+    pub request: u8,
+    /// The message of a send or receipt.
+    pub msg: ArbMessage,
+}
+
+/// A structure-aware trace: events from [`ArbEvent`] and oracle knobs.
+#[derive(Debug, Arbitrary)]
+pub struct ArbTrace {
+    /// The events.
+    pub events: Vec<ArbEvent>,
+    /// The oracle settings (as the last byte of [`trace_jsonl`]).
+    pub knobs: u8,
+}
+
+/// A structure-aware trace, built from well-typed events: it survives JSON Lines unchanged and
+/// the oracle judges it without a panic, the same way twice.
+pub fn trace_events(input: &ArbTrace) {
+    use crate::model::{Outcome, StreamId, TimeoutReason, Transport};
+    use crate::time::Time;
+    use crate::trace::{EventKind, Side, Trace, WireEvent};
+    let mut trace = Trace::new();
+    let mut t = 0u64;
+    for e in input.events.iter().take(256) {
+        t += u64::from(e.dt);
+        let side = [Side::Client, Side::Server, Side::Proxy, Side::Backend][e.side as usize % 4];
+        let transport = if e.http {
+            Transport::Http
+        } else {
+            Transport::Stdio
+        };
+        let stream = e.http.then_some(StreamId(u64::from(e.stream % 8)));
+        let request = wire::RequestId::Number(i64::from(e.request % 16));
+        let kind = match e.kind % 10 {
+            0..=2 => EventKind::Send(WireEvent::message(transport, stream, &e.msg.0)),
+            3..=5 => EventKind::Recv(WireEvent::message(transport, stream, &e.msg.0)),
+            6 => EventKind::Close {
+                stream: stream.map(|s| s.0),
+                by: [Side::Client, Side::Server, Side::Proxy][e.request as usize % 3],
+                reason: (e.dt % 3 == 0).then(|| "idle".to_string()),
+            },
+            7 => EventKind::Timeout {
+                request,
+                reason: [
+                    TimeoutReason::Idle,
+                    TimeoutReason::Maximum,
+                    TimeoutReason::Ack,
+                ][e.dt as usize % 3],
+            },
+            8 => EventKind::Outcome {
+                request,
+                outcome: [
+                    Outcome::Result,
+                    Outcome::Error,
+                    Outcome::Cancelled,
+                    Outcome::TimedOut,
+                    Outcome::Lost,
+                    Outcome::InputRequired,
+                ][e.dt as usize % 6],
+            },
+            _ => match e.dt % 3 {
+                0 => EventKind::Work { request },
+                1 => EventKind::Release { request },
+                _ => EventKind::Status {
+                    stream: stream.map(|s| s.0),
+                    status: [200, 202, 400, 404, 524][e.request as usize % 5],
+                    content_type: None,
+                },
+            },
+        };
+        trace.push(Time::from_millis(t), side, kind);
+    }
+    let text = trace.to_jsonl();
+    let read = Trace::from_jsonl(&text).expect("a trace this crate wrote reads back");
+    assert_eq!(read.to_jsonl(), text, "JSON Lines changed the trace");
+    let (_, config) = oracle_knobs(&[0x10 | (input.knobs & 0x0F)]);
+    judge_trace(&read, &config);
+}
+
+/// One step of the sans-IO model target.
+#[derive(Debug, Arbitrary)]
+pub enum ModelOp {
+    /// The application starts a `slow_op` call.
+    Call {
+        /// `slow_op` steps (small).
+        steps: u8,
+        /// Ask for progress.
+        progress: bool,
+        /// Declare the Tasks extension.
+        task: bool,
+        /// Rounds of input asked for.
+        rounds: u8,
+        /// Timeout in 100 ms units (0: none).
+        timeout: u8,
+    },
+    /// The application cancels the k-th call it started.
+    Cancel(u8),
+    /// Time passes (in 100 ms units); every due timer fires.
+    Advance(u8),
+    /// The network delivers the next message in flight to the server.
+    ToServer,
+    /// The network delivers the next message in flight to the client.
+    ToClient,
+    /// The network loses the next message in flight to the server.
+    DropToServer,
+    /// Arbitrary bytes reach the server (a broken or hostile client).
+    ServerGets(Vec<u8>),
+    /// An arbitrary message reaches the client (a broken or hostile server).
+    ClientGets(ArbMessage),
+    /// The pipe breaks (stdio) or every stream is closed (HTTP), both sides notice.
+    Disconnect,
+}
+
+/// The two peers of [`model_ops`], the network between them and what the checks remember.
+struct ModelRig {
+    client: crate::model::Client,
+    server: crate::model::Server,
+    now: crate::time::Time,
+    calls: Vec<wire::RequestId>,
+    to_server: std::collections::VecDeque<(Option<crate::model::StreamId>, Message)>,
+    to_client: std::collections::VecDeque<(Option<crate::model::StreamId>, Message)>,
+    outcomes: std::collections::BTreeMap<wire::RequestId, u32>,
+    /// Requests the server sent a final response for.
+    answered: std::collections::BTreeSet<wire::RequestId>,
+    /// The request each progress token of the client's requests belongs to.
+    tokens: std::collections::BTreeMap<wire::ProgressToken, wire::RequestId>,
+}
+
+impl ModelRig {
+    /// Moves every output of both peers onto the network, checking the invariants.
+    fn drain(&mut self) {
+        use crate::model::{ClientEvent, ClientTransmit, ServerTransmit};
+        while let Some(t) = self.client.poll_transmit() {
+            match t {
+                ClientTransmit::Line(m) => self.to_server.push_back((None, m)),
+                ClientTransmit::Post { stream, msg } => {
+                    self.to_server.push_back((Some(stream), msg))
+                }
+                ClientTransmit::Close { .. } | ClientTransmit::Disconnect => {}
+            }
+        }
+        while let Some(e) = self.client.poll_event() {
+            if let ClientEvent::Outcome { request, .. } = e {
+                let n = self.outcomes.entry(request.clone()).or_default();
+                *n += 1;
+                assert!(*n == 1, "request {request} got a second outcome");
+            }
+        }
+        while let Some(t) = self.server.poll_transmit() {
+            let (stream, msg) = match t {
+                ServerTransmit::Line(m) => (None, m),
+                ServerTransmit::SseEvent { stream, msg }
+                | ServerTransmit::Json { stream, msg, .. } => (Some(stream), msg),
+                _ => continue,
+            };
+            match &msg {
+                Message::Progress(p) => {
+                    if let Some(id) = self.tokens.get(&p.token) {
+                        assert!(
+                            !self.answered.contains(id),
+                            "the server sent progress for {id} after its final response"
+                        );
+                    }
+                }
+                m if m.is_response() => {
+                    if let Some(id) = m.id() {
+                        self.answered.insert(id.clone());
+                    }
+                }
+                _ => {}
+            }
+            self.to_client.push_back((stream, msg));
+        }
+        while self.server.poll_backend().is_some() {}
+    }
+
+    fn step(&mut self, op: &ModelOp) {
+        use crate::model::{CallSpec, TimeoutPolicy, SLOW_TOOL};
+        use std::time::Duration;
+        let now = self.now;
+        match op {
+            ModelOp::Call {
+                steps,
+                progress,
+                task,
+                rounds,
+                timeout,
+            } => {
+                let args = serde_json::json!({"steps": steps % 8, "step_ms": 100, "input_rounds": rounds % 3});
+                let policy = match timeout {
+                    0 => TimeoutPolicy::none(),
+                    t => TimeoutPolicy::fixed(Duration::from_millis(u64::from(*t) * 100)),
+                };
+                let mut spec = CallSpec::tool(SLOW_TOOL, args, policy);
+                spec.progress = *progress;
+                spec.task = *task;
+                let id = self.client.start_request(now, spec);
+                self.calls.push(id);
+            }
+            ModelOp::Cancel(k) => {
+                if let Some(id) = self.calls.get(*k as usize % self.calls.len().max(1)) {
+                    let _ = self.client.cancel(now, id);
+                }
+            }
+            ModelOp::Advance(d) => {
+                self.now = now + Duration::from_millis(u64::from(*d) * 100);
+                self.client.handle_timeout(self.now);
+                self.server.handle_timeout(self.now);
+            }
+            ModelOp::ToServer => {
+                if let Some((stream, msg)) = self.to_server.pop_front() {
+                    if let Message::Request(r) = &msg {
+                        if let Some(t) = r.progress_token() {
+                            self.tokens.insert(t.clone(), r.id.clone());
+                        }
+                    }
+                    self.server.handle_message(now, stream, msg);
+                }
+            }
+            ModelOp::ToClient => {
+                if let Some((stream, msg)) = self.to_client.pop_front() {
+                    self.client.handle_message(now, stream, msg);
+                }
+            }
+            ModelOp::DropToServer => {
+                self.to_server.pop_front();
+            }
+            ModelOp::ServerGets(bytes) => match wire::decode(bytes) {
+                // A hostile request gets an id and a token of its own, so that what the server
+                // answers it is never mistaken for an answer to one of the client's requests.
+                Ok(Message::Request(mut r)) => {
+                    r.id = wire::RequestId::String(format!("hostile-{}", r.id));
+                    if let Some(t) = r.meta.progress_token.take() {
+                        r.meta.progress_token =
+                            Some(wire::ProgressToken::String(format!("hostile-{t}")));
+                    }
+                    self.server.handle_message(now, None, r.into());
+                }
+                Ok(msg) => self.server.handle_message(now, None, msg),
+                Err(e) => self.server.handle_invalid(now, None, &e),
+            },
+            ModelOp::ClientGets(m) => self.client.handle_message(now, None, m.0.clone()),
+            ModelOp::Disconnect => {
+                self.to_server.clear();
+                self.to_client.clear();
+                self.client.handle_disconnect(now);
+                self.server.handle_disconnect(now);
+            }
+        }
+        self.drain();
+    }
+}
+
+/// The sans-IO client and server, joined by a network the input drives, fed arbitrary
+/// messages, timer firings and closes: no panic, at most one outcome per request for the
+/// application, and no progress from the reference server for a request after its final
+/// response.
+pub fn model_ops(ops: &[ModelOp], http: bool) {
+    use crate::model::{Client, ClientConfig, Server, ServerConfig, Transport};
+    let transport = if http {
+        Transport::Http
+    } else {
+        Transport::Stdio
+    };
+    let mut rig = ModelRig {
+        client: Client::new(ClientConfig::new(transport)),
+        server: Server::new(ServerConfig::new(transport)),
+        now: crate::time::Time::ZERO,
+        calls: Vec::new(),
+        to_server: Default::default(),
+        to_client: Default::default(),
+        outcomes: Default::default(),
+        answered: Default::default(),
+        tokens: Default::default(),
+    };
+    for op in ops.iter().take(512) {
+        rig.step(op);
+    }
+    // Settle: the network delivers everything and time runs to every deadline; then each call
+    // that is no longer outstanding was told exactly one outcome (one with no deadline whose
+    // request was lost waits for ever, as its policy says).
+    for _ in 0..10_000 {
+        if !rig.to_server.is_empty() {
+            rig.step(&ModelOp::ToServer);
+        } else if !rig.to_client.is_empty() {
+            rig.step(&ModelOp::ToClient);
+        } else {
+            let next = [rig.client.poll_timeout(), rig.server.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(next) = next else { break };
+            rig.now = rig.now.max(next);
+            rig.client.handle_timeout(rig.now);
+            rig.server.handle_timeout(rig.now);
+            rig.drain();
+        }
+    }
+    for id in &rig.calls {
+        if !rig.client.is_outstanding(id) {
+            assert_eq!(
+                rig.outcomes.get(id),
+                Some(&1),
+                "request {id} ended without an outcome"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
-use mcp_sim::fuzzing::{self, ArbMessage, ChunkedInput};
+use mcp_sim::fuzzing::{self, ArbMessage, ArbTrace, ChunkedInput, ModelOp};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
@@ -112,6 +112,25 @@ fn roundtrip_inputs() {
     });
 }
 
+#[test]
+fn trace_jsonl_inputs() {
+    replay("trace_jsonl", fuzzing::trace_jsonl);
+}
+
+#[test]
+fn trace_events_inputs() {
+    replay("trace_events", |b| {
+        structured::<ArbTrace>(b, fuzzing::trace_events)
+    });
+}
+
+#[test]
+fn model_ops_inputs() {
+    replay("model_ops", |b| {
+        structured::<(bool, Vec<ModelOp>)>(b, |(http, ops)| fuzzing::model_ops(ops, *http))
+    });
+}
+
 /// The spec examples and the JSONTestSuite copy are both present in the decode_bytes seeds.
 #[test]
 fn decode_bytes_seeds_cover_the_spec_and_json_test_suite() {
@@ -140,16 +159,24 @@ fn decode_bytes_seeds_cover_the_spec_and_json_test_suite() {
 /// Each structured seed decodes into an input: a seed that `arbitrary` refuses tests nothing.
 #[test]
 fn structured_seeds_build_inputs() {
-    for target in ["ndjson_chunks", "sse_chunks", "roundtrip"] {
+    for target in [
+        "ndjson_chunks",
+        "sse_chunks",
+        "roundtrip",
+        "trace_events",
+        "model_ops",
+    ] {
         let dir = fuzz_dir().join("seeds").join(target);
         let mut files = Vec::new();
         files_under(&dir, &mut files);
         for path in files {
             let bytes = std::fs::read(&path).expect("seed file");
-            let ok = if target == "roundtrip" {
-                ArbMessage::arbitrary_take_rest(Unstructured::new(&bytes)).is_ok()
-            } else {
-                ChunkedInput::arbitrary_take_rest(Unstructured::new(&bytes)).is_ok()
+            let u = Unstructured::new(&bytes);
+            let ok = match target {
+                "roundtrip" => ArbMessage::arbitrary_take_rest(u).is_ok(),
+                "trace_events" => ArbTrace::arbitrary_take_rest(u).is_ok(),
+                "model_ops" => <(bool, Vec<ModelOp>)>::arbitrary_take_rest(u).is_ok(),
+                _ => ChunkedInput::arbitrary_take_rest(u).is_ok(),
             };
             assert!(ok, "{} does not build a {target} input", path.display());
         }
