@@ -240,6 +240,11 @@ impl<'t> Index<'t> {
             .find(|r| self.requests[*r].created <= i)
     }
 
+    /// The request whose POST opened HTTP stream `stream`.
+    pub fn by_stream(&self, stream: u64) -> Option<usize> {
+        self.by_stream.get(&stream).copied()
+    }
+
     /// Whether event `i` is a server-view emission.
     fn is_emission(&self, i: usize) -> bool {
         let e = &self.trace.events[i];

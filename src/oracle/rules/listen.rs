@@ -72,10 +72,8 @@ fn filter_key(method: &str) -> Option<&'static str> {
 
 /// The listen request whose HTTP stream event `i` travelled on, if any.
 fn listen_of_stream(ix: &Index<'_>, i: usize) -> Option<usize> {
-    let stream = ix.wire(i)?.stream?;
-    ix.requests
-        .iter()
-        .position(|r| r.is_listen() && r.stream == Some(stream))
+    let r = ix.by_stream(ix.wire(i)?.stream?)?;
+    ix.requests[r].is_listen().then_some(r)
 }
 
 /// The listen request a subscription id names, if any.
