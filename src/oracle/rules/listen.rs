@@ -239,12 +239,11 @@ pub(super) fn listen_reopened(s: &mut Sink<'_, '_>) {
             )
     });
     for (b, _) in breaks {
-        let later: Vec<usize> = ix
+        let went_on = ix
             .requests
             .iter()
-            .filter_map(|r| r.client_send.filter(|&c| c > b))
-            .collect();
-        if later.is_empty() {
+            .any(|r| r.client_send.is_some_and(|c| c > b));
+        if !went_on {
             continue;
         }
         for (r, req) in ix.requests.iter().enumerate() {
