@@ -473,9 +473,10 @@ impl Scenario {
         }
         faults.sort_by_key(fault_time);
         // The shapes of long work and a header-stripping gateway (one proxy in ten), drawn last
-        // so that every knob above stays what it was for the seed: one call in eight is a subscription the application ends after a while, about
-        // one in 28 polls a task the server never had; of the tool calls one in five declares tasks
-        // and one in seven asks for input.
+        // so that every knob above stays what it was for the seed: one call in eight is a
+        // subscription the application ends after a while, about one in 28 polls a task the
+        // server never had; of the tool calls one in five declares tasks and one in seven asks
+        // for input.
         let mut proxy = proxy;
         if let Some(p) = proxy.as_mut().filter(|_| long_work && d.chance(10)) {
             p.strips_mcp_headers = Some(d.range(2, 4));
