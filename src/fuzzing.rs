@@ -58,8 +58,9 @@ pub fn decode_bytes(data: &[u8]) {
     }
 }
 
-/// Splits `data` into chunks at the positions drawn from `cuts`.
-fn chunks<'a>(data: &'a [u8], cuts: &[u16]) -> Vec<&'a [u8]> {
+/// Splits `data` into chunks at the positions drawn from `cuts` (taken modulo its length plus
+/// one, so any cut is valid and empty chunks occur).
+pub fn split_at<'a>(data: &'a [u8], cuts: &[u16]) -> Vec<&'a [u8]> {
     let mut points: Vec<usize> = cuts
         .iter()
         .map(|c| *c as usize % (data.len() + 1))
@@ -117,7 +118,7 @@ pub fn ndjson_chunks(input: &ChunkedInput) {
         allow_blank_lines: input.lenient & 2 != 0,
     };
     let whole = frame_lines(&[&input.data], opts);
-    let split = frame_lines(&chunks(&input.data, &input.cuts), opts);
+    let split = frame_lines(&split_at(&input.data, &input.cuts), opts);
     assert_eq!(whole, split, "chunking changed the NDJSON framing");
     let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
     assert_eq!(
@@ -157,7 +158,7 @@ pub fn sse_chunks(input: &ChunkedInput) {
     let whole = frame_sse(&[&input.data], opts);
     assert_eq!(
         whole,
-        frame_sse(&chunks(&input.data, &input.cuts), opts),
+        frame_sse(&split_at(&input.data, &input.cuts), opts),
         "chunking changed the SSE items"
     );
     let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
@@ -191,9 +192,9 @@ impl<'a> Arbitrary<'a> for ArbMessage {
         let msg = match u.int_in_range(0..=5)? {
             0 => Message::Request(Request {
                 id: u.arbitrary()?,
-                method: u.arbitrary()?,
+                method: wire::request_method_of(u.arbitrary()?),
                 meta: RequestMeta {
-                    protocol_version: u.arbitrary()?,
+                    protocol_version: wire::protocol_version_of(u.arbitrary()?),
                     client_capabilities: arb_map(u, 2)?,
                     progress_token: u.arbitrary()?,
                     other: arb_map(u, 2)?,
@@ -689,4 +690,195 @@ pub fn model_ops(ops: &[ModelOp], http: bool) {
             );
         }
     }
+}
+
+/// Input of [`live_output`]: what a real peer wrote, and where the reads of it ended.
+#[derive(Debug, Arbitrary)]
+pub struct LiveOutput {
+    /// A Streamable HTTP response body (else a server's stdout).
+    pub http: bool,
+    /// The response's `Content-Type` is `text/event-stream` (else `application/json`).
+    pub event_stream: bool,
+    /// The peer's bytes.
+    pub data: Vec<u8>,
+    /// Where reads end (taken modulo the length, see [`split_at`]).
+    pub cuts: Vec<u16>,
+}
+
+/// What a reader made of a peer's output, the end included.
+#[derive(Debug, PartialEq)]
+enum Read {
+    /// A stdio line, as written.
+    Line(Vec<u8>),
+    /// A stdio framing error, as the live lane records it.
+    Broken(crate::trace::WireEvent),
+    /// An item of a response.
+    Response(crate::lanes::readers::ExchangeItem),
+}
+
+/// Reads `chunks` the way the live lane reads a process's stdout or a response body.
+fn read_live(input: &LiveOutput, chunks: &[&[u8]]) -> Vec<Read> {
+    use crate::lanes::readers::{ExchangeItem, ResponseReader, StdioReader};
+    let mut out = Vec::new();
+    if input.http {
+        let content_type = if input.event_stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        out.push(Read::Response(ExchangeItem::Status {
+            status: 200,
+            content_type: Some(content_type.into()),
+        }));
+        let mut reader = ResponseReader::new(Some(content_type), false);
+        for c in chunks {
+            reader.push(c, |item| out.push(Read::Response(item)));
+        }
+        reader.finish(|item| out.push(Read::Response(item)));
+    } else {
+        let mut reader = StdioReader::default();
+        for c in chunks {
+            out.extend(reader.push(c).into_iter().map(|l| match l {
+                Ok(line) => Read::Line(line),
+                Err(w) => Read::Broken(w),
+            }));
+        }
+        out.extend(reader.finish().map(Read::Broken));
+    }
+    out
+}
+
+/// The live lane's readers on arbitrary output of a server, cut at arbitrary points, then what
+/// the lane does with it: where the reads end changes nothing that is read; each message is
+/// recorded as written and, when it decodes, handed to the reference client, which has one
+/// call out; the client tells that call exactly one outcome once its deadlines pass; the
+/// recording survives JSON Lines and the oracle judges it without a panic.
+pub fn live_output(input: &LiveOutput) {
+    use crate::lanes::readers::ExchangeItem;
+    use crate::lanes::recorder::{self, ClientNote};
+    use crate::model::{
+        CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, TimeoutPolicy, Transport,
+        SLOW_TOOL,
+    };
+    use crate::time::Time;
+    use crate::trace::{EventKind, Side, Trace};
+    use std::time::Duration;
+
+    let whole = read_live(input, &[&input.data]);
+    assert_eq!(
+        whole,
+        read_live(input, &split_at(&input.data, &input.cuts)),
+        "where the reads ended changed what was read"
+    );
+    let bytewise: Vec<&[u8]> = input.data.chunks(1).collect();
+    assert_eq!(
+        whole,
+        read_live(input, &bytewise),
+        "reading byte by byte changed what was read"
+    );
+
+    let transport = if input.http {
+        Transport::Http
+    } else {
+        Transport::Stdio
+    };
+    let mut client = Client::new(ClientConfig::new(transport));
+    let mut trace = Trace::new();
+    let mut now = Time::ZERO;
+    let policy = TimeoutPolicy::fixed(Duration::from_secs(10));
+    let mut spec = CallSpec::tool(SLOW_TOOL, serde_json::json!({"steps": 3}), policy);
+    spec.progress = true;
+    let call = client.start_request(now, spec);
+    let mut stream = None;
+    let mut outcomes = 0;
+    let mut pump = |client: &mut Client,
+                    trace: &mut Trace,
+                    now: Time,
+                    stream: &mut Option<crate::model::StreamId>| {
+        while let Some(t) = client.poll_transmit() {
+            let (s, msg) = match t {
+                ClientTransmit::Line(m) => (None, m),
+                ClientTransmit::Post { stream, msg } => (Some(stream), msg),
+                ClientTransmit::Close { .. } | ClientTransmit::Disconnect => continue,
+            };
+            if s.is_some() && stream.is_none() {
+                *stream = s; // the call's POST: the response read is this one's
+            }
+            let kind = recorder::client_send(client, transport, s, &msg);
+            trace.push(now, Side::Client, kind);
+        }
+        while let Some(e) = client.poll_event() {
+            if let ClientEvent::Outcome { request, .. } = &e {
+                assert_eq!(request, &call, "an outcome for a request never sent");
+                outcomes += 1;
+                assert_eq!(outcomes, 1, "the call got a second outcome");
+            }
+            if let ClientNote::Record(kind) = recorder::client_event(e) {
+                trace.push(now, Side::Client, kind);
+            }
+        }
+    };
+    pump(&mut client, &mut trace, now, &mut stream);
+    for read in whole {
+        now = now + Duration::from_millis(1);
+        let text = match read {
+            Read::Line(bytes) | Read::Response(ExchangeItem::Message(bytes)) => bytes,
+            Read::Broken(w) => {
+                trace.push(now, Side::Client, EventKind::Recv(w));
+                continue;
+            }
+            Read::Response(ExchangeItem::Status {
+                status,
+                content_type,
+            }) => {
+                let stream = stream.map(|s| s.0);
+                let status = EventKind::Status {
+                    stream,
+                    status,
+                    content_type,
+                };
+                trace.push(now, Side::Server, status);
+                continue;
+            }
+            Read::Response(ExchangeItem::Comment) => {
+                let stream = stream.map(|s| s.0);
+                trace.push(now, Side::Server, EventKind::Comment { stream });
+                continue;
+            }
+            Read::Response(ExchangeItem::Ended | ExchangeItem::Cut) => {
+                let close = recorder::close(stream, Side::Server, None);
+                trace.push(now, Side::Server, close);
+                if let Some(s) = stream {
+                    client.handle_stream_closed(now, s);
+                }
+                pump(&mut client, &mut trace, now, &mut stream);
+                continue;
+            }
+        };
+        let (w, decoded) = recorder::observe_as_written(transport, stream, &text);
+        trace.push(now, Side::Client, EventKind::Recv(w));
+        if let Ok(msg) = decoded {
+            client.handle_message(now, stream, msg);
+        }
+        pump(&mut client, &mut trace, now, &mut stream);
+    }
+    // Time runs past every deadline: the call ends, with exactly one outcome.
+    for _ in 0..1_000 {
+        let Some(next) = client.poll_timeout() else {
+            break;
+        };
+        now = now.max(next);
+        client.handle_timeout(now);
+        pump(&mut client, &mut trace, now, &mut stream);
+    }
+    assert!(
+        !client.is_outstanding(&call),
+        "the call outlived its deadline"
+    );
+    assert_eq!(outcomes, 1, "the call ended without an outcome");
+
+    let text = trace.to_jsonl();
+    let read = Trace::from_jsonl(&text).expect("a trace this crate wrote reads back");
+    assert_eq!(read.to_jsonl(), text, "JSON Lines changed the trace");
+    judge_trace(&read, &crate::oracle::OracleConfig::default());
 }

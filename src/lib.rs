@@ -23,8 +23,10 @@
 //! | 10 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
 //! | 11 | [`check`] | one call to check a user's server or client in their own `cargo test` |
 //!
-//! [`fuzzing`] holds the bodies of the cargo-fuzz targets (on [`wire`] and [`framing`]), kept
-//! in the library so that stable `cargo test` replays every committed crasher. The `mcp-sim`
+//! [`fuzzing`] holds the bodies of the cargo-fuzz targets (on [`wire`], [`framing`], the
+//! [`trace`] reader with the [`oracle`], the sans-IO [`model`] and the lanes' readers,
+//! [`lanes::readers`]), kept in the library so that stable `cargo test` replays every committed
+//! crasher. The `mcp-sim`
 //! command (`sim/`) stands on all of them.
 #![warn(missing_docs)]
 

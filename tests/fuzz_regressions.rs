@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
-use mcp_sim::fuzzing::{self, ArbMessage, ArbTrace, ChunkedInput, ModelOp};
+use mcp_sim::fuzzing::{self, ArbMessage, ArbTrace, ChunkedInput, LiveOutput, ModelOp};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
@@ -131,6 +131,13 @@ fn model_ops_inputs() {
     });
 }
 
+#[test]
+fn live_output_inputs() {
+    replay("live_output", |b| {
+        structured::<LiveOutput>(b, fuzzing::live_output)
+    });
+}
+
 /// The spec examples and the JSONTestSuite copy are both present in the decode_bytes seeds.
 #[test]
 fn decode_bytes_seeds_cover_the_spec_and_json_test_suite() {
@@ -165,6 +172,8 @@ fn structured_seeds_build_inputs() {
         "roundtrip",
         "trace_events",
         "model_ops",
+        "live_output",
+        "sse_differential",
     ] {
         let dir = fuzz_dir().join("seeds").join(target);
         let mut files = Vec::new();
@@ -176,6 +185,7 @@ fn structured_seeds_build_inputs() {
                 "roundtrip" => ArbMessage::arbitrary_take_rest(u).is_ok(),
                 "trace_events" => ArbTrace::arbitrary_take_rest(u).is_ok(),
                 "model_ops" => <(bool, Vec<ModelOp>)>::arbitrary_take_rest(u).is_ok(),
+                "live_output" => LiveOutput::arbitrary_take_rest(u).is_ok(),
                 _ => ChunkedInput::arbitrary_take_rest(u).is_ok(),
             };
             assert!(ok, "{} does not build a {target} input", path.display());

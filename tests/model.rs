@@ -430,7 +430,7 @@ fn task_call(id: i64, steps: u64, declare: bool) -> Request {
     r
 }
 
-fn about_task(id: i64, method: &str, task: &str) -> Message {
+fn about_task(id: i64, method: &'static str, task: &str) -> Message {
     let mut r = Request::new(id, method);
     r.params.insert("taskId".into(), json!(task));
     r.into()

@@ -179,7 +179,7 @@ fn arb_request() -> BoxedStrategy<Request> {
     )
         .prop_map(
             |(protocol_version, client_capabilities, progress_token, other)| RequestMeta {
-                protocol_version,
+                protocol_version: protocol_version.into(),
                 client_capabilities,
                 progress_token,
                 other,
@@ -188,7 +188,7 @@ fn arb_request() -> BoxedStrategy<Request> {
     (arb_request_id(), arb_method(), meta, arb_map())
         .prop_map(|(id, method, meta, params)| Request {
             id,
-            method,
+            method: method.into(),
             meta,
             params,
         })
@@ -309,7 +309,7 @@ fn must_refuse(m: &Message) -> Option<EncodeError> {
     };
     match m {
         Message::Request(r) if r.method.starts_with("notifications/") => {
-            Some(EncodeError::ReservedMethod(r.method.clone()))
+            Some(EncodeError::ReservedMethod(r.method.to_string()))
         }
         Message::Request(r) => key(&r.params, "params", &["_meta"]).or_else(|| {
             key(

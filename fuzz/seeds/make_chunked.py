@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the seeds of the ndjson_chunks and sse_chunks targets.
+"""Writes the seeds of the ndjson_chunks, sse_chunks, sse_differential and live_output targets.
 
 Those targets take `mcp_sim::fuzzing::ChunkedInput` built by `arbitrary` 1.x from the fuzzer's
 bytes, so a seed is the arbitrary encoding of a (data, cuts, max_line, lenient) value:
 each Vec element is preceded by a 0x01 continue byte and the Vec ends with 0x00; integers
 are little-endian. `cargo fuzz fmt <target> <file>` prints what a file decodes to.
+
+`live_output` takes `mcp_sim::fuzzing::LiveOutput` (http, event_stream, data, cuts): two bool
+bytes, the data as above, then the cuts as plain little-endian u16s (the last field takes the
+rest of the input).
 
 Run from the repository root: python3 fuzz/seeds/make_chunked.py
 """
@@ -81,13 +85,42 @@ SSE = {
 }
 
 
-def write(target, seeds):
+def write(target, seeds, encoder=encode):
     folder = os.path.join(ROOT, target)
     os.makedirs(folder, exist_ok=True)
-    for name, (data, cuts, max_line, lenient) in seeds.items():
+    for name, fields in seeds.items():
         with open(os.path.join(folder, name + ".bin"), "wb") as f:
-            f.write(encode(data, cuts, max_line, lenient))
+            f.write(encoder(*fields))
+
+
+def encode_live(http: bool, event_stream: bool, data: bytes, cuts) -> bytes:
+    out = bytearray([int(http), int(event_stream)])
+    for b in data:
+        out += bytes([1, b])
+    out.append(0)
+    for c in cuts:
+        out += struct.pack("<H", c)
+    return bytes(out)
+
+
+# What a server writes back to the reference client's first call (id 1, progress token p-1).
+P1 = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-1","progress":1,"total":3}}'
+P2 = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-1","progress":2,"total":3}}'
+R1 = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}'
+E1 = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}'
+LIVE = {
+    "stdio-progress-result": (False, False, P1 + b"\n" + P2 + b"\n" + R1 + b"\n", [3, 110, 200]),
+    "stdio-banner-error-truncated": (False, False, b"listening\n" + E1 + b"\n" + P1[:40], [9, 10]),
+    "stdio-crlf-blank": (False, False, P1 + b"\r\n\n" + R1 + b"\n", [len(P1) + 1]),
+    "http-sse-keepalive-progress-result": (
+        True, True, b": keep-alive\n\ndata: " + P1 + b"\n\ndata: " + R1 + b"\n\n", [4, 30, 140]),
+    "http-sse-cut-inside-event": (True, True, b"data: " + P1 + b"\r\n\r\ndata: " + R1[:20], [7]),
+    "http-json-result": (True, False, R1, [10]),
+    "http-json-not-json": (True, False, b"<html>502 Bad Gateway</html>", []),
+}
 
 
 write("ndjson_chunks", NDJSON)
 write("sse_chunks", SSE)
+write("sse_differential", SSE)
+write("live_output", LIVE, encode_live)

@@ -11,34 +11,14 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 
-/// The header carrying the simulation's stream id (the simulated server and proxy record it).
-pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
-use crate::framing::sse::ClientSseFramer;
-use crate::framing::sse::SseItem;
+use super::readers::ResponseReader;
+pub use super::readers::{is_event_stream, ExchangeItem};
 use crate::model::StreamId;
 use crate::model::{Mutant, MutantSet};
 use crate::wire::{self, Message};
 
-/// What one exchange yields, in order: a status, then messages and comments, then the end or
-/// a cut.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExchangeItem {
-    /// The response status and `Content-Type`.
-    Status {
-        /// The status code.
-        status: u16,
-        /// The `Content-Type`, if any.
-        content_type: Option<String>,
-    },
-    /// One message's text: an SSE event's data, a JSON body, or a framing error's description.
-    Message(Vec<u8>),
-    /// An SSE comment (keep-alive).
-    Comment,
-    /// The response ended normally.
-    Ended,
-    /// The connection failed or was cut before the response ended.
-    Cut,
-}
+/// The header carrying the simulation's stream id (the simulated server and proxy record it).
+pub(crate) const STREAM_HEADER: &str = "x-mcp-sim-stream";
 
 /// Where to POST.
 #[derive(Debug, Clone, Copy)]
@@ -49,15 +29,6 @@ pub struct PostTarget<'a> {
     pub path: &'a str,
     /// Send the stream id in `x-mcp-sim-stream` (the simulated server records it).
     pub stream_header: Option<StreamId>,
-}
-
-/// Whether a `Content-Type` is `text/event-stream`, parameters aside.
-pub fn is_event_stream(content_type: Option<&str>) -> bool {
-    content_type.is_some_and(|c| {
-        c.split(';')
-            .next()
-            .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
-    })
 }
 
 /// POSTs `msg` over `io` with the Streamable HTTP headers (`Accept`, `MCP-Protocol-Version`,
@@ -96,41 +67,27 @@ pub async fn exchange<IO>(
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let sse = is_event_stream(content_type.as_deref());
+        let mut reader = ResponseReader::new(
+            content_type.as_deref(),
+            mutants.has(Mutant::SseCrlfChunkSplit),
+        );
         emit(ExchangeItem::Status {
             status: response.status().as_u16(),
             content_type,
         });
         let mut body = response.into_body();
-        let mut framer = ClientSseFramer::new(mutants.has(Mutant::SseCrlfChunkSplit));
-        let mut json = Vec::new();
         loop {
             match body.frame().await {
                 None => break,
                 Some(Err(_)) => return emit(ExchangeItem::Cut),
                 Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    if !sse {
-                        json.extend_from_slice(&data);
-                        continue;
-                    }
-                    framer.push(&data);
-                    while let Some(item) = framer.next_item() {
-                        emit(match item {
-                            Ok(SseItem::Event(e)) => ExchangeItem::Message(e.data.into_bytes()),
-                            Ok(SseItem::Comment(_)) => ExchangeItem::Comment,
-                            Err(e) => ExchangeItem::Message(e.to_string().into_bytes()),
-                        });
+                    if let Ok(data) = frame.into_data() {
+                        reader.push(&data, &mut emit);
                     }
                 }
             }
         }
-        if !json.is_empty() {
-            emit(ExchangeItem::Message(json));
-        }
-        emit(ExchangeItem::Ended);
+        reader.finish(&mut emit);
     };
     let mut response = pin!(response);
     let mut conn = pin!(conn);

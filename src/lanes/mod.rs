@@ -10,7 +10,8 @@
 //!   a real server.
 //!
 //! Shared by all: `recorder` (what a peer reads and writes becomes trace events, the same
-//! way in every lane), [`http_exchange`] (one Streamable HTTP POST and its response, as the
+//! way in every lane), [`readers`] (a stdio stream or a response body into lines and
+//! messages, chunk by chunk, without I/O), [`http_exchange`] (one Streamable HTTP POST and its response, as the
 //! simulated client host and the live probe both send it) and `http_serve` (the server side
 //! of those exchanges, for the simulated server host and `mcp-sim serve --http`).
 //!
@@ -32,6 +33,7 @@ pub(crate) mod http_serve;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod memory;
+pub mod readers;
 pub(crate) mod recorder;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;

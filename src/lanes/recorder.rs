@@ -31,7 +31,6 @@ pub(crate) fn observe(
 
 /// Like [`observe`], but the payload is the text as written whether or not it decodes: what a
 /// real peer wrote.
-#[cfg(feature = "async")]
 pub(crate) fn observe_as_written(
     transport: Transport,
     stream: Option<StreamId>,

@@ -406,7 +406,7 @@ impl Server {
             );
             return self.respond(stream, e.into(), 400);
         }
-        match r.method.as_str() {
+        match &*r.method {
             METHOD_TOOLS_CALL => self.start_tool(now, stream, r),
             METHOD_LISTEN => self.start_listen(now, stream, r),
             METHOD_TASKS_GET | METHOD_TASKS_CANCEL | METHOD_TASKS_UPDATE => {
@@ -622,7 +622,7 @@ impl Server {
         };
         let task_id = task_id.to_owned();
         let status = self.tasks.get(&task_id).map(|t| t.status);
-        let answer = match r.method.as_str() {
+        let answer = match &*r.method {
             METHOD_TASKS_GET => {
                 let mut fields = self.task_fields(&task_id);
                 if let Some(result) = self.tasks.get(&task_id).and_then(|t| t.result.clone()) {

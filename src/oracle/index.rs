@@ -181,7 +181,7 @@ impl<'t> Index<'t> {
         i: usize,
     ) -> Option<(&str, &serde_json::Map<String, serde_json::Value>)> {
         match self.msg(i)? {
-            Message::Request(r) => Some((r.method.as_str(), &r.params)),
+            Message::Request(r) => Some((&*r.method, &r.params)),
             _ => None,
         }
     }

@@ -193,7 +193,7 @@ fn pick_envelope(bytes: &[u8]) -> Result<Envelope<'_>, DecodeError> {
 /// general path would have parsed to the same result, and params read ahead that the general
 /// path would have accepted and read to the same fields.
 fn read_envelope<'a>(bytes: &'a [u8], d: Decoder<'_>) -> Option<Envelope<'a>> {
-    let text = std::str::from_utf8(bytes).ok()?;
+    let text = simdutf8::basic::from_utf8(bytes).ok()?;
     let mut de = serde_json::Deserializer::from_str(text);
     let envelope = EnvelopeSeed(d).deserialize(&mut de).ok()?;
     de.end().ok()?;
@@ -326,7 +326,10 @@ impl<'de> Visitor<'de> for RequestMetaSeed<'_> {
         let mut other = Map::new();
         while let Some(key) = map.next_key_seed(json::KeyCow)? {
             match &*key {
-                META_PROTOCOL_VERSION => once(&mut protocol_version, map.next_value::<String>()?)?,
+                META_PROTOCOL_VERSION => {
+                    let v = map.next_value_seed(json::StrCow)?;
+                    once(&mut protocol_version, protocol_version_of(&v))?
+                }
                 META_CLIENT_CAPABILITIES => once(&mut client_capabilities, map.next_value()?)?,
                 META_PROGRESS_TOKEN => {
                     let s = map.next_value::<Scalar<'de>>()?;
@@ -487,7 +490,7 @@ impl Decoder<'_> {
                         ));
                     }
                     let id = self.id(&id, "id")?;
-                    self.request(id.clone(), method.into_owned(), params)
+                    self.request(id.clone(), request_method_of(&method), params)
                         .map_err(|e| e.with_id(Some(id)))
                 }
                 None => self.notification(&method, params),
@@ -590,7 +593,7 @@ impl Decoder<'_> {
     fn request(
         &self,
         id: RequestId,
-        method: String,
+        method: Cow<'static, str>,
         params: Option<Params<'_>>,
     ) -> Result<Message, DecodeError> {
         let params = match params {
@@ -640,7 +643,7 @@ impl Decoder<'_> {
 
     fn request_meta(&self, mut meta: Map<String, Value>) -> Result<RequestMeta, DecodeError> {
         let protocol_version = match meta.remove(META_PROTOCOL_VERSION) {
-            Some(Value::String(v)) => v,
+            Some(Value::String(v)) => protocol_version_of(&v),
             Some(other) => {
                 return Err(wrong_type(
                     &format!("params._meta.{META_PROTOCOL_VERSION}"),

@@ -34,7 +34,7 @@ fn validate(msg: &Message) -> Result<(), EncodeError> {
     match msg {
         Message::Request(r) => {
             if r.method.starts_with("notifications/") {
-                return Err(EncodeError::ReservedMethod(r.method.clone()));
+                return Err(EncodeError::ReservedMethod(r.method.to_string()));
             }
             reserved(&r.params, "params", &["_meta"])?;
             reserved(

@@ -55,12 +55,12 @@ pub fn request_headers(msg: &Message) -> BTreeMap<String, String> {
     h.insert("content-type".into(), "application/json".into());
     h.insert("accept".into(), ACCEPT.into());
     let version = match msg {
-        Message::Request(r) => r.meta.protocol_version.clone(),
+        Message::Request(r) => r.meta.protocol_version.to_string(),
         _ => PROTOCOL_VERSION.into(),
     };
     h.insert("mcp-protocol-version".into(), version);
     if let Message::Request(r) = msg {
-        h.insert("mcp-method".into(), r.method.clone());
+        h.insert("mcp-method".into(), r.method.to_string());
         if let Some(name) = name_header(&r.method, &r.params) {
             h.insert("mcp-name".into(), name);
         }

@@ -9,6 +9,8 @@
 //! Unknown members inside `notifications/progress` and `notifications/cancelled` params are not
 //! kept: the schema gives them no meaning and the trace keeps the original JSON anyway.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::{ProgressToken, RequestId};
@@ -129,8 +131,9 @@ impl Message {
 pub struct Request {
     /// The request id.
     pub id: RequestId,
-    /// The method, e.g. `tools/call`.
-    pub method: String,
+    /// The method, e.g. `tools/call`. Borrowed when it is one of [`KNOWN_METHODS`], so
+    /// decoding the usual requests allocates nothing for it.
+    pub method: Cow<'static, str>,
     /// `params._meta`, which is required (§1.5).
     pub meta: RequestMeta,
     /// Every member of `params` except `_meta`.
@@ -139,7 +142,7 @@ pub struct Request {
 
 impl Request {
     /// A request with the given id and method, current-revision `_meta` and no other params.
-    pub fn new(id: impl Into<RequestId>, method: impl Into<String>) -> Self {
+    pub fn new(id: impl Into<RequestId>, method: impl Into<Cow<'static, str>>) -> Self {
         Request {
             id: id.into(),
             method: method.into(),
@@ -193,8 +196,9 @@ impl Request {
 /// `params._meta` of a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestMeta {
-    /// `io.modelcontextprotocol/protocolVersion`.
-    pub protocol_version: String,
+    /// `io.modelcontextprotocol/protocolVersion`. Borrowed when it is [`PROTOCOL_VERSION`],
+    /// as nearly every request's is, so decoding one allocates nothing for it.
+    pub protocol_version: Cow<'static, str>,
     /// `io.modelcontextprotocol/clientCapabilities`.
     pub client_capabilities: Map<String, Value>,
     /// `progressToken`, when the client opts into progress.
@@ -207,11 +211,46 @@ impl RequestMeta {
     /// `_meta` for this revision with no capabilities and no progress token.
     pub fn new() -> Self {
         RequestMeta {
-            protocol_version: PROTOCOL_VERSION.to_owned(),
+            protocol_version: Cow::Borrowed(PROTOCOL_VERSION),
             client_capabilities: Map::new(),
             progress_token: None,
             other: Map::new(),
         }
+    }
+}
+
+/// Request methods a decoded [`Request`] holds without allocating.
+pub const KNOWN_METHODS: &[&str] = &[
+    METHOD_TOOLS_CALL,
+    METHOD_TASKS_GET,
+    METHOD_TASKS_CANCEL,
+    METHOD_TASKS_UPDATE,
+    METHOD_LISTEN,
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "ping",
+];
+
+/// A request method as [`Request`] keeps it: one of [`KNOWN_METHODS`] borrowed, any other
+/// owned.
+pub fn request_method_of(m: &str) -> Cow<'static, str> {
+    match KNOWN_METHODS.iter().find(|k| **k == m) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(m.to_owned()),
+    }
+}
+
+/// A protocol version as [`RequestMeta`] keeps it: the current revision borrowed, any other
+/// owned.
+pub fn protocol_version_of(v: &str) -> Cow<'static, str> {
+    if v == PROTOCOL_VERSION {
+        Cow::Borrowed(PROTOCOL_VERSION)
+    } else {
+        Cow::Owned(v.to_owned())
     }
 }
 

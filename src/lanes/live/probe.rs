@@ -64,8 +64,9 @@ use super::http::{self, Http};
 use super::relay::{ConnFaults, RelayConfig};
 use super::stdio::Process;
 use super::{Cut, Input};
-use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::ndjson;
 use crate::lanes::http_exchange::ExchangeItem;
+use crate::lanes::readers::StdioReader;
 use crate::lanes::recorder::{self, ClientNote};
 use crate::lanes::{RunResult, RunStats};
 use crate::model::{CallSpec, Client, ClientConfig, ClientTransmit, Outcome, StreamId};
@@ -377,7 +378,7 @@ struct Probe {
     transport: Transport,
     conn: Conn,
     rx: Receiver<Input>,
-    lines: LineDecoder,
+    lines: StdioReader,
     config: ProbeConfig,
     /// The server's command (stdio), to start it again.
     command: Vec<String>,
@@ -540,7 +541,7 @@ impl Probe {
 
     /// Bytes from the server's stdout: split into lines, record each, hand messages over.
     fn bytes(&mut self, bytes: &[u8]) {
-        for line in recorder::stdio_lines(&mut self.lines, bytes) {
+        for line in self.lines.push(bytes) {
             match line {
                 Ok(line) => self.receive(None, &line),
                 Err(w) => self.record(EventKind::Recv(w)),
@@ -606,7 +607,7 @@ impl Probe {
 
     /// The server closed its stdout.
     fn eof(&mut self) {
-        if let Some(w) = recorder::stdio_end(&mut self.lines) {
+        if let Some(w) = self.lines.finish() {
             self.record(EventKind::Recv(w));
         }
         self.record(EventKind::Close {
@@ -706,7 +707,7 @@ impl Probe {
         };
         self.conn = Conn::Stdio(Box::new(new));
         self.rx = rx;
-        self.lines = LineDecoder::new(LineOptions::default());
+        self.lines = StdioReader::default();
         let now = self.now();
         self.client.handle_disconnect(now);
         self.flush();
@@ -941,7 +942,7 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
         transport,
         conn,
         rx,
-        lines: LineDecoder::new(LineOptions::default()),
+        lines: StdioReader::default(),
         config: config.clone(),
         command: Vec::new(),
         eof: None,

@@ -30,9 +30,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::stdio;
-use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
-use crate::lanes::recorder::{self, observe_as_written, stdio_lines};
+use crate::lanes::readers::StdioReader;
+use crate::lanes::recorder::{self, observe_as_written};
 use crate::lanes::{RunResult, RunStats};
 use crate::model::{
     Backend, BackendCall, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
@@ -205,7 +206,7 @@ async fn run(
         backend: Backend::new(),
         trace: Trace::new(),
         stats: RunStats::default(),
-        lines: LineDecoder::new(LineOptions::default()),
+        lines: StdioReader::default(),
         stdout,
         http: Responder::new(SseStyle::Plain, true, notify),
         transport,
@@ -283,7 +284,7 @@ struct Driver {
     backend: Backend,
     trace: Trace,
     stats: RunStats,
-    lines: LineDecoder,
+    lines: StdioReader,
     stdout: Option<std_mpsc::Sender<Vec<u8>>>,
     http: Responder,
     transport: Transport,
@@ -309,7 +310,7 @@ impl Driver {
     }
 
     fn stdio_bytes(&mut self, bytes: &[u8]) {
-        for line in stdio_lines(&mut self.lines, bytes) {
+        for line in self.lines.push(bytes) {
             match line {
                 Ok(line) => self.receive(None, &line, None),
                 Err(w) => self.record(Side::Server, EventKind::Recv(w)),
@@ -345,7 +346,7 @@ impl Driver {
 
     /// stdio: the client closed stdin; everything in progress is abandoned (§5.1).
     fn input_closed(&mut self) {
-        if let Some(w) = recorder::stdio_end(&mut self.lines) {
+        if let Some(w) = self.lines.finish() {
             self.record(Side::Server, EventKind::Recv(w));
         }
         self.record(Side::Server, recorder::close(None, Side::Client, None));

@@ -460,7 +460,7 @@ pub(super) fn input_required_retry(s: &mut Sink<'_, '_>) {
             rounds.push(Round {
                 answer: i,
                 request: r,
-                method: q.method.clone(),
+                method: q.method.to_string(),
                 base: base_params(&q.params),
                 state: res.result.get("requestState").cloned(),
             });

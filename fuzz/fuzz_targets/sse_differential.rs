@@ -1,0 +1,16 @@
+//! The SSE decoder against `sse-stream` on the same bytes in the same chunks; see
+//! `tests/common/sse_oracle.rs`, which `tests/sse_differential.rs` shares.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mcp_sim::fuzzing::{split_at, ChunkedInput};
+
+#[path = "../../tests/common/sse_oracle.rs"]
+mod sse_oracle;
+
+fuzz_target!(|input: ChunkedInput| {
+    let chunks = split_at(&input.data, &input.cuts);
+    if let Err(e) = sse_oracle::compare(&input.data, &chunks) {
+        panic!("{e}");
+    }
+});
