@@ -177,7 +177,11 @@ pub struct WireEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<u64>,
     /// The message as JSON, when the text was JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::wire::json::optional_value"
+    )]
     pub msg: Option<Value>,
     /// The text, when it was not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -278,7 +282,10 @@ impl WireEvent {
     /// A wire event for text that did not decode.
     pub fn raw(transport: Transport, stream: Option<StreamId>, text: &[u8]) -> Self {
         let text = String::from_utf8_lossy(text).into_owned();
-        let msg = serde_json::from_str::<Value>(&text).ok();
+        // `null` stays text: as a message it would read back as no message at all.
+        let msg = crate::wire::json::value_from_str(&text)
+            .ok()
+            .filter(|v| !v.is_null());
         let raw = if msg.is_some() { None } else { Some(text) };
         WireEvent {
             transport: transport.into(),

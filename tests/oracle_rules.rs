@@ -760,3 +760,24 @@ fn from_jsonl_accepts_missing_sides_and_unknown_members() {
     assert_eq!(trace.events.len(), 4);
     assert!(oracle::check(&trace, &config(STRICT, true)).is_clean());
 }
+
+/// A message holding serde_json's raw-value member name reads back as written (members in
+/// the order the trace writer sorts them; serde_json's
+/// own `Value` would read `{"$serde_json::private::RawValue":"1"}` as the number 1).
+#[test]
+fn from_jsonl_keeps_the_raw_value_member_name() {
+    let text = concat!(
+        r#"{"t":1,"side":"client","kind":"recv","transport":"stdio","msg":{"id":1,"jsonrpc":"2.0","result":{"content":[{"$serde_json::private::RawValue":"1"}]}}}"#,
+        "\n",
+    );
+    let trace = Trace::from_jsonl(text).expect("accepted");
+    assert_eq!(trace.to_jsonl(), text);
+    let EventKind::Recv(w) = &trace.events[0].kind else {
+        panic!("a receipt")
+    };
+    let msg = w.msg.as_ref().expect("a message");
+    assert_eq!(
+        msg["result"]["content"][0],
+        serde_json::json!({"$serde_json::private::RawValue": "1"})
+    );
+}

@@ -890,3 +890,44 @@ fn sse_end_of_stream() {
     let (_, end) = sse(SseOptions::default(), &[b": ping\n"]);
     assert_eq!(end, None);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Member names serde_json treats specially
+
+/// serde_json's `Value`, with its `raw_value` feature, reads an object whose first member is
+/// `$serde_json::private::RawValue` as the JSON text in that member's string. The name is an
+/// ordinary one: every place that holds arbitrary JSON keeps such an object as it is.
+#[test]
+fn raw_value_token_is_an_ordinary_member_name() {
+    const TOKEN: &str = "$serde_json::private::RawValue";
+    for value in [r#""1""#, "true", r#""[1,2]""#, "{}"] {
+        let object = format!(r#"{{"{TOKEN}":{value}}}"#);
+        let want: Value = Value::Object(Map::from_iter([(
+            TOKEN.to_owned(),
+            parse_value(value.as_bytes(), &Limits::DEFAULT).expect("a JSON value"),
+        )]));
+        let caps = format!(r#""io.modelcontextprotocol/clientCapabilities":{object}"#);
+        let params = format!(
+            r#"{{"name":"t","arguments":{object},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28",{caps},"x":{object}}}}}"#
+        );
+        let Message::Request(r) = ok(&request(&params)) else {
+            panic!("a request")
+        };
+        assert_eq!(r.params["arguments"], want, "arguments {object}");
+        assert_eq!(Value::Object(r.meta.client_capabilities.clone()), want);
+        assert_eq!(r.meta.other["x"], want);
+        let again = decode(encode(&Message::Request(r.clone())).unwrap().as_bytes()).unwrap();
+        assert_eq!(again, Message::Request(r), "round trip of {object}");
+
+        let result = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{object}]}}}}"#);
+        assert!(matches!(ok(&result), Message::Result(_)), "{result}");
+        let progress = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"p","progress":1,"_meta":{object}}}}}"#
+        );
+        assert!(matches!(ok(&progress), Message::Progress(_)), "{progress}");
+        assert_eq!(
+            parse_value(object.as_bytes(), &Limits::DEFAULT).unwrap(),
+            want
+        );
+    }
+}

@@ -293,7 +293,7 @@ impl<'de> Visitor<'de> for RequestParamsSeed<'_> {
                     return Err(de::Error::custom("_meta appears twice"));
                 }
             } else {
-                params.insert(key.into_owned(), map.next_value()?);
+                params.insert(key.into_owned(), map.next_value_seed(json::ValueSeed)?);
             }
         }
         match meta {
@@ -330,14 +330,17 @@ impl<'de> Visitor<'de> for RequestMetaSeed<'_> {
                     let v = map.next_value_seed(json::StrCow)?;
                     once(&mut protocol_version, protocol_version_of(&v))?
                 }
-                META_CLIENT_CAPABILITIES => once(&mut client_capabilities, map.next_value()?)?,
+                META_CLIENT_CAPABILITIES => once(
+                    &mut client_capabilities,
+                    map.next_value_seed(json::MapSeed)?,
+                )?,
                 META_PROGRESS_TOKEN => {
                     let s = map.next_value::<Scalar<'de>>()?;
                     let token = checked(self.0.token(&s, "params._meta.progressToken"))?;
                     once(&mut progress_token, token)?;
                 }
                 _ => {
-                    let value = map.next_value()?;
+                    let value = map.next_value_seed(json::ValueSeed)?;
                     other.insert(key.into_owned(), value);
                 }
             }
@@ -393,7 +396,7 @@ impl<'de> Visitor<'de> for ProgressSeed<'_> {
                     once(&mut total, checked(finite(&s, "params.total"))?)?;
                 }
                 Some(3) => once(&mut message, map.next_value::<String>()?)?,
-                Some(_) => once(&mut meta, map.next_value::<Map<String, Value>>()?)?,
+                Some(_) => once(&mut meta, map.next_value_seed(json::MapSeed)?)?,
                 None => map.next_value_seed(json::Validate)?,
             }
         }
@@ -819,7 +822,7 @@ impl Decoder<'_> {
             None => return Err(missing("error.message")),
         };
         let data = data
-            .map(|d| serde_json::from_str::<Value>(d.get()).map_err(json::syntax_error))
+            .map(|d| json::value_from_str(d.get()).map_err(json::syntax_error))
             .transpose()?;
         Ok(Message::Error(ErrorResponse {
             id,
@@ -879,7 +882,7 @@ fn watched_object(
 }
 
 fn object(raw: &RawValue, path: &str) -> Result<Map<String, Value>, DecodeError> {
-    match serde_json::from_str::<Value>(raw.get()).map_err(json::syntax_error)? {
+    match json::value_from_str(raw.get()).map_err(json::syntax_error)? {
         Value::Object(m) => Ok(m),
         other => not_an_object(other, path),
     }

@@ -140,7 +140,8 @@ fn usage(msg: &str) -> ExitCode {
 
 /// The library's configuration from the flags; errors name the flag.
 fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
-    let arguments = match serde_json::from_str(&args.args) {
+    let limits = mcp_sim::wire::Limits::DEFAULT;
+    let arguments = match mcp_sim::wire::json::parse_value(args.args.as_bytes(), &limits) {
         Ok(Value::Object(map)) => map,
         Ok(_) => return Err("--args must be a JSON object".into()),
         Err(e) => return Err(format!("--args is not JSON: {e}")),
