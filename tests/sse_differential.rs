@@ -11,15 +11,23 @@ use arbitrary::{Arbitrary, Unstructured};
 use mcp_sim::fuzzing::{split_at, ChunkedInput};
 use sse_oracle::{compare, ours, sse_stream, Event, Known};
 
+/// Every file below `dir`, recursively (libFuzzer reads corpus folders so), sorted.
 fn files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut out: Vec<PathBuf> = entries
+    let mut paths: Vec<PathBuf> = entries
         .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.is_file())
         .collect();
-    out.sort();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push(path);
+        }
+    }
     out
 }
 
@@ -28,7 +36,10 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 fn committed_inputs_agree() {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut inputs = files(&fuzz.join("seeds/sse_differential"));
-    assert!(!inputs.is_empty(), "fuzz/seeds/sse_differential is empty");
+    assert!(
+        inputs.len() > 100,
+        "fuzz/seeds/sse_differential lost its corpus"
+    );
     inputs.extend(files(&fuzz.join("regressions/sse_differential")));
     let mut failures = Vec::new();
     for path in &inputs {

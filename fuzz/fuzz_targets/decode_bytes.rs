@@ -3,4 +3,6 @@
 
 use libfuzzer_sys::fuzz_target;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|data: &[u8]| mcp_sim::fuzzing::decode_bytes(data));

@@ -4,4 +4,6 @@
 
 use libfuzzer_sys::fuzz_target;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|input: mcp_sim::fuzzing::LiveOutput| mcp_sim::fuzzing::live_output(&input));

@@ -5,4 +5,6 @@
 use libfuzzer_sys::fuzz_target;
 use mcp_sim::fuzzing::ModelOp;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|input: (bool, Vec<ModelOp>)| mcp_sim::fuzzing::model_ops(&input.1, input.0));

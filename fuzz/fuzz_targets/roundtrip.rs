@@ -4,4 +4,6 @@
 use libfuzzer_sys::fuzz_target;
 use mcp_sim::fuzzing::ArbMessage;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|msg: ArbMessage| mcp_sim::fuzzing::roundtrip(&msg));

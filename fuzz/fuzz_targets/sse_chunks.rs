@@ -4,4 +4,6 @@
 use libfuzzer_sys::fuzz_target;
 use mcp_sim::fuzzing::ChunkedInput;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|input: ChunkedInput| mcp_sim::fuzzing::sse_chunks(&input));

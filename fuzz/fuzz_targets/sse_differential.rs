@@ -8,6 +8,8 @@ use mcp_sim::fuzzing::{split_at, ChunkedInput};
 #[path = "../../tests/common/sse_oracle.rs"]
 mod sse_oracle;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|input: ChunkedInput| {
     let chunks = split_at(&input.data, &input.cuts);
     if let Err(e) = sse_oracle::compare(&input.data, &chunks) {

@@ -5,4 +5,6 @@
 use libfuzzer_sys::fuzz_target;
 use mcp_sim::fuzzing::ArbTrace;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|input: ArbTrace| mcp_sim::fuzzing::trace_events(&input));

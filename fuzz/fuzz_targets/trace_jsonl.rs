@@ -4,4 +4,6 @@
 
 use libfuzzer_sys::fuzz_target;
 
+mcp_sim::asan_defaults!();
+
 fuzz_target!(|data: &[u8]| mcp_sim::fuzzing::trace_jsonl(data));
