@@ -429,7 +429,7 @@ mod request_id {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RequestId, D::Error> {
-        match Value::deserialize(d)? {
+        match de::DeserializeSeed::deserialize(crate::wire::json::ValueSeed, d)? {
             Value::String(s) => Ok(RequestId::String(s)),
             Value::Number(n) if n.is_i64() => Ok(RequestId::Number(n.as_i64().expect("checked"))),
             other => Err(de::Error::custom(format!(

@@ -780,4 +780,8 @@ fn from_jsonl_keeps_the_raw_value_member_name() {
         msg["result"]["content"][0],
         serde_json::json!({"$serde_json::private::RawValue": "1"})
     );
+    // A request id is a string or an integer, never an object, whatever its member's name.
+    let bad = r#"{"t":1,"side":"client","kind":"outcome","request":{"$serde_json::private::RawValue":"1"},"outcome":"result"}"#;
+    let err = Trace::from_jsonl(bad).expect_err("an object is no request id");
+    assert_eq!(err.line, 1, "{err}");
 }

@@ -11,9 +11,10 @@
 //!
 //! Shared by all: `recorder` (what a peer reads and writes becomes trace events, the same
 //! way in every lane), [`readers`] (a stdio stream or a response body into lines and
-//! messages, chunk by chunk, without I/O), [`http_exchange`] (one Streamable HTTP POST and its response, as the
-//! simulated client host and the live probe both send it) and `http_serve` (the server side
-//! of those exchanges, for the simulated server host and `mcp-sim serve --http`).
+//! messages, chunk by chunk, without I/O), [`http_exchange`] (one Streamable HTTP POST and
+//! its response, as the simulated client host and the live probe both send it) and
+//! `http_serve` (the server side of those exchanges, for the simulated server host and
+//! `mcp-sim serve --http`).
 //!
 //! The lanes stand on [`crate::scenario`], [`crate::trace`], [`crate::oracle`] (only for the
 //! settings a run must be judged with), [`crate::model`], [`crate::framing`] and

@@ -2,8 +2,9 @@
 //! into lines ([`StdioReader`]), a Streamable HTTP response body into messages, comments and
 //! its end ([`ResponseReader`]).
 //!
-//! The live lane reads real processes and sockets with these, the turmoil lane simulated
-//! ones, and the `live_output` fuzz target feeds them arbitrary bytes cut at arbitrary points
+//! The live and turmoil lanes read stdio with [`StdioReader`] and response bodies, through
+//! the HTTP exchange they share, with [`ResponseReader`]; the `live_output` fuzz target feeds
+//! them arbitrary bytes cut at arbitrary points
 //! (`mcp_sim::fuzzing::live_output`): what a real peer writes is input the user does not
 //! control, so the readers are kept free of the runtime that delivers it.
 

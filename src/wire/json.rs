@@ -13,6 +13,9 @@
 //! `Scalar` reader and the validating read): it classifies members as they are met and reads
 //! the params it knows straight into typed fields. That pass only ever gives up, never
 //! reports; the reading described above then runs and names the rule.
+//!
+//! Every `Value` built from input goes through [`ValueSeed`] and [`MapSeed`], never through
+//! `Value`'s own `Deserialize`, which gives one member name a meaning (see [`ValueSeed`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -56,8 +59,10 @@ const SERDE_JSON_MAX_DEPTH: usize = 127;
 
 /// Checks the size and nesting limits without parsing.
 ///
-/// The scan only tracks strings and brackets, eight bytes at a time where it can, so it runs in
-/// one tight pass; malformed JSON is left for the parser to report.
+/// First a count of the bracket bytes, which bounds the depth: text with no more of them than
+/// the limit is within it. Otherwise the scan tracks strings and brackets, eight bytes at a
+/// time where it can. Both run without parsing; malformed JSON is left for the parser to
+/// report.
 pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
     if bytes.len() > limits.max_message_bytes {
         return Err(DecodeError::new(
@@ -73,7 +78,7 @@ pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
     let max_depth = limits.max_depth.min(SERDE_JSON_MAX_DEPTH);
     // Each level opens with a `[` or `{` byte, so text with no more of those than the limit
     // cannot nest deeper; counting them is branch-free and vectorises, the full scan is not.
-    if openings(bytes) > max_depth && deepest(bytes) > max_depth {
+    if openings_exceed(bytes, max_depth) && deepest(bytes) > max_depth {
         return Err(DecodeError::new(
             Rule::NestingTooDeep,
             "",
@@ -83,26 +88,30 @@ pub fn check_limits(bytes: &[u8], limits: &Limits) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// How many bytes are `[` or `{` (setting bit 5 maps `[` to `{` and no other byte to it).
+/// Whether more than `limit` bytes are `[` or `{` (setting bit 5 maps `[` to `{` and no other
+/// byte to it); it stops at the first 128-byte block that passes the limit.
 ///
 /// Eight bytes at a time with bit tricks and no comparison per byte: besides being fast, this
 /// keeps the loop free of the per-byte comparison hooks a fuzzing build inserts. Each word adds
 /// a 1 to the byte lane of each bracket it holds; every 16 words the lanes (16 at most each) are
 /// summed with one multiplication, as `count_ones` has no instruction on baseline x86-64.
-fn openings(bytes: &[u8]) -> usize {
+fn openings_exceed(bytes: &[u8], limit: usize) -> bool {
     let found = |w: &[u8]| equal(word(w) | (ONES * 0x20), b'{') >> 7;
     let sum = |lanes: u64| (lanes.wrapping_mul(ONES) >> 56) as usize;
     let mut blocks = bytes.chunks_exact(128);
     let mut n = 0;
     for block in &mut blocks {
         n += sum(block.chunks_exact(8).map(found).sum());
+        if n > limit {
+            return true;
+        }
     }
     let mut words = blocks.remainder().chunks_exact(8);
     let lanes: u64 = (&mut words).map(found).sum();
     // The tail, padded with zero bytes, which are no bracket.
     let mut tail = [0u8; 8];
     tail[..words.remainder().len()].copy_from_slice(words.remainder());
-    n + sum(lanes + found(&tail))
+    n + sum(lanes + found(&tail)) > limit
 }
 
 /// Eight bytes as a little-endian word.
@@ -595,6 +604,12 @@ impl<'de> Visitor<'de> for ValueSeed {
     fn visit_unit<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
     }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        ValueSeed.deserialize(d)
+    }
     fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
         Ok(Value::Bool(v))
     }
@@ -753,7 +768,26 @@ impl<'de> Visitor<'de> for WatchSeed {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{deepest, openings};
+    use super::{deepest, openings_exceed};
+
+    /// How many bytes are `[` or `{`, by [`openings_exceed`].
+    fn openings(bytes: &[u8]) -> usize {
+        (0..=bytes.len())
+            .find(|&limit| !openings_exceed(bytes, limit))
+            .expect("no more openings than bytes")
+    }
+
+    /// Runs of one bracket fill the byte lanes of the count to their maximum, in whole blocks,
+    /// in the words after them and in the tail.
+    #[test]
+    fn openings_counts_full_lanes() {
+        for b in [b'[', b'{'] {
+            for len in 0..=300 {
+                let bytes = vec![b; len];
+                assert_eq!(openings(&bytes), len, "{len} times {}", b as char);
+            }
+        }
+    }
 
     /// The nesting scan one byte at a time, as plainly as it can be written.
     fn deepest_bytewise(bytes: &[u8]) -> usize {

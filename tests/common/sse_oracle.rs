@@ -1,12 +1,12 @@
 //! Differential oracle for the SSE decoder: `mcp_sim::framing::sse` against the `sse-stream`
 //! crate, fed the same bytes in the same chunks.
 //!
-//! Why `sse-stream` 0.3.0: it is the most actively maintained Rust SSE parser (13 releases
-//! since March 2025; 0.3.0, September 2026, rewrote the parser to the WHATWG rules), its
-//! parser runs without a runtime (`SseByteStream` over any stream of byte buffers), and its
-//! 0.2 line is the decoder inside rmcp, the Rust MCP SDK, so what it gets wrong is what MCP
-//! clients built on it get wrong. `eventsource-stream` has had no release since 2022, and
-//! LaunchDarkly's `eventsource-client` keeps its parser private.
+//! Why `sse-stream` 0.3.0: it is actively maintained (0.3.0, 2026-09-18 by its changelog,
+//! rewrote the parser to the WHATWG rules), its parser runs without a runtime
+//! (`SseByteStream` over any stream of byte buffers), and its 0.2 line is the decoder inside
+//! rmcp, the Rust MCP SDK, so what it gets wrong is what MCP clients built on it get wrong.
+//! `eventsource-stream`'s last release is 0.2.3 of 2022-02-17 (crates.io), and LaunchDarkly's
+//! `eventsource-client` keeps its parser private.
 //!
 //! Both sides are reduced to what a WHATWG `EventSource` observes: each dispatched event's
 //! type, data and last event id. `sse-stream` yields raw blocks (a block with only `id` or
@@ -37,6 +37,8 @@ pub struct Theirs {
     pub events: Vec<Event>,
     /// The error that ended the stream, if any (`sse-stream` errors are terminal).
     pub error: Option<String>,
+    /// That error was `sse-stream`'s UTF-8 error.
+    pub utf8_error: bool,
 }
 
 /// Our decoder without limits: the events it dispatches.
@@ -83,7 +85,7 @@ fn byte_stream(chunks: &[&[u8]]) -> impl Stream<Item = Result<Bytes, Infallible>
 /// Folds raw blocks into events by the WHATWG rules: an `id` field sets the last event id
 /// for this and later events; a block with data dispatches one event, of type `message`
 /// unless a non-empty `event` field named one.
-fn fold(blocks: impl IntoIterator<Item = Result<sse_stream::Sse, String>>) -> Theirs {
+fn fold(blocks: impl IntoIterator<Item = Result<sse_stream::Sse, sse_stream::Error>>) -> Theirs {
     let mut theirs = Theirs::default();
     let mut last_id = String::new();
     for block in blocks {
@@ -99,7 +101,8 @@ fn fold(blocks: impl IntoIterator<Item = Result<sse_stream::Sse, String>>) -> Th
                 }
             }
             Err(e) => {
-                theirs.error = Some(e);
+                theirs.utf8_error = matches!(e, sse_stream::Error::Utf8Parse(_));
+                theirs.error = Some(e.to_string());
                 break;
             }
         }
@@ -109,16 +112,18 @@ fn fold(blocks: impl IntoIterator<Item = Result<sse_stream::Sse, String>>) -> Th
 
 /// `sse-stream` 0.3.0's byte-stream decoder.
 pub fn sse_stream(chunks: &[&[u8]]) -> Theirs {
-    let items = poll_all(sse_stream::SseByteStream::new(byte_stream(chunks)));
-    fold(items.into_iter().map(|r| r.map_err(|e| e.to_string())))
+    fold(poll_all(sse_stream::SseByteStream::new(byte_stream(
+        chunks,
+    ))))
 }
 
 /// Why a disagreement is on `sse-stream`'s side, when it is one of the known kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Known {
     /// WHATWG decodes the stream as UTF-8 with replacement characters and goes on;
-    /// `sse-stream` ends the stream with an error at bytes that are not UTF-8 in a field
-    /// value. The events before agree.
+    /// `sse-stream` ends the stream with its UTF-8 error at bytes that are not UTF-8 in a field
+    /// value. Told apart only when `sse-stream`, given the stream decoded as WHATWG decodes it
+    /// (`String::from_utf8_lossy`, whole), dispatches exactly mcp-sim's events.
     StopsAtInvalidUtf8,
 }
 
@@ -137,11 +142,12 @@ pub fn compare(data: &[u8], chunks: &[&[u8]]) -> Result<Option<Known>, String> {
     if theirs.error.is_none() && theirs.events == ours {
         return Ok(None);
     }
-    if theirs.error.is_some()
-        && std::str::from_utf8(data).is_err()
-        && ours.starts_with(&theirs.events)
-    {
-        return Ok(Some(Known::StopsAtInvalidUtf8));
+    if theirs.utf8_error && std::str::from_utf8(data).is_err() {
+        let decoded = String::from_utf8_lossy(data);
+        let whatwg = sse_stream(&[decoded.as_bytes()]);
+        if whatwg.error.is_none() && whatwg.events == ours {
+            return Ok(Some(Known::StopsAtInvalidUtf8));
+        }
     }
     Err(format!(
         "decoders disagree on {:?}:\n  mcp-sim:    {ours:?}\n  sse-stream: {theirs:?}",

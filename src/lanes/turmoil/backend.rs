@@ -44,7 +44,7 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef) {
                     let mut held: BTreeSet<RequestId> = BTreeSet::new();
                     let mut lines = BufReader::new(stream).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
-                        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                        let Ok(v) = crate::wire::json::value_from_str(&line) else {
                             continue;
                         };
                         if let Some(id) = v.get("work").and_then(request_id) {

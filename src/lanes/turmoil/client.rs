@@ -18,9 +18,10 @@ use tokio::sync::mpsc;
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
-use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::ndjson;
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
-use crate::lanes::recorder::{self, observe, stdio_lines, ClientNote};
+use crate::lanes::readers::StdioReader;
+use crate::lanes::recorder::{self, observe, ClientNote};
 use crate::model::MutantSet;
 use crate::model::{Client, ClientEvent, ClientTransmit, StreamId, Transport};
 use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
@@ -71,7 +72,7 @@ struct Driver {
     unsent: Vec<Vec<u8>>,
     /// Generation of the stdio connection; input of older ones is stale.
     conn_gen: u64,
-    lines: LineDecoder,
+    lines: StdioReader,
     posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
     agenda: BTreeMap<(Time, u64), Work>,
     call_ids: BTreeMap<usize, RequestId>,
@@ -108,7 +109,7 @@ impl Driver {
             stdin: None,
             unsent: Vec::new(),
             conn_gen: 0,
-            lines: LineDecoder::new(LineOptions::default()),
+            lines: StdioReader::default(),
             posts: BTreeMap::new(),
             agenda,
             call_ids: BTreeMap::new(),
@@ -245,7 +246,7 @@ impl Driver {
             let _ = write.write_all(&line).await;
         }
         self.stdin = Some(write);
-        self.lines = LineDecoder::new(LineOptions::default());
+        self.lines = StdioReader::default();
         self.conn_gen += 1;
         let generation = self.conn_gen;
         let tx = self.tx.clone();
@@ -269,7 +270,7 @@ impl Driver {
             Input::Bytes(generation, _) | Input::PipeClosed(generation)
                 if generation != self.conn_gen => {}
             Input::Bytes(_, bytes) => {
-                for item in stdio_lines(&mut self.lines, &bytes) {
+                for item in self.lines.push(&bytes) {
                     match item {
                         Ok(line) => self.receive(None, &line),
                         Err(w) => record(&self.shared, Side::Client, EventKind::Recv(w)),
@@ -277,7 +278,7 @@ impl Driver {
                 }
             }
             Input::PipeClosed(_) => {
-                if let Some(w) = recorder::stdio_end(&mut self.lines) {
+                if let Some(w) = self.lines.finish() {
                     record(&self.shared, Side::Client, EventKind::Recv(w));
                 }
                 record(

@@ -17,9 +17,10 @@ use super::{
     backend, now, record, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT,
     SERVER_STDIO_PORT, STREAM_HEADER,
 };
-use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
-use crate::lanes::recorder::{self, observe, stdio_lines};
+use crate::lanes::readers::StdioReader;
+use crate::lanes::recorder::{self, observe};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
 use crate::trace::{EventKind, Side};
@@ -121,7 +122,7 @@ struct Driver {
     shared: SharedRef,
     backend: turmoil::net::TcpStream,
     stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
-    lines: LineDecoder,
+    lines: StdioReader,
     /// HTTP: responses and SSE bodies.
     http: Responder,
 }
@@ -143,7 +144,7 @@ impl Driver {
             shared,
             backend,
             stdout: None,
-            lines: LineDecoder::new(LineOptions::default()),
+            lines: StdioReader::default(),
         }
     }
 
@@ -191,7 +192,7 @@ impl Driver {
         let t = now();
         match input {
             Input::Bytes(bytes) => {
-                for item in stdio_lines(&mut self.lines, &bytes) {
+                for item in self.lines.push(&bytes) {
                     match item {
                         Ok(line) => self.receive(None, &line, None),
                         Err(w) => record(&self.shared, Side::Server, EventKind::Recv(w)),
@@ -199,7 +200,7 @@ impl Driver {
                 }
             }
             Input::Eof => {
-                if let Some(w) = recorder::stdio_end(&mut self.lines) {
+                if let Some(w) = self.lines.finish() {
                     record(&self.shared, Side::Server, EventKind::Recv(w));
                 }
                 record(
@@ -212,7 +213,7 @@ impl Driver {
                     },
                 );
                 self.server.handle_disconnect(t);
-                self.lines = LineDecoder::new(LineOptions::default());
+                self.lines = StdioReader::default();
                 // Wait for the client to reconnect.
                 self.stdout = match more_stdout {
                     Some(rx) => rx.recv().await,
