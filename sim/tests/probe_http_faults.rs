@@ -5,10 +5,9 @@
 //! Each fault must be visible in the trace (a `fault` event, a `close` by the proxy with its
 //! reason, a gateway status) and must not be blamed on a server that did nothing wrong.
 
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use mcp_sim::trace::{EventKind, Side, Trace};
 use serde_json::Value;
@@ -21,27 +20,26 @@ struct Server {
 
 impl Server {
     fn start(flags: &[&str]) -> Server {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
         let script =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/raw_http_server.py");
-        let child = Command::new("python3")
+        // Port 0: the server binds a free port itself and writes it once it listens, so no
+        // other process can take the port between picking it and binding it.
+        let mut child = Command::new("python3")
             .arg(script)
-            .arg(port.to_string())
+            .arg("0")
             .args(flags)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the raw HTTP server never listened"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the raw HTTP server's stdout");
+        let port = line.trim().parse().unwrap_or_else(|_| {
+            let status = child.try_wait();
+            panic!("the raw HTTP server wrote no port ({line:?}, exit status {status:?})")
+        });
         Server { child, port }
     }
 

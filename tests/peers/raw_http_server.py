@@ -2,7 +2,7 @@
 """A raw MCP 2026-07-28 Streamable HTTP server (standard library only) for the probe's own
 tests of intermediaries and network faults.
 
-    raw_http_server.py PORT [--no-accel-header] [--head-delay-ms N]
+    raw_http_server.py PORT [--no-accel-header] [--head-delay-ms N]     (PORT 0: any free port)
 
 POST /mcp with one JSON-RPC message. `tools/list` gets a JSON body. `tools/call` of
 `slow_op {steps, step_ms}` gets a `text/event-stream` body: progress after each step (when the
@@ -84,4 +84,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return  # the client closed the stream: the call is cancelled
 
 
-http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+# PORT 0 binds a free port; the port bound is the first line on stdout either way, written once
+# the socket listens, so a caller never races another process for a port it picked.
+server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
