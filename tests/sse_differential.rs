@@ -127,37 +127,26 @@ fn sse_stream_stops_at_invalid_utf8() {
 /// The decoder of sse-stream 0.2.6, which rmcp 3 resolves to, driven as rmcp drives it
 /// (`SseStream::from_bytes_stream`, the stream given up at its first error).
 fn rmcp_decoder(chunks: &[&[u8]]) -> (Vec<Event>, Option<String>) {
-    use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
-    let owned: Vec<Result<bytes::Bytes, std::convert::Infallible>> = chunks
-        .iter()
-        .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
-        .collect();
-    let mut s = pin!(sse_stream_02::SseStream::from_bytes_stream(
-        futures_util::stream::iter(owned)
-    ));
-    let mut cx = Context::from_waker(Waker::noop());
+    let stream = sse_stream_02::SseStream::from_bytes_stream(sse_oracle::byte_stream(chunks));
     let (mut events, mut last_id) = (Vec::new(), String::new());
-    loop {
-        match futures_util::Stream::poll_next(s.as_mut(), &mut cx) {
-            Poll::Ready(Some(Ok(b))) => {
-                if let Some(id) = b.id {
-                    last_id = id;
-                }
-                if let Some(data) = b.data {
-                    let ty = b.event.filter(|t| !t.is_empty());
-                    events.push((
-                        ty.unwrap_or_else(|| "message".into()),
-                        data,
-                        last_id.clone(),
-                    ));
-                }
-            }
-            Poll::Ready(Some(Err(e))) => return (events, Some(e.to_string())),
-            Poll::Ready(None) => return (events, None),
-            Poll::Pending => panic!("a stream over ready chunks waited"),
+    for block in sse_oracle::poll_all(stream) {
+        let b = match block {
+            Ok(b) => b,
+            Err(e) => return (events, Some(e.to_string())),
+        };
+        if let Some(id) = b.id {
+            last_id = id;
+        }
+        if let Some(data) = b.data {
+            let ty = b.event.filter(|t| !t.is_empty());
+            events.push((
+                ty.unwrap_or_else(|| "message".into()),
+                data,
+                last_id.clone(),
+            ));
         }
     }
+    (events, None)
 }
 
 /// Where the decoder rmcp ships today breaks a WHATWG rule: each input, the rule, and what

@@ -61,7 +61,7 @@ pub fn ours(chunks: &[&[u8]]) -> Vec<Event> {
 }
 
 /// Polls a stream that never waits to its end.
-fn poll_all<S: Stream>(s: S) -> Vec<S::Item> {
+pub fn poll_all<S: Stream>(s: S) -> Vec<S::Item> {
     let mut s = pin!(s);
     let mut cx = Context::from_waker(Waker::noop());
     let mut out = Vec::new();
@@ -74,7 +74,8 @@ fn poll_all<S: Stream>(s: S) -> Vec<S::Item> {
     }
 }
 
-fn byte_stream(chunks: &[&[u8]]) -> impl Stream<Item = Result<Bytes, Infallible>> {
+/// The chunks as a stream of byte buffers that never fails.
+pub fn byte_stream(chunks: &[&[u8]]) -> impl Stream<Item = Result<Bytes, Infallible>> {
     let owned: Vec<Result<Bytes, Infallible>> = chunks
         .iter()
         .map(|c| Ok(Bytes::copy_from_slice(c)))
