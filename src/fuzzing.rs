@@ -4,8 +4,8 @@
 //! runs on stable: `tests/fuzz_regressions.rs` replays every committed crasher and seed
 //! through the same functions. Each function panics only when an invariant breaks, which is
 //! what the fuzzer reports. (The `sse_differential` target is the exception: it compares the
-//! SSE decoder with another crate's, so its body lives with the test that replays it,
-//! `tests/common/sse_oracle.rs`.)
+//! SSE decoder with another crate's, so its body lives with the tests,
+//! `tests/common/sse_oracle.rs`, which `tests/fuzz_regressions.rs` includes to replay it.)
 
 use arbitrary::{Arbitrary, Unstructured};
 

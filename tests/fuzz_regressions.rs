@@ -1,13 +1,16 @@
 //! Replays the committed fuzz inputs on stable: every file under `fuzz/seeds/<target>/` and
 //! `fuzz/regressions/<target>/` goes through the same `mcp_sim::fuzzing` function that the
 //! cargo-fuzz target calls. Structured targets build their input the way libfuzzer-sys does,
-//! with `Unstructured::new(bytes)` and `arbitrary_take_rest`. (`sse_differential`'s inputs are
-//! replayed by `tests/sse_differential.rs`, with its oracle.)
+//! with `Unstructured::new(bytes)` and `arbitrary_take_rest`. `sse_differential`'s body is the
+//! oracle in `common/sse_oracle.rs`, which the cargo-fuzz target includes the same way.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
+
+#[path = "common/sse_oracle.rs"]
+mod sse_oracle;
 use mcp_sim::fuzzing::{self, ArbMessage, ArbTrace, ChunkedInput, LiveOutput, ModelOp};
 
 fn fuzz_dir() -> PathBuf {
@@ -136,6 +139,18 @@ fn model_ops_inputs() {
 fn live_output_inputs() {
     replay("live_output", |b| {
         structured::<LiveOutput>(b, fuzzing::live_output)
+    });
+}
+
+#[test]
+fn sse_differential_inputs() {
+    replay("sse_differential", |b| {
+        structured::<ChunkedInput>(b, |input| {
+            let chunks = fuzzing::split_at(&input.data, &input.cuts);
+            if let Err(e) = sse_oracle::compare(&input.data, &chunks) {
+                panic!("{e}");
+            }
+        })
     });
 }
 

@@ -1,58 +1,11 @@
-//! The SSE decoder against `sse-stream` (see `common/sse_oracle.rs`): the committed inputs of
-//! the `sse_differential` fuzz target replayed on stable, and the reproducers of every
-//! disagreement found, each on the side that breaks a WHATWG event-stream rule.
+//! The SSE decoder against `sse-stream` (see `common/sse_oracle.rs`): the reproducers of every
+//! disagreement found, each on the side that breaks a WHATWG event-stream rule. The committed
+//! inputs of the `sse_differential` fuzz target are replayed by `fuzz_regressions.rs`.
 
 #[path = "common/sse_oracle.rs"]
 mod sse_oracle;
 
-use std::path::{Path, PathBuf};
-
-use arbitrary::{Arbitrary, Unstructured};
-use mcp_sim::fuzzing::{split_at, ChunkedInput};
 use sse_oracle::{compare, ours, sse_stream, Event, Known};
-
-/// Every file below `dir`, recursively (libFuzzer reads corpus folders so), sorted.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    paths.sort();
-    let mut out = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            out.extend(files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
-/// Every seed and regression of the fuzz target: no unexplained disagreement.
-#[test]
-fn committed_inputs_agree() {
-    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    let mut inputs = files(&fuzz.join("seeds/sse_differential"));
-    assert!(
-        inputs.len() > 100,
-        "fuzz/seeds/sse_differential lost its corpus"
-    );
-    inputs.extend(files(&fuzz.join("regressions/sse_differential")));
-    let mut failures = Vec::new();
-    for path in &inputs {
-        let bytes = std::fs::read(path).expect("input");
-        let input = ChunkedInput::arbitrary_take_rest(Unstructured::new(&bytes))
-            .unwrap_or_else(|e| panic!("{} builds no input: {e}", path.display()));
-        let chunks = split_at(&input.data, &input.cuts);
-        if let Err(e) = compare(&input.data, &chunks) {
-            failures.push(format!("{}: {e}", path.display()));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
 
 fn event(ty: &str, data: &str, id: &str) -> Event {
     (ty.into(), data.into(), id.into())

@@ -1,5 +1,5 @@
 //! The SSE decoder against `sse-stream` on the same bytes in the same chunks; see
-//! `tests/common/sse_oracle.rs`, which `tests/sse_differential.rs` shares.
+//! `tests/common/sse_oracle.rs`, which `tests/fuzz_regressions.rs` replays the inputs through.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -14,8 +14,9 @@
 //! dispatch rules first. `retry` is not compared: WHATWG has no bound on it while `sse-stream`
 //! keeps a `u64` and reports it only with a completed block.
 //!
-//! Shared by the cargo-fuzz target `sse_differential` and `tests/sse_differential.rs`, which
-//! replays its seeds and regressions and keeps the reproducers of the disagreements found.
+//! Shared by the cargo-fuzz target `sse_differential`, `tests/fuzz_regressions.rs` (which
+//! replays its seeds and regressions) and `tests/sse_differential.rs` (the reproducers of the
+//! disagreements found).
 
 #![allow(dead_code)]
 
