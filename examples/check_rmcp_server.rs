@@ -6,9 +6,7 @@
 #[path = "../tests/peers/rmcp_slow_op.rs"]
 mod rmcp_slow_op;
 
-use mcp_sim::check::{check_server, CheckOptions, CheckSummary};
-use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest};
-use mcp_sim::model::Transport;
+use mcp_sim::{check_server, CheckOptions, CheckSummary, ServerIo, ServerUnderTest, Transport};
 use rmcp::ServiceExt;
 
 /// The user's server on the simulated host: rmcp serving the stdio stream it is handed.

@@ -10,8 +10,7 @@
 //! and a Mermaid sequence diagram of the violations.
 //!
 //! ```no_run
-//! use mcp_sim::check::{check_server, CheckOptions};
-//! use mcp_sim::lanes::turmoil::{ServerIo, ServerUnderTest};
+//! use mcp_sim::{check_server, CheckOptions, ServerIo, ServerUnderTest};
 //!
 //! #[test]
 //! fn my_server_handles_cancellation() {
@@ -26,19 +25,24 @@
 //! }
 //! ```
 //!
-//! The rerun line sets `MCP_SIM_SEED` (and `MCP_SIM_TRANSPORT`): with them set, a check runs
-//! that one seed on that transport only, so the user's own test replays the failure.
+//! The rerun line sets `MCP_SIM_SEED` and `MCP_SIM_TRANSPORT` (and `MCP_SIM_TICK_MS` for a
+//! tick other than 10 ms): with them set, a check runs that one seed on that transport only,
+//! so the user's own test replays the failure. A value that does not parse fails the check
+//! with [`CheckError::Environment`] naming the variable ([`crate::repro`]), never a silent
+//! default.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 
 use crate::lanes::turmoil::{ClientUnderTest, ServerUnderTest, TurmoilOptions};
+use crate::lanes::Lane;
 use crate::model::{Outcome, Transport};
 use crate::oracle::{self, Level, Violation};
 use crate::report;
+use crate::repro::{Repro, ReproEnv, ReproError};
 use crate::run::{judge_with_client, judge_with_server, Judged};
-use crate::scenario::{ProxyConfig, Scenario};
+use crate::scenario::{ProxyChoice, Scenario};
 
 /// Which runs a check makes.
 #[derive(Debug, Clone)]
@@ -47,8 +51,9 @@ pub struct CheckOptions {
     pub seeds: Range<u64>,
     /// The transports each seed runs on (a client check runs on stdio only).
     pub transports: Vec<Transport>,
-    /// Impose an intermediary on HTTP runs (`Some(None)`: none), instead of the seed's.
-    pub proxy: Option<Option<ProxyConfig>>,
+    /// The intermediary of HTTP runs: each seed's own (the default), none, or a fixed one
+    /// (`ProxyChoice::Fixed(ProxyConfig::CLOUDFLARE)`).
+    pub proxy: ProxyChoice,
     /// Keep the seed's faults (crashes, partitions, resets); `false` runs without them.
     pub faults: bool,
     /// The turmoil lane: turmoil's tick and which tool the reference client calls with which
@@ -63,7 +68,7 @@ impl Default for CheckOptions {
         CheckOptions {
             seeds: 0..32,
             transports: vec![Transport::Stdio, Transport::Http],
-            proxy: None,
+            proxy: ProxyChoice::FromSeed,
             faults: true,
             turmoil: TurmoilOptions::default(),
         }
@@ -79,32 +84,30 @@ impl CheckOptions {
         }
     }
 
-    /// The runs to make: `MCP_SIM_SEED` and `MCP_SIM_TRANSPORT` narrow them to one.
-    fn runs(&self) -> Vec<(u64, Transport)> {
-        let seed: Option<u64> = std::env::var("MCP_SIM_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok());
-        let transport = match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
-            Ok("stdio") => Some(Transport::Stdio),
-            Ok("http") => Some(Transport::Http),
-            _ => None,
-        };
-        let seeds: Vec<u64> = match seed {
+    /// The runs to make, with the turmoil options they run under: `MCP_SIM_SEED` and
+    /// `MCP_SIM_TRANSPORT` narrow them to one, `MCP_SIM_TICK_MS` sets the tick.
+    fn runs(&self) -> Result<(Vec<(u64, Transport)>, TurmoilOptions), ReproError> {
+        let env = ReproEnv::read()?;
+        let seeds: Vec<u64> = match env.seed {
             Some(s) => vec![s],
             None => self.seeds.clone().collect(),
         };
-        seeds
+        let runs = seeds
             .into_iter()
             .flat_map(|s| self.transports.iter().map(move |t| (s, *t)))
-            .filter(|(_, t)| transport.is_none_or(|want| want == *t))
-            .collect()
+            .filter(|(_, t)| env.transport.is_none_or(|want| want == *t))
+            .collect();
+        let mut turmoil = self.turmoil.clone();
+        if let Some(tick) = env.tick {
+            turmoil.tick = tick;
+        }
+        Ok((runs, turmoil))
     }
 
     fn scenario(&self, seed: u64, transport: Transport) -> Scenario {
-        let mut s = Scenario::from_seed(seed).with_transport(transport);
-        if let Some(p) = self.proxy {
-            s = s.with_proxy(p);
-        }
+        let mut s = self
+            .proxy
+            .apply(Scenario::from_seed(seed).with_transport(transport));
         if !self.faults {
             s.faults.clear();
         }
@@ -136,6 +139,8 @@ pub struct CheckFailure {
     pub scenario: Scenario,
     /// The run and its verdict.
     pub judged: Judged,
+    /// turmoil's tick.
+    pub tick: std::time::Duration,
 }
 
 impl CheckFailure {
@@ -151,9 +156,13 @@ impl CheckFailure {
     /// The line that reruns this seed alone: the user's own test, with the seed in the
     /// environment.
     pub fn rerun_line(&self) -> String {
+        let repro = Repro {
+            transport: Some(self.transport),
+            ..Repro::seed(self.seed, Lane::Turmoil { tick: self.tick })
+        };
         format!(
-            "MCP_SIM_SEED={} MCP_SIM_TRANSPORT={} cargo test <this test> -- --nocapture",
-            self.seed, self.transport
+            "{} cargo test <this test> -- --nocapture",
+            repro.env_assignments()
         )
     }
 }
@@ -182,13 +191,49 @@ impl fmt::Display for CheckFailure {
 
 impl std::error::Error for CheckFailure {}
 
+/// Why a check did not pass.
+#[derive(Debug, Clone)]
+pub enum CheckError {
+    /// A run broke a MUST rule, crashed or did not settle: the whole report.
+    Failed(Box<CheckFailure>),
+    /// A reproduction variable (`MCP_SIM_SEED`, ...) is set to something it cannot mean.
+    Environment(ReproError),
+    /// No run was made (no seeds, no transports, or `MCP_SIM_TRANSPORT` names one the check
+    /// does not run): a check that exercised nothing does not pass.
+    NothingRan,
+}
+
+impl CheckError {
+    /// The failing run, if a run failed.
+    pub fn failure(&self) -> Option<&CheckFailure> {
+        match self {
+            CheckError::Failed(f) => Some(f),
+            CheckError::Environment(_) | CheckError::NothingRan => None,
+        }
+    }
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckError::Failed(failure) => failure.fmt(f),
+            CheckError::Environment(e) => write!(f, "mcp-sim: {e}"),
+            CheckError::NothingRan => {
+                f.write_str("mcp-sim: the check made no run (no seeds or transports left to run)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
 /// Checks a user's server: every run of `options`, judged; the first failing one is the error.
 pub fn check_server(
     server: &ServerUnderTest,
     options: &CheckOptions,
-) -> Result<CheckSummary, Box<CheckFailure>> {
-    check(options, &options.transports, |scenario| {
-        judge_with_server(scenario, &options.turmoil, server)
+) -> Result<CheckSummary, CheckError> {
+    check(options, &options.transports, |scenario, turmoil| {
+        judge_with_server(scenario, turmoil, server)
     })
 }
 
@@ -196,31 +241,33 @@ pub fn check_server(
 pub fn check_client(
     client: &ClientUnderTest,
     options: &CheckOptions,
-) -> Result<CheckSummary, Box<CheckFailure>> {
-    check(options, &[Transport::Stdio], |scenario| {
-        judge_with_client(scenario, &options.turmoil, client)
+) -> Result<CheckSummary, CheckError> {
+    check(options, &[Transport::Stdio], |scenario, turmoil| {
+        judge_with_client(scenario, turmoil, client)
     })
 }
 
 fn check(
     options: &CheckOptions,
     transports: &[Transport],
-    judge: impl Fn(&Scenario) -> Judged,
-) -> Result<CheckSummary, Box<CheckFailure>> {
+    judge: impl Fn(&Scenario, &TurmoilOptions) -> Judged,
+) -> Result<CheckSummary, CheckError> {
+    let (runs, turmoil) = options.runs().map_err(CheckError::Environment)?;
     let mut summary = CheckSummary::default();
-    for (seed, transport) in options.runs() {
+    for (seed, transport) in runs {
         if !transports.contains(&transport) {
             continue;
         }
         let scenario = options.scenario(seed, transport);
-        let judged = judge(&scenario);
+        let judged = judge(&scenario, &turmoil);
         if judged.fails() {
-            return Err(Box::new(CheckFailure {
+            return Err(CheckError::Failed(Box::new(CheckFailure {
                 seed,
                 transport,
                 scenario,
                 judged,
-            }));
+                tick: turmoil.tick,
+            })));
         }
         summary.runs += 1;
         let stats = &judged.run.stats;
@@ -228,13 +275,12 @@ fn check(
         for (o, n) in &stats.outcomes {
             *summary.outcomes.entry(*o).or_default() += n;
         }
-        let mut rules: Vec<&'static str> =
-            judged.verdict.violations.iter().map(|v| v.rule).collect();
-        rules.sort_unstable();
-        rules.dedup();
-        for r in rules {
+        for r in judged.rules() {
             *summary.findings.entry(r).or_default() += 1;
         }
+    }
+    if summary.runs == 0 {
+        return Err(CheckError::NothingRan);
     }
     Ok(summary)
 }

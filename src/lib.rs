@@ -3,6 +3,64 @@
 //! Deterministic simulation and fuzzing of the Model Context Protocol's progress, cancellation
 //! and timeout rules, revision 2026-07-28.
 //!
+//! # Quick start
+//!
+//! Check a server in your own `cargo test`: the reference client drives it on a simulated
+//! host under each seed's latency, faults and intermediary, and the oracle judges every
+//! trace. Add `mcp-sim = { git = "https://github.com/mcp-sim/mcp-sim" }` to
+//! `[dev-dependencies]`; then a test is
+//!
+//! ```no_run
+//! use mcp_sim::{check_server, CheckOptions, ServerIo, ServerUnderTest};
+//!
+//! #[test]
+//! fn my_server_handles_progress_cancellation_and_timeouts() {
+//!     let server = ServerUnderTest::custom(|io| async move {
+//!         match io {
+//!             ServerIo::Stdio(stream) => { /* my_server::serve_stdio(stream).await */ }
+//!             ServerIo::Http(listener) => { /* my_server::serve_http(listener).await */ }
+//!         }
+//!     });
+//!     check_server(&server, &CheckOptions::default()).unwrap_or_else(|f| panic!("{f}"));
+//! }
+//! ```
+//!
+//! A failure's message is the whole report: the seed, each broken rule with its level and
+//! spec section, the scenario, the line that reruns that seed, and a Mermaid diagram. Here a
+//! server that forges progress for a token nobody sent is caught, and the reference server
+//! passes:
+//!
+//! ```
+//! use mcp_sim::{check_server, CheckOptions, ServerIo, ServerUnderTest, Transport};
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+//!
+//! let forger = ServerUnderTest::custom(|io| async move {
+//!     let ServerIo::Stdio(stream) = io else { return };
+//!     let (read, mut write) = tokio::io::split(stream);
+//!     let mut lines = BufReader::new(read).lines();
+//!     while let Ok(Some(_)) = lines.next_line().await {
+//!         let forged = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"forged","progress":1}}"#;
+//!         let _ = write.write_all(forged).await;
+//!         let _ = write.write_all(b"\n").await;
+//!     }
+//! });
+//! let options = CheckOptions {
+//!     transports: vec![Transport::Stdio],
+//!     ..CheckOptions::seeds(0..4)
+//! };
+//! let failure = check_server(&forger, &options).unwrap_err();
+//! assert!(failure.to_string().contains("progress-unknown-token"), "{failure}");
+//!
+//! let summary = check_server(&ServerUnderTest::Reference, &options).unwrap();
+//! assert_eq!(summary.runs, 4);
+//! ```
+//!
+//! [`CheckOptions`] sets the seeds, the transports, the intermediary ([`ProxyChoice`]),
+//! whether the seeds' faults run, and which of your tools the reference client calls
+//! ([`TurmoilOptions::tool_calls`]); [`check_client`] checks a client ([`ClientUnderTest`])
+//! against the reference server. The `mcp-sim` command (`sim/`) checks running servers,
+//! clients and sessions and sweeps seeds; `docs/` in the repository has the manual.
+//!
 //! # Floors
 //!
 //! Each module imports only modules on the floors below it, so a reader can tell what a file
@@ -20,25 +78,42 @@
 //! | 7 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
 //! | 8 | [`run`] | run and judge one scenario on either lane |
 //! | 9 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
-//! | 10 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
-//! | 11 | [`check`] | one call to check a user's server or client in their own `cargo test` |
+//! | 10 | [`repro`] | the reproduction contract: the knobs that name a run, the `mcp-sim replay` and `cargo test` lines that rerun it, the strict reading of `MCP_SIM_SEED` and its siblings |
+//! | 11 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
+//! | 12 | [`check`] | one call to check a user's server or client in their own `cargo test` |
 //!
-//! [`fuzzing`] holds the bodies of the cargo-fuzz targets (on [`wire`], [`framing`], the
-//! [`trace`] reader with the [`oracle`], the sans-IO [`model`] and the lanes' readers,
-//! [`lanes::readers`]), kept in the library so that stable `cargo test` replays every committed
-//! crasher. The `mcp-sim`
+//! The module `fuzzing` (feature `fuzzing`, hidden from these docs) holds the bodies of the
+//! cargo-fuzz targets, kept in the library so that stable `cargo test` replays every committed
+//! crasher; the fuzz crate and the crate's own tests turn the feature on. The `mcp-sim`
 //! command (`sim/`) stands on all of them.
+//!
+//! # Features
+//!
+//! `turmoil` (the simulated lane and [`check`]), `live` (real processes and sockets) and
+//! `proptest` (the strategies of [`scenario::strategies`]) are on by default; without
+//! `turmoil` the crate keeps the wire, framing, model, trace, oracle, scenarios and the
+//! in-memory lane. `fuzzing` adds the fuzz bodies and `arbitrary`.
 #![warn(missing_docs)]
+
+#[cfg(feature = "turmoil")]
+pub use check::{check_client, check_server, CheckError, CheckFailure, CheckOptions, CheckSummary};
+#[cfg(feature = "turmoil")]
+pub use lanes::turmoil::{ClientUnderTest, ServerIo, ServerUnderTest, TurmoilOptions};
+pub use model::Transport;
+pub use scenario::{ProxyChoice, ProxyConfig, Scenario, ToolCalls};
 
 #[cfg(feature = "turmoil")]
 pub mod check;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod lanes;
 pub mod model;
 pub mod mutants;
 pub mod oracle;
 pub mod report;
+pub mod repro;
 pub mod run;
 pub mod scenario;
 pub mod time;

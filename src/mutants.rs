@@ -1,6 +1,6 @@
 //! The mutant catalog: real SDK bugs as switchable faults of the reference peers.
 //!
-//! Each [`Mutant`] reproduces one documented bug (landscape.md part B; repository and issue in
+//! Each [`Mutant`] reproduces one documented bug (`docs/mutants.md`; repository and issue in
 //! [`MutantInfo::bug`]) as a small deviation of the reference client, server or SSE framer.
 //! A mutant is *killed* when the oracle flags a run of it that the reference passes: the
 //! mutation score is the share of mutants killed, and a survivor means the oracle lacks a

@@ -29,13 +29,16 @@ impl Judged {
     pub fn rules(&self) -> Vec<&'static str> {
         let mut rules: Vec<&'static str> = self.verdict.violations.iter().map(|v| v.rule).collect();
         if self.crash.is_some() {
-            rules.push("crash");
+            rules.push(CRASH);
         }
         rules.sort_unstable();
         rules.dedup();
         rules
     }
 }
+
+/// The name under which a run whose peer or harness panicked is counted with the rules.
+pub const CRASH: &str = "crash";
 
 /// The name of the liveness check added when a run does not settle.
 pub const LIVENESS: &str = "liveness";

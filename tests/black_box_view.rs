@@ -15,6 +15,8 @@
 //!
 //! `MCP_SIM_SEEDS` widens the sweep (default 300 seeds); `--nocapture` prints the figures.
 
+mod common;
+
 use mcp_sim::lanes::memory;
 use mcp_sim::model::Transport;
 use mcp_sim::mutants::{Mutant, MutantSet};
@@ -24,10 +26,7 @@ use mcp_sim::trace::{EventKind, Side, Trace};
 use mcp_sim::wire::{self, Message};
 
 fn seeds() -> u64 {
-    std::env::var("MCP_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300)
+    common::seed_count(300)
 }
 
 /// The trace as a black-box server's client sees it.

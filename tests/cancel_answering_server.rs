@@ -213,7 +213,7 @@ fn custom_server_runs_replay() {
 
 #[test]
 fn the_one_call_check_fails_the_buggy_server_with_a_report_and_passes_the_correct_one() {
-    use mcp_sim::check::{check_server, CheckOptions};
+    use mcp_sim::{check_server, CheckOptions};
     let options = CheckOptions {
         transports: vec![Transport::Stdio],
         ..CheckOptions::seeds(0..8)

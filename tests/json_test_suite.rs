@@ -196,7 +196,7 @@ fn json_test_suite_implementation_defined_verdicts() {
         verdict("i_structure_500_nested_arrays.json").map(|_| ()),
         Err("nesting-too-deep")
     );
-    // Invalid UTF-8 is rejected: MCP messages MUST be UTF-8 (digest §1.1).
+    // Invalid UTF-8 is rejected: MCP messages MUST be UTF-8 (docs/spec/mcp-2026-07-28.md §1.1).
     for name in [
         "i_string_invalid_utf-8.json",
         "i_string_iso_latin_1.json",

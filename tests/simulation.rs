@@ -125,16 +125,13 @@ fn a_cancel_well_before_the_result_stops_the_work() {
     }
 }
 
-/// Replays one seed on the in-memory lane under `cargo test`:
-/// `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=stdio|http] cargo test --release --test simulation replay_one_seed -- --nocapture`.
+/// Replays the run the environment names (`mcp_sim::repro`), as `mcp-sim sweep` prints it
+/// for a failing seed: `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=..] [MCP_SIM_TICK_MS=..]
+/// [MCP_SIM_PROXY=..] [MCP_SIM_MUTANT=..] cargo test --test simulation replay_one_seed --
+/// --nocapture`. Without `MCP_SIM_SEED` it replays seed 0.
 #[test]
 fn replay_one_seed() {
-    let scenario = common::scenario_from_env();
-    println!("{scenario}");
-    println!(
-        "trace digest {:016x}",
-        common::assert_clean(&scenario, Lane::Memory)
-    );
+    common::replay_from_env(Lane::Memory);
 }
 
 /// Outcomes of the application's tool calls (not of polls or cancels) in a run.

@@ -1,5 +1,5 @@
-//! Every JSON example of the 2026-07-28 requirements digest §10 (10.1 to 10.5) with the
-//! verdict the digest gives it.
+//! Every JSON example of the spec digest's §10 (`docs/spec/mcp-2026-07-28.md`, 10.1 to 10.5)
+//! with the verdict the digest gives it.
 //!
 //! One table per section. The JSON text is copied verbatim from the digest. A row is either
 //! `valid(kind, id, json)` (the message decodes to that kind, with that id) or
@@ -258,7 +258,7 @@ fn requests_10_1_other_bad_tokens() {
     }
 }
 
-/// The request without `_meta` is answered with -32602 and its id (digest §1.5, §10.1).
+/// The request without `_meta` is answered with -32602 and its id (docs/spec/mcp-2026-07-28.md §1.5, §10.1).
 #[test]
 fn requests_10_1_missing_meta_keeps_the_id() {
     let e = rejected(REQUESTS[6].json, &strict());

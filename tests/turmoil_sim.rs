@@ -37,12 +37,11 @@ fn seeds_replay_to_identical_traces() {
     }
 }
 
-/// Replays one seed under `cargo test`, as printed by `mcp-sim sweep` for a failing seed:
-/// `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=stdio|http] cargo test --release --test turmoil_sim replay_one_seed -- --nocapture`.
-/// Without `MCP_SIM_SEED` it replays seed 0.
+/// Replays the run the environment names (`mcp_sim::repro`), as `mcp-sim sweep` prints it
+/// for a failing seed: `MCP_SIM_SEED=N [MCP_SIM_TRANSPORT=..] [MCP_SIM_TICK_MS=..]
+/// [MCP_SIM_PROXY=..] [MCP_SIM_MUTANT=..] cargo test --test turmoil_sim replay_one_seed --
+/// --nocapture`. Without `MCP_SIM_SEED` it replays seed 0.
 #[test]
 fn replay_one_seed() {
-    let scenario = common::scenario_from_env();
-    println!("{scenario}");
-    println!("trace digest {:016x}", assert_clean(&scenario));
+    common::replay_from_env(Lane::turmoil());
 }

@@ -584,7 +584,7 @@ fn envelope_rules() {
 }
 
 /// Bytes that are not UTF-8, or escapes that are not Unicode, make the whole message invalid
-/// JSON, wherever they are (digest §1.1).
+/// JSON, wherever they are (docs/spec/mcp-2026-07-28.md §1.1).
 #[test]
 fn not_utf8_anywhere_is_a_syntax_error() {
     let cases: [&[u8]; 6] = [

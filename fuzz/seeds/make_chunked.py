@@ -44,7 +44,7 @@ REQUEST = (
 TRUNCATED = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p-7","progress":1'
 
 NDJSON = {
-    # digest 10.5: one message per LF-terminated line
+    # docs/spec/mcp-2026-07-28.md 10.5: one message per LF-terminated line
     "spec-stdio-session": (REQUEST + b"\n" + PROGRESS + b"\n" + PROGRESS2 + b"\n" + RESULT + b"\n", [1, 80, 233, 300], 255, 0),
     "cancel-line-split-at-lf": (CANCEL + b"\n" + CANCEL + b"\n", [len(CANCEL), len(CANCEL) + 1], 255, 0),
     # strictness switches: CR LF endings and blank lines, strict and lenient
@@ -59,7 +59,7 @@ NDJSON = {
 }
 
 SSE = {
-    # digest 10.5: a keep-alive comment, two progress events, then the result
+    # docs/spec/mcp-2026-07-28.md 10.5: a keep-alive comment, two progress events, then the result
     "spec-http-response": (
         b": keep-alive\n\ndata: " + PROGRESS + b"\n\ndata: " + PROGRESS2 + b"\n\ndata: " + RESULT + b"\n\n",
         [5, 14, 20, 130],

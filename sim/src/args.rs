@@ -7,9 +7,10 @@ use std::time::Duration;
 use clap::ValueEnum;
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::Transport;
-use mcp_sim::mutants::{self, Mutant};
+use mcp_sim::mutants::Mutant;
 use mcp_sim::oracle::{OracleConfig, Profile, Verdict};
-use mcp_sim::scenario::{ProxyConfig, Scenario};
+use mcp_sim::repro::{Repro, DEFAULT_TICK};
+use mcp_sim::scenario::ProxyChoice;
 use serde::Serialize;
 
 /// Which reading of the spec's ambiguous points to judge by.
@@ -130,7 +131,7 @@ pub struct LaneOptions {
     #[arg(long, value_enum, default_value_t = LaneArg::Turmoil)]
     pub(crate) lane: LaneArg,
     /// turmoil tick in milliseconds.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DEFAULT_TICK.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) tick_ms: u64,
 }
 
@@ -138,7 +139,7 @@ impl LaneOptions {
     pub(crate) fn lane(&self) -> Lane {
         match self.lane {
             LaneArg::Turmoil => Lane::Turmoil {
-                tick: Duration::from_millis(self.tick_ms.max(1)),
+                tick: Duration::from_millis(self.tick_ms),
             },
             LaneArg::Memory => Lane::Memory,
         }
@@ -156,7 +157,7 @@ impl LaneOptions {
         if self.lane == LaneArg::Memory {
             out.push_str(" --lane memory");
         }
-        if self.tick_ms != 10 {
+        if self.tick_ms != DEFAULT_TICK.as_millis() as u64 {
             let _ = write!(out, " --tick-ms {}", self.tick_ms);
         }
         out
@@ -196,13 +197,12 @@ impl Overrides {
         }
     }
 
-    pub(crate) fn proxy(&self) -> Result<Option<Option<ProxyConfig>>, String> {
+    pub(crate) fn proxy(&self) -> Result<ProxyChoice, String> {
         match self.proxy.as_deref() {
-            None => Ok(None),
-            Some("none") => Ok(Some(None)),
-            Some(name) => ProxyConfig::preset(name)
-                .map(|p| Some(Some(p)))
-                .ok_or_else(|| format!("unknown proxy preset {name:?}")),
+            None => Ok(ProxyChoice::FromSeed),
+            Some(name) => {
+                ProxyChoice::parse(name).ok_or_else(|| format!("unknown proxy preset {name:?}"))
+            }
         }
     }
 
@@ -215,18 +215,16 @@ impl Overrides {
         }
     }
 
-    pub(crate) fn scenario(&self, seed: u64, transport: Option<Transport>) -> Scenario {
-        let mut s = match self.mutant() {
-            Ok(Some(m)) => mutants::hunt_scenario(m, seed, m.environment().with(m)),
-            _ => Scenario::from_seed(seed),
-        };
-        if let Some(t) = transport {
-            s = s.with_transport(t);
+    /// The run of `seed` on `transport` (`None`: the seed's) with these overrides; call
+    /// [`Overrides::validate`] first (names that do not parse are left out here).
+    pub(crate) fn repro(&self, seed: u64, transport: Option<Transport>) -> Repro {
+        Repro {
+            seed,
+            transport,
+            lane: self.lane.lane(),
+            proxy: self.proxy().unwrap_or_default(),
+            mutant: self.mutant().ok().flatten(),
         }
-        if let Ok(Some(p)) = self.proxy() {
-            s = s.with_proxy(p);
-        }
-        s
     }
 
     /// The lane and the overrides as flags (shards of one sweep must agree on them).
@@ -244,40 +242,6 @@ impl Overrides {
             let _ = write!(out, " --mutant {m}");
         }
         out
-    }
-
-    /// The command that replays `seed` with these overrides.
-    pub(crate) fn replay_line(&self, seed: u64, transport: Option<Transport>) -> String {
-        let mut line = format!(
-            "cargo run --release -p mcp-sim-cli -- replay --seed {seed}{}",
-            self.lane.flags()
-        );
-        if let Some(t) = transport {
-            let _ = write!(line, " --transport {t}");
-        }
-        if let Some(p) = &self.proxy {
-            let _ = write!(line, " --proxy {p}");
-        }
-        if let Some(m) = &self.mutant {
-            let _ = write!(line, " --mutant {m}");
-        }
-        line
-    }
-
-    /// The `cargo test` command that replays `seed` (the reference peers; transport override
-    /// only).
-    pub(crate) fn test_line(&self, seed: u64, transport: Option<Transport>) -> Option<String> {
-        if self.mutant.is_some() || self.proxy.is_some() {
-            return None;
-        }
-        let transport = transport
-            .map(|t| format!("MCP_SIM_TRANSPORT={t} "))
-            .unwrap_or_default();
-        let test = match self.lane.lane {
-            LaneArg::Turmoil => "turmoil_sim",
-            LaneArg::Memory => "simulation",
-        };
-        Some(format!("MCP_SIM_SEED={seed} {transport}cargo test --release --test {test} replay_one_seed -- --nocapture"))
     }
 }
 

@@ -136,23 +136,172 @@ fn sweep_and_replay_agree() {
     assert_eq!(digest(&a), digest(&b), "a replay gives the identical trace");
 }
 
+/// `docs/rules.md` and `docs/mutants.md` are the output of `mcp-sim rules` and `mcp-sim
+/// mutants --list`: regenerate them with those commands when the catalog changes.
 #[test]
-fn the_readme_lists_every_rule_and_every_mutant() {
-    let readme = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
-    )
-    .unwrap();
-    for r in mcp_sim::oracle::RULES {
+fn the_catalog_pages_are_the_commands_output() {
+    for (args, page) in [
+        (&["rules"][..], "rules.md"),
+        (&["mutants", "--list"][..], "mutants.md"),
+    ] {
+        let out = mcp_sim(args, b"");
+        assert_eq!(out.status.code(), Some(0));
+        let path = workspace().join("docs").join(page);
+        let committed =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let printed = String::from_utf8(out.stdout).unwrap();
         assert!(
-            readme.contains(&format!("`{}`", r.name)),
-            "README lacks rule {}",
-            r.name
+            committed == printed,
+            "docs/{page} is not what `mcp-sim {}` prints: run `cargo run -p mcp-sim-cli -- {} > docs/{page}`",
+            args.join(" "),
+            args.join(" ")
         );
     }
+    let rules = std::fs::read_to_string(workspace().join("docs/rules.md")).unwrap();
+    for r in mcp_sim::oracle::RULES {
+        assert!(rules.contains(&format!("`{}`", r.name)), "{}", r.name);
+    }
+    let mutants = std::fs::read_to_string(workspace().join("docs/mutants.md")).unwrap();
     for m in mcp_sim::mutants::ALL {
+        assert!(mutants.contains(&format!("`{}`", m.info().name)), "{m}");
+    }
+}
+
+fn workspace() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sim/ lies in the workspace")
+        .to_path_buf()
+}
+
+/// Runs a printed command line: leading `VAR=value` words go to the environment, `cargo run
+/// --release -p mcp-sim-cli --` is this build's `mcp-sim`, anything else runs as it is, from
+/// the workspace's root (where a user pastes it).
+fn run_line(line: &str) -> Output {
+    let mut words = line.split_whitespace().peekable();
+    let mut env = Vec::new();
+    while let Some(w) = words.peek() {
+        match w.split_once('=') {
+            Some((var, value)) if var.chars().all(|c| c.is_ascii_uppercase() || c == '_') => {
+                env.push((var.to_owned(), value.to_owned()));
+                words.next();
+            }
+            _ => break,
+        }
+    }
+    let words: Vec<&str> = words.collect();
+    let replay_prefix = ["cargo", "run", "--release", "-p", "mcp-sim-cli", "--"];
+    let mut command = if words.starts_with(&replay_prefix) {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-sim"));
+        c.args(&words[replay_prefix.len()..]);
+        c
+    } else {
+        let mut c = Command::new(words[0]);
+        c.args(&words[1..]);
+        c
+    };
+    command
+        .envs(env)
+        .current_dir(workspace())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// The lines a failing sweep prints reproduce its failure: a mutant at a 1 ms tick, the
+/// `mcp-sim replay` line and the `cargo test` line each give the same rules and the same trace
+/// digest as the sweep's run.
+#[test]
+fn printed_replay_and_test_lines_reproduce_the_failure() {
+    let dir = std::env::temp_dir().join(format!("mcp-sim-repro-{}", std::process::id()));
+    let sweep = mcp_sim(
+        &[
+            "sweep",
+            "--seeds",
+            "0..2",
+            "--tick-ms",
+            "1",
+            "--mutant",
+            "respond_after_cancel",
+            "--format",
+            "json",
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let text = String::from_utf8(sweep.stdout).unwrap();
+    assert_eq!(sweep.status.code(), Some(1), "{text}");
+    let totals: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON object");
+    let failing = &totals["failing"][0];
+    let digest = failing["digest"].as_str().expect("a digest").to_owned();
+    let rules: Vec<String> = failing["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        rules
+            .iter()
+            .any(|r| r == "disconnect-is-cancel" || r == "response-after-cancel"),
+        "{rules:?}"
+    );
+    let replay = failing["replay"].as_str().unwrap();
+    let test = failing["test"].as_str().unwrap();
+    for knob in ["--tick-ms 1", "--mutant respond_after_cancel"] {
+        assert!(replay.contains(knob), "{replay}");
+    }
+    for knob in ["MCP_SIM_TICK_MS=1", "MCP_SIM_MUTANT=respond_after_cancel"] {
+        assert!(test.contains(knob), "{test}");
+    }
+    for line in [replay, test] {
+        let out = run_line(line);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // `mcp-sim replay` exits 1 on a failing run; a failing `cargo test`, 101.
+        let expected = if line == replay { 1 } else { 101 };
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{line}\n{stdout}\n{stderr}"
+        );
         assert!(
-            readme.contains(&format!("`{}`", m.info().name)),
-            "README lacks mutant {m}"
+            stdout.contains(&format!("digest {digest}")),
+            "{line}: not the sweep's trace {digest}\n{stdout}\n{stderr}"
+        );
+        for rule in &rules {
+            assert!(
+                stdout.contains(rule.as_str()),
+                "{line}: {rule} missing\n{stdout}\n{stderr}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A reproduction variable that does not parse fails the replay test, naming it; it never
+/// replays another seed.
+#[test]
+fn a_mistyped_test_line_fails_naming_the_variable() {
+    for (var, value) in [
+        ("MCP_SIM_SEED", "12x"),
+        ("MCP_SIM_TRANSPORT", "stdoi"),
+        ("MCP_SIM_TICK_MS", "0"),
+        ("MCP_SIM_MUTANT", "no_such_mutant"),
+    ] {
+        let out = run_line(&format!(
+            "{var}={value} cargo test --test simulation replay_one_seed -- --nocapture"
+        ));
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(0), "{var}={value} passed:\n{all}");
+        assert!(
+            all.contains(&format!("{var}=\"{value}\"")),
+            "{var}={value}:\n{all}"
         );
     }
 }

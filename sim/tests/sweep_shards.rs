@@ -29,8 +29,20 @@ fn comparable(json: &str) -> Value {
 fn shards_merge_to_the_whole(name: &str, extra: &[&str], expect_code: i32) {
     let dir = std::env::temp_dir().join(format!("mcp-sim-shards-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    // Reports of failing runs go to the temporary folder too, the same for every shard, so the
+    // merged entries name the folders the whole range names.
+    let reports = dir.join("reports");
+    let reports = reports.to_str().expect("a UTF-8 temporary folder");
     let base = [
-        "sweep", "--seeds", "0..45", "--lane", "memory", "--format", "json",
+        "sweep",
+        "--seeds",
+        "0..45",
+        "--lane",
+        "memory",
+        "--format",
+        "json",
+        "--report-dir",
+        reports,
     ];
     let mut whole_args = base.to_vec();
     whole_args.extend_from_slice(extra);

@@ -1,8 +1,8 @@
 //! Framing: how messages travel on each transport.
 //!
-//! - [`ndjson`]: stdio, one message per LF-terminated line (digest §5.1);
+//! - [`ndjson`]: stdio, one message per LF-terminated line (docs/spec/mcp-2026-07-28.md §5.1);
 //! - [`sse`]: Streamable HTTP responses, Server-Sent Events per the WHATWG event-stream rules
-//!   (digest §5.2).
+//!   (docs/spec/mcp-2026-07-28.md §5.2).
 //!
 //! Both decoders are incremental: bytes go in with `push` in chunks of any size, items come
 //! out with `next_*`, and `finish` reports what the end of the stream cut off. The sequence of

@@ -1,4 +1,4 @@
-//! Newline-delimited JSON framing for stdio (digest §5.1, §10.5).
+//! Newline-delimited JSON framing for stdio (docs/spec/mcp-2026-07-28.md §5.1, §10.5).
 //!
 //! Each message is one line ending in LF and MUST NOT contain a raw newline. Blank lines and
 //! CR LF endings are not covered by the spec; strict mode (the default) reports them,

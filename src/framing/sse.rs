@@ -1,4 +1,4 @@
-//! Server-Sent Events framing for Streamable HTTP responses (digest §5.2, §10.5).
+//! Server-Sent Events framing for Streamable HTTP responses (docs/spec/mcp-2026-07-28.md §5.2, §10.5).
 //!
 //! The decoder follows the WHATWG event-stream interpretation rules: a leading BOM is dropped;
 //! lines end in LF, CR or CR LF (also when the CR and LF arrive in different chunks); a line

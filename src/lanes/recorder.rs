@@ -31,6 +31,7 @@ pub(crate) fn observe(
 
 /// Like [`observe`], but the payload is the text as written whether or not it decodes: what a
 /// real peer wrote.
+#[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
 pub(crate) fn observe_as_written(
     transport: Transport,
     stream: Option<StreamId>,

@@ -15,10 +15,10 @@
 //! A finished request is forgotten, so anything that arrives for it later (a response that
 //! crossed the cancel, progress after completion, progress with an unknown token) finds no
 //! outstanding request and is dropped without failing: exactly one outcome reaches the
-//! application per request id (digest §3.3 items 5 and 7, §9 rules 20, 27, 28).
+//! application per request id (docs/spec/mcp-2026-07-28.md §3.3 items 5 and 7, §9 rules 20, 27, 28).
 //!
 //! Ids are integers counting from 1 and tokens are strings `p-N`; neither is ever reused in a
-//! run (host policy, digest §1.2 and §6), so a stray message from an old attempt can never be
+//! run (host policy, docs/spec/mcp-2026-07-28.md §1.2 and §6), so a stray message from an old attempt can never be
 //! mistaken for a new one.
 //!
 //! Three results end a request without ending the application's call (§7):

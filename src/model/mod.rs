@@ -18,7 +18,7 @@
 //! On [`Transport::Stdio`] every message is a line on one shared ordered pipe and a client
 //! cancels with `notifications/cancelled`. On [`Transport::Http`] every request is its own POST
 //! with its own response stream ([`StreamId`]); closing that stream *is* the cancellation, and a
-//! stream lost before its response loses the request (digest §3.2, §5.2).
+//! stream lost before its response loses the request (docs/spec/mcp-2026-07-28.md §3.2, §5.2).
 
 use std::fmt;
 

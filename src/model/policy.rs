@@ -1,10 +1,10 @@
-//! Client timeout policies (digest §4) and presets of real hosts (design.md).
+//! Client timeout policies (docs/spec/mcp-2026-07-28.md §4) and presets of real hosts (docs/spec/intermediaries.md §2).
 //!
 //! A policy is `{timeout, reset_timeout_on_progress, max_total_timeout}`, the option names of
 //! the TypeScript SDK and rmcp. The request's idle deadline is `timeout` after it was sent, or
 //! after the last valid progress when resetting is on; the hard deadline is `max_total_timeout`
 //! after it was sent, whatever progress arrives. "Valid" progress is progress the client
-//! accepts: the request's own token, strictly increasing (digest §9 rule 36).
+//! accepts: the request's own token, strictly increasing (docs/spec/mcp-2026-07-28.md §9 rule 36).
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! and, on an SSE stream, comment keep-alives when the stream has been quiet for
 //! `keepalive_interval`. A request ends at the server when it sends the response or observes
 //! the cancellation (stdio `notifications/cancelled`, HTTP stream closed); after that it sends
-//! nothing more for it and releases the backend resource (digest §3.3, §5.2).
+//! nothing more for it and releases the backend resource (docs/spec/mcp-2026-07-28.md §3.3, §5.2).
 //!
 //! It also serves `subscriptions/listen`: the acknowledgement is the first message tagged with
 //! the subscription id, every notification on it is tagged and of a type the filter asked for

@@ -3,7 +3,7 @@
 //! [`check`] is a pure function from a trace and an [`OracleConfig`] to a [`Verdict`]. Every
 //! layer hands its traces to it: unit tests, property tests, fuzz targets, simulation sweeps
 //! and recordings of real peers. The catalog is [`RULES`]; each rule has a stable name, a level
-//! (MUST, SHOULD or host policy), the digest section it enforces and a one-line summary, and
+//! (MUST, SHOULD or host policy), the section of the spec digest it enforces (`docs/spec/mcp-2026-07-28.md`) and a one-line summary, and
 //! each has hand-written traces that break it and traces that do not (`tests/oracle_rules.rs`).
 //!
 //! # Observation points
@@ -43,6 +43,19 @@
 //! Messages between the cancel and the barrier's answer that are not such an early final
 //! response (progress, or a result at the natural end of the work) are crossings: legal.
 
+/// A rule's catalog name, checked against [`RULES`] at compile time: `rule!("cancel-on-timeout")`.
+///
+/// The rules flag violations through it, so the name a report prints is the text at the place
+/// that flags it (`grep -rn cancel-on-timeout src/oracle` lands there), and a name that is not
+/// in the catalog does not compile.
+macro_rules! rule {
+    ($name:literal) => {{
+        const NAME: &str = $crate::oracle::catalog_name($name);
+        NAME
+    }};
+}
+
+pub mod coverage;
 mod index;
 mod rules;
 
@@ -88,7 +101,7 @@ pub struct RuleInfo {
     pub name: &'static str,
     /// The level under the strict profile.
     pub level: Level,
-    /// Where the rule comes from (sections of the 2026-07-28 digest and its §9 invariants).
+    /// Where the rule comes from (sections of docs/spec/mcp-2026-07-28.md and its §9 invariants).
     pub spec: &'static str,
     /// What the rule demands.
     pub summary: &'static str,
@@ -162,7 +175,7 @@ catalog! {
         "the client copes with races: a late response or progress never makes it drop its connection, and it gives up a request as lost only when the server or an intermediary closed it";
     RESET_NEEDS_TOKEN = "reset-needs-token", Policy, "§2.1, §4",
         "a request whose timer resets on progress carries a progressToken (without one no progress can come)";
-    IDLE_STREAM_CUT = "idle-stream-cut", Policy, "§5.2 (keep-alives), design.md proxy presets",
+    IDLE_STREAM_CUT = "idle-stream-cut", Policy, "§5.2 (keep-alives), intermediaries §1",
         "no stream with an outstanding request stays silent until an intermediary's idle timeout cuts it";
     NOTIFICATION_ANSWERED = "notification-answered", Must, "§8, §9 A10",
         "on stdio the server never answers a notification: no error without an id when everything the client wrote was readable";
@@ -200,12 +213,39 @@ catalog! {
         "every message the client reads is one the server wrote intact: framing never splits or corrupts a message";
 }
 
+/// `name` itself when it is in the catalog; a compile-time error (in const context) when not.
+pub(crate) const fn catalog_name(name: &'static str) -> &'static str {
+    let mut i = 0;
+    while i < RULES.len() {
+        if const_str_eq(RULES[i].name, name) {
+            return name;
+        }
+        i += 1;
+    }
+    panic!("not a rule of the catalog")
+}
+
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Looks a rule up by name.
 pub fn rule_info(name: &str) -> Option<&'static RuleInfo> {
     RULES.iter().find(|r| r.name == name)
 }
 
-/// Which reading of the spec's ambiguous points to judge by (digest Appendix B).
+/// Which reading of the spec's ambiguous points to judge by (docs/spec/mcp-2026-07-28.md Appendix B).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Profile {
     /// The binding pages' MUSTs and the spec's strict "MUST increase".
@@ -235,7 +275,7 @@ pub struct OracleConfig {
 
 impl Default for OracleConfig {
     /// Strict; 1 s grace; 50 ms timer tolerance; 30 minutes ceiling (the longest real host
-    /// idle timeout, stdio in design.md); liveness checks off.
+    /// idle timeout, stdio in docs/spec/intermediaries.md §2); liveness checks off.
     fn default() -> Self {
         OracleConfig {
             profile: Profile::Strict,

@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 use crate::model::{CallSpec, MutantSet};
 use crate::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
 
-/// An intermediary that cuts idle HTTP streams (design.md, landscape B.1).
+/// An intermediary that cuts idle HTTP streams (presets and their sources:
+/// `docs/spec/intermediaries.md` §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProxyConfig {
     /// The preset's name (`nginx`, `alb`, `cloudflare`, `custom`).
@@ -93,6 +94,58 @@ impl ProxyConfig {
                 };
                 (!idle.is_zero()).then(|| Self::custom(idle))
             }
+        }
+    }
+}
+
+/// Which intermediary a run puts on HTTP: the seed's own, none, or a fixed one. On stdio there
+/// is never one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ProxyChoice {
+    /// The one the seed draws (or none, as it draws).
+    #[default]
+    FromSeed,
+    /// None: the client talks to the server directly.
+    Direct,
+    /// This one on every HTTP run.
+    Fixed(ProxyConfig),
+}
+
+impl ProxyChoice {
+    /// `none`, or a preset's name ([`ProxyConfig::preset`]).
+    pub fn parse(name: &str) -> Option<ProxyChoice> {
+        match name {
+            "none" => Some(ProxyChoice::Direct),
+            _ => ProxyConfig::preset(name).map(ProxyChoice::Fixed),
+        }
+    }
+
+    /// `scenario` with this choice imposed.
+    pub fn apply(self, scenario: Scenario) -> Scenario {
+        match self {
+            ProxyChoice::FromSeed => scenario,
+            ProxyChoice::Direct => scenario.with_proxy(None),
+            ProxyChoice::Fixed(p) => scenario.with_proxy(Some(p)),
+        }
+    }
+}
+
+/// The name [`ProxyChoice::parse`] reads back: `seed`, `none`, a preset's name, or
+/// `custom:SECONDS` (`custom:MSms` below whole seconds).
+impl fmt::Display for ProxyChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProxyChoice::FromSeed => f.write_str("seed"),
+            ProxyChoice::Direct => f.write_str("none"),
+            ProxyChoice::Fixed(p) if p.name == "custom" => {
+                let ms = p.idle_timeout.as_millis();
+                if ms % 1000 == 0 {
+                    write!(f, "custom:{}", ms / 1000)
+                } else {
+                    write!(f, "custom:{ms}ms")
+                }
+            }
+            ProxyChoice::Fixed(p) => f.write_str(p.name),
         }
     }
 }
@@ -376,6 +429,12 @@ impl Draw {
     fn ms(&mut self, lo: u64, hi: u64) -> Duration {
         Duration::from_millis(self.range(lo, hi))
     }
+    fn range_in(&mut self, (lo, hi): (u64, u64)) -> u64 {
+        self.range(lo, hi)
+    }
+    fn ms_in(&mut self, (lo, hi): (u64, u64)) -> Duration {
+        self.ms(lo, hi)
+    }
 }
 
 impl Scenario {
@@ -401,7 +460,7 @@ impl Scenario {
         } else {
             Transport::Http
         };
-        let latency = d.pick(&[(0, 2), (1, 20), (10, 100), (20, 400), (50, 2000)]);
+        let latency = d.pick(knobs::LATENCIES_MS);
         let latency = (
             Duration::from_millis(latency.0),
             Duration::from_millis(latency.1),
@@ -410,51 +469,56 @@ impl Scenario {
             (Transport::Http, 0) => Some(ProxyConfig::NGINX),
             (Transport::Http, 1) => Some(ProxyConfig::ALB),
             (Transport::Http, 2) => Some(ProxyConfig::CLOUDFLARE),
-            (Transport::Http, 3) => Some(ProxyConfig::custom(d.ms(5_000, 30_000))),
+            (Transport::Http, 3) => Some(ProxyConfig::custom(d.ms_in(knobs::CUSTOM_PROXY_IDLE_MS))),
             _ => None,
         };
         let server = ServerBehaviour {
-            progress_min_interval: Duration::from_millis(d.pick(&[0, 500, 1_000, 5_000, 15_000])),
+            progress_min_interval: Duration::from_millis(d.pick(knobs::PROGRESS_INTERVALS_MS)),
             // The reference follows the advice to keep streams alive; `no_keepalive` does not.
-            keepalive_interval: Some(Duration::from_millis(d.pick(&[5_000, 15_000, 30_000]))),
-            response_mode: if d.chance(85) {
+            keepalive_interval: Some(Duration::from_millis(d.pick(knobs::KEEPALIVE_INTERVALS_MS))),
+            response_mode: if d.chance(knobs::SSE_PERCENT) {
                 ResponseMode::Sse
             } else {
                 ResponseMode::Json
             },
-            sse_style: if d.chance(80) {
+            sse_style: if d.chance(knobs::PLAIN_SSE_PERCENT) {
                 SseStyle::Plain
             } else {
                 SseStyle::PrettyCrlfSplit
             },
             ..ServerBehaviour::default()
         };
-        let no_buffering_header = d.chance(90);
-        let concurrency = d.range(1, 8) as usize;
+        let no_buffering_header = d.chance(knobs::NO_BUFFERING_HEADER_PERCENT);
+        let concurrency = d.range_in(knobs::CALLS) as usize;
         let calls = (0..concurrency)
             .map(|_| {
                 let policy = match d.below(5) {
                     0 => TimeoutPolicy::inspector_v1(),
                     1 => TimeoutPolicy::typescript_sdk(),
-                    2 => TimeoutPolicy::host_idle(transport, d.ms(30_000, 120_000)),
-                    3 => TimeoutPolicy::fixed(d.ms(2_000, 100_000)),
-                    _ => TimeoutPolicy::resetting(d.ms(2_000, 20_000), d.ms(20_000, 120_000)),
+                    2 => TimeoutPolicy::host_idle(transport, d.ms_in(knobs::HOST_IDLE_MS)),
+                    3 => TimeoutPolicy::fixed(d.ms_in(knobs::FIXED_TIMEOUT_MS)),
+                    _ => TimeoutPolicy::resetting(
+                        d.ms_in(knobs::RESETTING_TIMEOUT_MS),
+                        d.ms_in(knobs::RESETTING_MAXIMUM_MS),
+                    ),
                 };
                 PlannedCall {
-                    at: d.ms(0, 20_000),
-                    steps: d.range(0, 30) as u32,
-                    step: d.ms(50, 3_000),
-                    progress: d.chance(80),
+                    at: d.ms_in(knobs::CALL_START_MS),
+                    steps: d.range_in(knobs::STEPS) as u32,
+                    step: d.ms_in(knobs::STEP_MS),
+                    progress: d.chance(knobs::PROGRESS_PERCENT),
                     policy,
-                    cancel_after: d.chance(30).then(|| d.ms(0, 60_000)),
-                    idempotent: d.chance(50),
+                    cancel_after: d
+                        .chance(knobs::CANCEL_PERCENT)
+                        .then(|| d.ms_in(knobs::CANCEL_AFTER_MS)),
+                    idempotent: d.chance(knobs::IDEMPOTENT_PERCENT),
                     kind: CallKind::TOOL,
                 }
             })
             .collect::<Vec<_>>();
         let mut faults = Vec::new();
-        for _ in 0..d.pick(&[0, 0, 1, 2]) {
-            let at = d.ms(0, 60_000);
+        for _ in 0..d.pick(knobs::FAULT_COUNTS) {
+            let at = d.ms_in(knobs::FAULT_AT_MS);
             faults.push(match d.below(4) {
                 0 if transport == Transport::Http => Fault::ResetStream {
                     at,
@@ -463,11 +527,11 @@ impl Scenario {
                 0 | 1 => Fault::CrashServer { at },
                 2 => Fault::Partition {
                     at,
-                    duration: d.ms(100, 30_000),
+                    duration: d.ms_in(knobs::PARTITION_MS),
                 },
                 _ => Fault::Blackhole {
                     at,
-                    duration: d.ms(100, 10_000),
+                    duration: d.ms_in(knobs::BLACKHOLE_MS),
                 },
             });
         }
@@ -678,6 +742,7 @@ impl fmt::Display for Scenario {
     }
 }
 
+pub mod knobs;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 

@@ -21,6 +21,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 
+use super::knobs;
 use super::{CallKind, Fault, PlannedCall, ProxyConfig, Scenario};
 use crate::model::{MutantSet, ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport};
 
@@ -34,9 +35,19 @@ pub fn config(file: &'static str, cases: u32) -> Config {
     }
 }
 
-/// Durations from `lo` to `hi` ms.
-fn ms(lo: u64, hi: u64) -> impl Strategy<Value = Duration> {
+/// Durations in a range of the knob table, `(lo, hi)` ms.
+fn ms((lo, hi): (u64, u64)) -> impl Strategy<Value = Duration> {
     (lo..=hi).prop_map(Duration::from_millis)
+}
+
+/// One of the knob table's values.
+fn one_of<T: Copy + std::fmt::Debug + 'static>(values: &'static [T]) -> impl Strategy<Value = T> {
+    proptest::sample::select(values)
+}
+
+/// `true` with the knob table's chance.
+fn chance(percent: u64) -> impl Strategy<Value = bool> {
+    (0..100u64).prop_map(move |x| x < percent)
 }
 
 /// stdio or Streamable HTTP.
@@ -44,14 +55,24 @@ pub fn arb_transport() -> impl Strategy<Value = Transport> {
     prop_oneof![Just(Transport::Stdio), Just(Transport::Http)]
 }
 
-/// Client timeout policies: the host presets, fixed and resetting ones.
-pub fn arb_policy() -> impl Strategy<Value = TimeoutPolicy> {
+/// Client timeout policies on `transport`: the host presets, fixed and resetting ones.
+pub fn arb_policy_on(transport: Transport) -> impl Strategy<Value = TimeoutPolicy> {
     prop_oneof![
         Just(TimeoutPolicy::inspector_v1()),
         Just(TimeoutPolicy::typescript_sdk()),
-        ms(1_000, 100_000).prop_map(TimeoutPolicy::fixed),
-        (ms(1_000, 20_000), ms(20_000, 120_000)).prop_map(|(t, m)| TimeoutPolicy::resetting(t, m)),
+        ms(knobs::HOST_IDLE_MS).prop_map(move |idle| TimeoutPolicy::host_idle(transport, idle)),
+        ms(knobs::FIXED_TIMEOUT_MS).prop_map(TimeoutPolicy::fixed),
+        (
+            ms(knobs::RESETTING_TIMEOUT_MS),
+            ms(knobs::RESETTING_MAXIMUM_MS)
+        )
+            .prop_map(|(t, m)| TimeoutPolicy::resetting(t, m)),
     ]
+}
+
+/// Client timeout policies, as on Streamable HTTP ([`arb_policy_on`]).
+pub fn arb_policy() -> impl Strategy<Value = TimeoutPolicy> {
+    arb_policy_on(Transport::Http)
 }
 
 /// No intermediary, a preset, or a custom idle timeout.
@@ -61,7 +82,7 @@ pub fn arb_proxy() -> impl Strategy<Value = Option<ProxyConfig>> {
         Just(Some(ProxyConfig::NGINX)),
         Just(Some(ProxyConfig::ALB)),
         Just(Some(ProxyConfig::CLOUDFLARE)),
-        ms(2_000, 30_000).prop_map(|d| Some(ProxyConfig::custom(d))),
+        ms(knobs::CUSTOM_PROXY_IDLE_MS).prop_map(|d| Some(ProxyConfig::custom(d))),
     ]
 }
 
@@ -81,13 +102,16 @@ pub fn arb_kind() -> impl Strategy<Value = CallKind> {
 /// subscription always ends (the application cancels it), or the run could not settle.
 pub fn arb_call() -> impl Strategy<Value = PlannedCall> {
     (
-        ms(0, 20_000),
-        0u32..30,
-        ms(10, 3_000),
-        any::<bool>(),
+        ms(knobs::CALL_START_MS),
+        (knobs::STEPS.0 as u32)..=(knobs::STEPS.1 as u32),
+        ms(knobs::STEP_MS),
+        chance(knobs::PROGRESS_PERCENT),
         arb_policy(),
-        proptest::option::of(ms(0, 60_000)),
-        any::<bool>(),
+        proptest::option::weighted(
+            knobs::CANCEL_PERCENT as f64 / 100.0,
+            ms(knobs::CANCEL_AFTER_MS),
+        ),
+        chance(knobs::IDEMPOTENT_PERCENT),
         arb_kind(),
     )
         .prop_map(
@@ -118,33 +142,37 @@ pub fn arb_call() -> impl Strategy<Value = PlannedCall> {
 /// A fault among `calls` planned calls: a stream reset, a crash, a partition, a blackhole.
 pub fn arb_fault(calls: usize) -> impl Strategy<Value = Fault> {
     prop_oneof![
-        (ms(0, 60_000), 0..calls.max(1)).prop_map(|(at, call)| Fault::ResetStream { at, call }),
-        ms(0, 60_000).prop_map(|at| Fault::CrashServer { at }),
-        (ms(0, 60_000), ms(10, 30_000))
+        (ms(knobs::FAULT_AT_MS), 0..calls.max(1))
+            .prop_map(|(at, call)| Fault::ResetStream { at, call }),
+        ms(knobs::FAULT_AT_MS).prop_map(|at| Fault::CrashServer { at }),
+        (ms(knobs::FAULT_AT_MS), ms(knobs::PARTITION_MS))
             .prop_map(|(at, duration)| Fault::Partition { at, duration }),
-        (ms(0, 60_000), ms(10, 10_000))
+        (ms(knobs::FAULT_AT_MS), ms(knobs::BLACKHOLE_MS))
             .prop_map(|(at, duration)| Fault::Blackhole { at, duration }),
     ]
 }
 
 /// A whole scenario, the same type `Scenario::from_seed` draws, so failures shrink.
 pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
-    let knobs = (
+    let draws = (
         any::<u64>(),
         arb_transport(),
-        prop_oneof![
-            Just((0, 1)),
-            Just((1, 20)),
-            Just((10, 200)),
-            Just((50, 2_000))
-        ],
+        one_of(knobs::LATENCIES_MS),
         arb_proxy(),
-        prop_oneof![Just(0u64), Just(500), Just(5_000)],
-        prop_oneof![Just(1_000u64), Just(15_000), Just(30_000)],
-        prop_oneof![4 => Just(ResponseMode::Sse), 1 => Just(ResponseMode::Json)],
-        any::<bool>(),
+        one_of(knobs::PROGRESS_INTERVALS_MS),
+        one_of(knobs::KEEPALIVE_INTERVALS_MS),
+        chance(knobs::SSE_PERCENT).prop_map(|sse| {
+            if sse {
+                ResponseMode::Sse
+            } else {
+                ResponseMode::Json
+            }
+        }),
+        chance(knobs::NO_BUFFERING_HEADER_PERCENT),
+        chance(knobs::PLAIN_SSE_PERCENT),
     );
-    (knobs, proptest::collection::vec(arb_call(), 1..=8))
+    let calls = (knobs::CALLS.0 as usize)..=(knobs::CALLS.1 as usize);
+    (draws, proptest::collection::vec(arb_call(), calls))
         .prop_flat_map(|(k, calls)| {
             let n = calls.len();
             (
@@ -155,7 +183,17 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
         })
         .prop_map(
             |(
-                (seed, transport, (lo, hi), proxy, progress_ms, keepalive_ms, mode, no_buffering),
+                (
+                    seed,
+                    transport,
+                    (lo, hi),
+                    proxy,
+                    progress_ms,
+                    keepalive_ms,
+                    mode,
+                    no_buffering,
+                    plain_sse,
+                ),
                 calls,
                 mut faults,
             )| {
@@ -164,10 +202,10 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     progress_min_interval: Duration::from_millis(progress_ms),
                     keepalive_interval: Some(Duration::from_millis(keepalive_ms)),
                     response_mode: mode,
-                    sse_style: if seed % 4 == 0 {
-                        SseStyle::PrettyCrlfSplit
-                    } else {
+                    sse_style: if plain_sse {
                         SseStyle::Plain
+                    } else {
+                        SseStyle::PrettyCrlfSplit
                     },
                     ..ServerBehaviour::default()
                 };

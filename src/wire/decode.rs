@@ -16,7 +16,7 @@
 //! envelope checks run on what either pass read.
 //!
 //! When the message looked like a request and its id could be read, the error carries the id
-//! so that a server can answer it (digest §8); errors answered with -32700 never carry one.
+//! so that a server can answer it (docs/spec/mcp-2026-07-28.md §8); errors answered with -32700 never carry one.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -31,7 +31,7 @@ use super::json::{self, pick, Limits, Picked, Scalar, Watch};
 use super::message::*;
 use super::{ProgressToken, RequestId};
 
-/// Strictness knobs for the points the spec leaves open (digest Appendix B) plus the limits.
+/// Strictness knobs for the points the spec leaves open (docs/spec/mcp-2026-07-28.md Appendix B) plus the limits.
 ///
 /// The default is strict: the 2026-07-28 schema as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -16,7 +16,7 @@ use super::RequestId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Rule {
-    /// The bytes are not a single well-formed JSON text (digest §1.1, §10.5).
+    /// The bytes are not a single well-formed JSON text (docs/spec/mcp-2026-07-28.md §1.1, §10.5).
     JsonSyntax,
     /// A number is outside the range a finite `f64` can hold (serde_json refuses `1e400`).
     NumberOutOfRange,
@@ -134,7 +134,7 @@ impl DecodeError {
         self
     }
 
-    /// The JSON-RPC error code a receiver answers with, if it answers at all (digest §8):
+    /// The JSON-RPC error code a receiver answers with, if it answers at all (docs/spec/mcp-2026-07-28.md §8):
     /// -32700 for unreadable JSON, -32602 for bad request params, -32601 for a request whose
     /// method is a notification's (no request has that method; §10.3 item 7), -32600 otherwise.
     ///

@@ -1,4 +1,4 @@
-//! How a message travels on Streamable HTTP (digest §5.2, §8): the headers of the POST that
+//! How a message travels on Streamable HTTP (docs/spec/mcp-2026-07-28.md §5.2, §8): the headers of the POST that
 //! carries it, and the status an error response comes with. One place, so that the clients
 //! that send POSTs, the recorders that write their headers into traces and the oracle rules
 //! that judge them agree.

@@ -1,8 +1,8 @@
 //! Request ids and progress tokens.
 //!
-//! Both are "string or integer" in MCP 2026-07-28 (digest §1.3). They are separate types so a
+//! Both are "string or integer" in MCP 2026-07-28 (docs/spec/mcp-2026-07-28.md §1.3). They are separate types so a
 //! token can never be passed where an id is meant. The string `"1"` and the integer `1` are
-//! different values (host policy in the digest), which the derived `Eq`/`Ord` give for free.
+//! different values (host policy in docs/spec/mcp-2026-07-28.md §1.3), which the derived `Eq`/`Ord` give for free.
 //! Integers are `i64`: ids above `i64::MAX` are rejected by the decoder, as typed parsers do.
 
 use std::fmt;
@@ -12,7 +12,8 @@ use serde_json::Value;
 macro_rules! id_like {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, arbitrary::Arbitrary)]
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[cfg_attr(feature = "fuzzing", derive(arbitrary::Arbitrary))]
         pub enum $name {
             /// An integer value (JSON number without fraction or exponent).
             Number(i64),
@@ -70,11 +71,11 @@ macro_rules! id_like {
 }
 
 id_like!(
-    /// A JSON-RPC request id: a string or an integer, never `null` (digest §1.2).
+    /// A JSON-RPC request id: a string or an integer, never `null` (docs/spec/mcp-2026-07-28.md §1.2).
     RequestId
 );
 
 id_like!(
-    /// A `progressToken`: a string or an integer chosen by the client (digest §2.1).
+    /// A `progressToken`: a string or an integer chosen by the client (docs/spec/mcp-2026-07-28.md §2.1).
     ProgressToken
 );

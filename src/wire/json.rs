@@ -14,8 +14,8 @@
 //! the params it knows straight into typed fields. That pass only ever gives up, never
 //! reports; the reading described above then runs and names the rule.
 //!
-//! Every `Value` built from input goes through [`ValueSeed`] and [`MapSeed`], never through
-//! `Value`'s own `Deserialize`, which gives one member name a meaning (see [`ValueSeed`]).
+//! Every `Value` built from input goes through `ValueSeed` and `MapSeed`, never through
+//! `Value`'s own `Deserialize`, which gives one member name a meaning (see `ValueSeed`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -228,7 +228,7 @@ impl Scan {
 ///
 /// The same seed is how the decoder reads the members it does not interpret: skipping them
 /// (as `IgnoredAny` does) would let through bytes that are not UTF-8, lone surrogate escapes
-/// and numbers beyond `f64`, which [`parse_value`] rejects (digest §1.1: messages MUST be
+/// and numbers beyond `f64`, which [`parse_value`] rejects (docs/spec/mcp-2026-07-28.md §1.1: messages MUST be
 /// UTF-8 JSON).
 pub fn validate(bytes: &[u8]) -> Result<(), DecodeError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);

@@ -2,7 +2,7 @@
 //!
 //! The six variants of [`Message`] are the six kinds the oracle and the `decode` command speak
 //! of: a request, `notifications/progress`, `notifications/cancelled`, any other notification,
-//! a result response and an error response (digest §1.1). Free-form parts (tool arguments,
+//! a result response and an error response (docs/spec/mcp-2026-07-28.md §1.1). Free-form parts (tool arguments,
 //! result content, `_meta` extras) stay `serde_json` maps; the parts the progress, cancellation
 //! and timeout rules depend on are typed.
 //!
@@ -320,7 +320,8 @@ pub struct Notification {
 }
 
 /// The `resultType` values this client recognises (§1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, arbitrary::Arbitrary)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "fuzzing", derive(arbitrary::Arbitrary))]
 pub enum ResultType {
     /// `complete`: the request is done.
     Complete,

@@ -28,7 +28,7 @@ pub use id::{ProgressToken, RequestId};
 pub use json::Limits;
 pub use message::*;
 
-/// JSON-RPC and MCP error codes (digest §8).
+/// JSON-RPC and MCP error codes (docs/spec/mcp-2026-07-28.md §8).
 pub mod codes {
     /// Invalid JSON.
     pub const PARSE_ERROR: i64 = -32700;

@@ -1,9 +1,11 @@
 //! What the simulation tests share: the library's proptest strategies, a clean-run check and
-//! the environment's replay seed.
+//! the run the environment names for replay.
 
 #![allow(dead_code)]
 
-use mcp_sim::model::Transport;
+use mcp_sim::repro::ReproEnv;
+#[cfg(feature = "proptest")]
+#[allow(unused_imports)] // not every test binary draws scenarios
 pub use mcp_sim::scenario::strategies::*;
 use mcp_sim::scenario::Scenario;
 
@@ -27,25 +29,34 @@ pub fn assert_clean(scenario: &Scenario, lane: mcp_sim::lanes::Lane) -> u64 {
     judged.run.trace.digest()
 }
 
-/// The seed and transport named by `MCP_SIM_SEED` (default 0) and `MCP_SIM_TRANSPORT`, as the
-/// `cargo test` replay lines printed by `mcp-sim sweep` set them.
-pub fn scenario_from_env() -> Scenario {
-    let seed: u64 = std::env::var("MCP_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let scenario = Scenario::from_seed(seed);
-    match std::env::var("MCP_SIM_TRANSPORT").as_deref() {
-        Ok("stdio") => scenario.with_transport(Transport::Stdio),
-        Ok("http") => scenario.with_transport(Transport::Http),
-        _ => scenario,
-    }
+/// Replays the run the environment names on `lane` (`MCP_SIM_SEED`, default 0, and the other
+/// variables of [`mcp_sim::repro`]), as the `cargo test` lines printed by `mcp-sim sweep` set
+/// them: prints the scenario, the trace digest and the broken rules, and fails as the run
+/// fails. A variable that does not parse fails the test naming it.
+pub fn replay_from_env(lane: mcp_sim::lanes::Lane) {
+    let repro = ReproEnv::read()
+        .and_then(|env| env.repro(lane))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let scenario = repro.scenario();
+    println!("{scenario}");
+    let judged = mcp_sim::run::judge(&scenario, repro.lane);
+    println!("trace digest {:016x}", judged.run.trace.digest());
+    println!("rules: {}", judged.rules().join(", "));
+    assert!(
+        !judged.fails(),
+        "{}\nreplay: {}",
+        mcp_sim::report::violations_text(&judged.verdict),
+        repro.replay_line()
+    );
 }
 
-/// `MCP_SIM_SEEDS`, or `default`.
+/// `MCP_SIM_SEEDS` (a seed count), or `default` when it is not set.
 pub fn seed_count(default: u64) -> u64 {
-    std::env::var("MCP_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
+    match std::env::var("MCP_SIM_SEEDS") {
+        Err(_) => default,
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("MCP_SIM_SEEDS={v:?} is not a seed count")),
+    }
 }

@@ -59,6 +59,7 @@ pub(crate) fn merge(parts: Vec<Totals>) -> Result<Totals, String> {
         total.sim_ms += p.sim_ms;
         total.wall_ms += p.wall_ms;
         total.requests += p.requests;
+        total.traces ^= p.traces;
         for (o, n) in p.outcomes {
             *total.outcomes.entry(o).or_default() += n;
         }

@@ -43,7 +43,7 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     let r = run_seed(&args.overrides, args.seed, transport);
-    let replay = args.overrides.replay_line(args.seed, transport);
+    let replay = args.overrides.repro(args.seed, transport).replay_line();
     print!("{}", summary_text(&r, &replay));
     if args.mermaid {
         let events = report::slice(&r.judged.run.trace, &r.judged.verdict);

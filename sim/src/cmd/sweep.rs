@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_sim::model::{Outcome, Transport};
+use mcp_sim::oracle::Level;
 use mcp_sim::report;
 use mcp_sim::run::{self, Judged};
 use mcp_sim::scenario::Scenario;
@@ -69,8 +70,9 @@ pub(crate) struct SeedRun {
 }
 
 pub(crate) fn run_seed(overrides: &Overrides, seed: u64, transport: Option<Transport>) -> SeedRun {
-    let scenario = overrides.scenario(seed, transport);
-    let judged = run::judge(&scenario, overrides.lane.lane());
+    let repro = overrides.repro(seed, transport);
+    let scenario = repro.scenario();
+    let judged = run::judge(&scenario, repro.lane);
     SeedRun {
         seed,
         transport,
@@ -128,14 +130,17 @@ struct Summary {
     outcomes: BTreeMap<Outcome, u64>,
     rules: Vec<(&'static str, &'static str)>,
     fails: bool,
+    /// The run's trace digest.
+    digest: u64,
     replay: String,
-    test_line: Option<String>,
+    test_line: String,
     report: Option<PathBuf>,
 }
 
 impl Summary {
     fn of(r: &SeedRun, overrides: &Overrides, report_dir: &Path) -> Summary {
-        let replay = overrides.replay_line(r.seed, r.transport);
+        let repro = overrides.repro(r.seed, r.transport);
+        let replay = repro.replay_line();
         let mut rules: Vec<(&'static str, &'static str)> = r
             .judged
             .verdict
@@ -144,7 +149,7 @@ impl Summary {
             .map(|v| (v.rule, v.level.as_str()))
             .collect();
         if r.judged.crash.is_some() {
-            rules.push(("crash", "MUST"));
+            rules.push((run::CRASH, Level::Must.as_str()));
         }
         rules.sort();
         rules.dedup();
@@ -163,7 +168,8 @@ impl Summary {
             outcomes: stats.outcomes.clone(),
             rules,
             fails,
-            test_line: overrides.test_line(r.seed, r.transport),
+            digest: r.judged.run.trace.digest(),
+            test_line: repro.test_line(),
             replay,
             report,
         }
@@ -236,9 +242,11 @@ pub fn run(args: &Args) -> ExitCode {
         requests: 0,
         outcomes: BTreeMap::new(),
         violations: BTreeMap::new(),
+        traces: 0,
         failing: Vec::new(),
     };
     for s in &results {
+        totals.traces ^= run_digest(s.seed, s.transport, s.digest);
         totals.sim_ms += s.sim_ms;
         totals.requests += s.requests;
         for (o, n) in &s.outcomes {
@@ -261,6 +269,7 @@ pub fn run(args: &Args) -> ExitCode {
                 rules: s.rules.iter().map(|r| r.0.to_string()).collect(),
                 replay: s.replay.clone(),
                 test: s.test_line.clone(),
+                digest: format!("{:016x}", s.digest),
                 report: s.report.as_ref().map(|p| p.display().to_string()),
             });
         }
@@ -302,8 +311,45 @@ pub(crate) struct Totals {
     pub outcomes: BTreeMap<Outcome, u64>,
     /// Runs per violated rule, with the rule's level.
     pub violations: BTreeMap<String, RuleCount>,
+    /// Every run's trace at once: the XOR over the runs of [`run_digest`], so shards merge
+    /// by XOR and two sweeps of the same range ran the same traces exactly when it agrees.
+    #[serde(with = "hex_u64")]
+    pub traces: u64,
     /// Every run that broke a MUST rule or crashed, in seed order.
     pub failing: Vec<FailingRun>,
+}
+
+/// One run's share of [`Totals::traces`]: its seed, transport and trace digest mixed into one
+/// word (FNV-1a over the three), so that equal traces of different seeds do not cancel out.
+pub(crate) fn run_digest(seed: u64, transport: Option<Transport>, digest: u64) -> u64 {
+    let transport: u64 = match transport {
+        None => 0,
+        Some(Transport::Stdio) => 1,
+        Some(Transport::Http) => 2,
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in [seed, transport, digest]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A `u64` as 16 hex digits in JSON (the digests' usual spelling).
+mod hex_u64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{v:016x}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = String::deserialize(d)?;
+        u64::from_str_radix(&text, 16).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Runs that broke one rule.
@@ -321,8 +367,10 @@ pub(crate) struct FailingRun {
     pub rules: Vec<String>,
     /// The `mcp-sim replay` line.
     pub replay: String,
-    /// The `cargo test` line, for the reference peers.
-    pub test: Option<String>,
+    /// The `cargo test` line.
+    pub test: String,
+    /// The run's trace digest, which both lines reproduce.
+    pub digest: String,
     /// The report folder, on the machine that ran it.
     pub report: Option<String>,
 }
@@ -350,6 +398,11 @@ impl Totals {
             self.sim_ms as f64 / 1000.0 / wall
         );
         let _ = writeln!(out, "requests:    {}", self.requests);
+        let _ = writeln!(
+            out,
+            "traces:      {:016x} (digest of every run's trace)",
+            self.traces
+        );
         let outcome_text: Vec<String> = self
             .outcomes
             .iter()
@@ -369,10 +422,9 @@ impl Totals {
             if let Some(folder) = &f.report {
                 let _ = writeln!(out, "  report: {folder}");
             }
+            let _ = writeln!(out, "  digest: {}", f.digest);
             let _ = writeln!(out, "  replay: {}", f.replay);
-            if let Some(t) = &f.test {
-                let _ = writeln!(out, "  test:   {t}");
-            }
+            let _ = writeln!(out, "  test:   {}", f.test);
         }
         if !self.failing.is_empty() {
             let _ = writeln!(

@@ -228,10 +228,12 @@ fn unavailable<T>(what: &str, why: &str) -> Option<T> {
     if in_ci() {
         panic!("{message}\n(CI=true: a missing interpreter fails the test instead of skipping it)");
     }
-    let bar = "!".repeat(78);
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("this test")
+        .to_owned();
     loud(&format!(
-        "\n{bar}\n!!! SKIPPED: {message}\n\
-         !!! (the test passes without running; with CI=true it fails)\n{bar}\n"
+        "SKIPPED {test}: {message} (it passes without running; with CI=true it fails)"
     ));
     None
 }

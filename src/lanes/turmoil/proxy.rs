@@ -1,4 +1,4 @@
-//! The `proxy` host: an intermediary that cuts idle upstream connections (landscape B.1).
+//! The `proxy` host: an intermediary that cuts idle upstream connections (docs/spec/intermediaries.md §1).
 //!
 //! It relays bytes between one client connection and one server connection. The idle clock
 //! restarts on every byte read from the server (nginx `proxy_read_timeout`; SSE comments

@@ -5,11 +5,11 @@
 use super::{outstanding_at, sender, Sink};
 use crate::model::{Outcome, Transport};
 use crate::oracle::index::{Index, Req};
-use crate::oracle::{rule, Level, Profile};
+use crate::oracle::{Level, Profile};
 use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 
-pub(super) fn server_cancels(s: &mut Sink<'_, '_>) {
+pub(super) fn server_cancel_not_listen(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for &i in &ix.emissions {
         let Some(Message::Cancelled(c)) = ix.msg(i) else {
@@ -32,12 +32,12 @@ pub(super) fn server_cancels(s: &mut Sink<'_, '_>) {
             Some(_) => None,
         };
         if let Some(p) = problem {
-            s.flag(rule::SERVER_CANCEL_NOT_LISTEN, Level::Must, vec![i], p);
+            s.flag(rule!("server-cancel-not-listen"), Level::Must, vec![i], p);
         }
     }
 }
 
-pub(super) fn client_cancels(s: &mut Sink<'_, '_>, tasks: &super::tasks::Tasks) {
+pub(super) fn cancel_unknown_request(s: &mut Sink<'_, '_>, tasks: &super::tasks::Tasks) {
     let ix = s.ix;
     for i in 0..ix.trace.events.len() {
         if sender(ix, i) != Some(Side::Client) {
@@ -73,7 +73,7 @@ pub(super) fn client_cancels(s: &mut Sink<'_, '_>, tasks: &super::tasks::Tasks) 
             },
         };
         if let Some((events, p)) = problem {
-            s.flag(rule::CANCEL_UNKNOWN_REQUEST, Level::Must, events, p);
+            s.flag(rule!("cancel-unknown-request"), Level::Must, events, p);
         }
     }
 }
@@ -233,10 +233,10 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
         return;
     };
     let (rule, level) = match r.transport {
-        Some(Transport::Http) => (rule::DISCONNECT_IS_CANCEL, Level::Must),
+        Some(Transport::Http) => (rule!("disconnect-is-cancel"), Level::Must),
         _ => match s.config.profile {
-            Profile::Strict => (rule::RESPONSE_AFTER_CANCEL, Level::Must),
-            Profile::Lenient => (rule::RESPONSE_AFTER_CANCEL, Level::Should),
+            Profile::Strict => (rule!("response-after-cancel"), Level::Must),
+            Profile::Lenient => (rule!("response-after-cancel"), Level::Should),
         },
     };
     let anchor = match point {
@@ -264,8 +264,8 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
             s.t(w) - (limit - s.config.grace_ms)
         );
         let (rule, level) = match r.transport {
-            Some(Transport::Http) => (rule::DISCONNECT_IS_CANCEL, Level::Must),
-            _ => (rule::WORK_AFTER_CANCEL, Level::Should),
+            Some(Transport::Http) => (rule!("disconnect-is-cancel"), Level::Must),
+            _ => (rule!("work-after-cancel"), Level::Should),
         };
         s.flag(rule, level, vec![anchor, w], msg);
     }
@@ -297,14 +297,14 @@ pub(super) fn cancel_on_timeout(s: &mut Sink<'_, '_>, r: &Req) {
         _ => (Level::Must, "sending notifications/cancelled"),
     };
     s.flag(
-        rule::CANCEL_ON_TIMEOUT,
+        rule!("cancel-on-timeout"),
         level,
         vec![a],
         format!("the client abandoned {} without {how}", s.name(r)),
     );
 }
 
-pub(super) fn late_delivery(s: &mut Sink<'_, '_>, r: &Req) {
+pub(super) fn late_response_delivered(s: &mut Sink<'_, '_>, r: &Req) {
     let ix = s.ix;
     if let Some(a) = r.client_abandoned() {
         let late = r.outcomes.iter().copied().find(|&o| {
@@ -319,7 +319,7 @@ pub(super) fn late_delivery(s: &mut Sink<'_, '_>, r: &Req) {
         });
         if let Some(o) = late {
             s.flag(
-                rule::LATE_RESPONSE_DELIVERED,
+                rule!("late-response-delivered"),
                 Level::Should,
                 vec![a, o],
                 format!(
@@ -332,7 +332,7 @@ pub(super) fn late_delivery(s: &mut Sink<'_, '_>, r: &Req) {
     if let Some(&first) = r.outcomes.first() {
         if let Some(&d) = r.deliveries.iter().find(|&&d| d > first) {
             s.flag(
-                rule::LATE_RESPONSE_DELIVERED,
+                rule!("late-response-delivered"),
                 Level::Should,
                 vec![first, d],
                 format!(
@@ -344,7 +344,7 @@ pub(super) fn late_delivery(s: &mut Sink<'_, '_>, r: &Req) {
     }
 }
 
-pub(super) fn resources(s: &mut Sink<'_, '_>, r: &Req) {
+pub(super) fn resource_leak(s: &mut Sink<'_, '_>, r: &Req) {
     let Some(&first_work) = r.work.first() else {
         return;
     };
@@ -369,7 +369,7 @@ pub(super) fn resources(s: &mut Sink<'_, '_>, r: &Req) {
     if overdue {
         let events = ended.map_or(vec![first_work], |e| vec![first_work, e]);
         s.flag(
-            rule::RESOURCE_LEAK,
+            rule!("resource-leak"),
             Level::Should,
             events,
             format!("the backend resource of {} was never released", s.name(r)),
@@ -377,10 +377,10 @@ pub(super) fn resources(s: &mut Sink<'_, '_>, r: &Req) {
     }
 }
 
-pub(super) fn outcomes(s: &mut Sink<'_, '_>, r: &Req) {
+pub(super) fn single_outcome(s: &mut Sink<'_, '_>, r: &Req) {
     if let [first, second, ..] = r.outcomes[..] {
         s.flag(
-            rule::SINGLE_OUTCOME,
+            rule!("single-outcome"),
             Level::Policy,
             vec![first, second],
             format!("{} has more than one outcome", s.name(r)),
@@ -388,7 +388,7 @@ pub(super) fn outcomes(s: &mut Sink<'_, '_>, r: &Req) {
     }
     if s.config.complete && r.client_send.is_some() && r.outcomes.is_empty() && !r.is_listen() {
         s.flag(
-            rule::SINGLE_OUTCOME,
+            rule!("single-outcome"),
             Level::Policy,
             vec![r.created],
             format!("{} never got an outcome", s.name(r)),
@@ -400,7 +400,7 @@ pub(super) fn outcomes(s: &mut Sink<'_, '_>, r: &Req) {
 /// with no close by the server or an intermediary to explain it (claude-code #51073,
 /// typescript-sdk #2580). Closing the connection to shut down is allowed (§9 C23); closing it
 /// right after a message for a finished request, with other requests outstanding, is not.
-pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
+pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     // Seen from the client when it was recorded; else from the server (a real client against
     // `mcp-sim serve`): the pipe closed by the client right after the server wrote a message
@@ -447,7 +447,7 @@ pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
         if let (true, Some(late)) = (outstanding, late) {
             let msg = "the client dropped its connection, and the requests on it, after a message for a finished request";
             s.flag(
-                rule::RACE_NOT_GRACEFUL,
+                rule!("race-not-graceful"),
                 Level::Must,
                 vec![late, i],
                 msg.into(),
@@ -488,7 +488,7 @@ pub(super) fn connection_races(s: &mut Sink<'_, '_>) {
                     _ => false,
                 });
             if !explained {
-                s.flag(rule::RACE_NOT_GRACEFUL, Level::Must, vec![r.created, o], format!("the client gave up {} as lost although nothing closed its stream or connection", s.name(r)));
+                s.flag(rule!("race-not-graceful"), Level::Must, vec![r.created, o], format!("the client gave up {} as lost although nothing closed its stream or connection", s.name(r)));
             }
         }
     }

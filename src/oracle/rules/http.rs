@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 
 use super::{sender, Sink};
-use crate::oracle::{rule, Level};
+use crate::oracle::Level;
 use crate::trace::{EventKind, Side, TransportName};
 use crate::wire::http::{header_mismatch, status_for_code};
 use crate::wire::{codes, Message};
 
 /// A request POST's headers are missing or differ from its body (§9 E41): the client's fault.
-pub(super) fn request_headers(s: &mut Sink<'_, '_>) {
+pub(super) fn http_request_headers(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for i in 0..ix.trace.events.len() {
         if sender(ix, i) != Some(Side::Client) {
@@ -30,7 +30,7 @@ pub(super) fn request_headers(s: &mut Sink<'_, '_>) {
             &r.params,
         ) {
             let msg = format!("the POST of request {}: {why}", r.id);
-            s.flag(rule::HTTP_REQUEST_HEADERS, Level::Must, vec![i], msg);
+            s.flag(rule!("http-request-headers"), Level::Must, vec![i], msg);
         }
     }
 }
@@ -48,7 +48,7 @@ struct StreamView {
 /// do not match its body gets 400 with -32020; an error whose code has a status (§8) comes with
 /// it; an accepted notification gets 202; a request's 200 is JSON or an event stream. The
 /// server's fault.
-pub(super) fn statuses(s: &mut Sink<'_, '_>) {
+pub(super) fn http_status(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     let view = if ix.has(Side::Server) {
         Side::Server
@@ -96,7 +96,7 @@ pub(super) fn statuses(s: &mut Sink<'_, '_>) {
             let mut events = vec![post, at];
             events.extend(v.response);
             events.sort_unstable();
-            s.flag(rule::HTTP_STATUS, Level::Must, events, why);
+            s.flag(rule!("http-status"), Level::Must, events, why);
         };
         let error_code = v.response.and_then(|r| match ix.msg(r) {
             Some(Message::Error(e)) => Some(e.error.code),

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::Sink;
 
 use crate::oracle::index::Index;
-use crate::oracle::{rule, Level};
+use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::{
     Message, RequestId, ResultType, META_SUBSCRIPTION_ID, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED,
@@ -41,7 +41,7 @@ pub(super) fn listen_ack_first(s: &mut Sink<'_, '_>) {
         let is_ack = matches!(ix.msg(e), Some(Message::Notification(n)) if n.method == METHOD_SUBSCRIPTIONS_ACKNOWLEDGED);
         if !is_ack {
             s.flag(
-                rule::LISTEN_ACK_FIRST,
+                rule!("listen-ack-first"),
                 Level::Must,
                 vec![r.created, e],
                 format!("the first message of subscription {id} is not its acknowledgement"),
@@ -138,7 +138,7 @@ pub(super) fn listen_tagged(s: &mut Sink<'_, '_>) {
             }
             _ => continue,
         };
-        s.flag(rule::LISTEN_TAGGED, Level::Must, vec![i], why);
+        s.flag(rule!("listen-tagged"), Level::Must, vec![i], why);
     }
 }
 
@@ -215,7 +215,7 @@ pub(super) fn listen_filter(s: &mut Sink<'_, '_>) {
             }
             _ => continue,
         };
-        s.flag(rule::LISTEN_FILTER, Level::Must, vec![i], why);
+        s.flag(rule!("listen-filter"), Level::Must, vec![i], why);
     }
 }
 
@@ -266,7 +266,7 @@ pub(super) fn listen_reopened(s: &mut Sink<'_, '_>) {
                     .map_or_else(|| "?".into(), |i| i.to_string());
                 let msg = format!("subscription {id} was lost with the server's pipe and never re-opened, though the client went on");
                 s.flag(
-                    rule::LISTEN_REOPENED,
+                    rule!("listen-reopened"),
                     Level::Must,
                     vec![req.created, b],
                     msg,

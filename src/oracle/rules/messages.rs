@@ -3,11 +3,11 @@
 use super::{outstanding_at, sender, Sink};
 
 use crate::oracle::index::Req;
-use crate::oracle::{rule, Level};
+use crate::oracle::Level;
 use crate::trace::Side;
 use crate::wire::Message;
 
-pub(super) fn message_shape(s: &mut Sink<'_, '_>) {
+pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for i in 0..ix.trace.events.len() {
         let Some(from) = sender(ix, i) else { continue };
@@ -15,9 +15,9 @@ pub(super) fn message_shape(s: &mut Sink<'_, '_>) {
         let msg = match decoded {
             Err(e) => {
                 let rule = if e.path.contains("progressToken") {
-                    rule::PROGRESS_TOKEN_TYPE
+                    rule!("progress-token-type")
                 } else {
-                    rule::MESSAGE_SHAPE
+                    rule!("message-shape")
                 };
                 s.flag(
                     rule,
@@ -46,12 +46,12 @@ pub(super) fn message_shape(s: &mut Sink<'_, '_>) {
             _ => None,
         };
         if let Some(p) = problem {
-            s.flag(rule::MESSAGE_SHAPE, Level::Must, vec![i], p.into());
+            s.flag(rule!("message-shape"), Level::Must, vec![i], p.into());
         }
     }
 }
 
-pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
+pub(super) fn ids_and_tokens(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for (n, r) in ix.requests.iter().enumerate() {
         // The request's first sighting: the client's send, or the server's receipt when the
@@ -66,7 +66,7 @@ pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
                 let msg =
                     format!("id {id} is reused while the request that carried it is outstanding");
                 s.flag(
-                    rule::REQUEST_ID_UNIQUE,
+                    rule!("request-id-unique"),
                     Level::Must,
                     vec![earlier.created, sent],
                     msg,
@@ -74,7 +74,7 @@ pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
             } else {
                 let msg = format!("id {id} is reused after the request that carried it ended");
                 s.flag(
-                    rule::REQUEST_ID_REUSE,
+                    rule!("request-id-reuse"),
                     Level::Policy,
                     vec![earlier.created, sent],
                     msg,
@@ -92,7 +92,7 @@ pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
                     s.name(earlier)
                 );
                 s.flag(
-                    rule::PROGRESS_TOKEN_UNIQUE,
+                    rule!("progress-token-unique"),
                     Level::Must,
                     vec![earlier.created, sent],
                     msg,
@@ -103,7 +103,7 @@ pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
                     s.name(earlier)
                 );
                 s.flag(
-                    rule::PROGRESS_TOKEN_REUSE,
+                    rule!("progress-token-reuse"),
                     Level::Policy,
                     vec![earlier.created, sent],
                     msg,
@@ -116,7 +116,7 @@ pub(super) fn request_ids(s: &mut Sink<'_, '_>) {
 /// The server never sends the codes 2026-07-28 retired (-32002, -32042) or an undefined code of
 /// the spec's range -32020 to -32099 (MUST NOT), and avoids the legacy range -32000 to -32019
 /// (SHOULD NOT) (§8, §9 I62).
-pub(super) fn error_codes(s: &mut Sink<'_, '_>) {
+pub(super) fn error_code_reserved(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for &i in &ix.emissions {
         let Some(Message::Error(e)) = ix.msg(i) else {
@@ -134,14 +134,14 @@ pub(super) fn error_codes(s: &mut Sink<'_, '_>) {
             _ => continue,
         };
         let msg = format!("error {code} is {why}");
-        s.flag(rule::ERROR_CODE_RESERVED, level, vec![i], msg);
+        s.flag(rule!("error-code-reserved"), level, vec![i], msg);
     }
 }
 
 pub(super) fn duplicate_response(s: &mut Sink<'_, '_>, r: &Req) {
     if let [first, second, ..] = r.responses[..] {
         s.flag(
-            rule::DUPLICATE_RESPONSE,
+            rule!("duplicate-response"),
             Level::Must,
             vec![first, second],
             format!("{} answered twice", s.name(r)),
@@ -191,6 +191,6 @@ pub(super) fn notification_answered(s: &mut Sink<'_, '_>) {
             "error {} without an id, though everything the client wrote was readable: it answers a notification",
             e.error.code
         );
-        s.flag(rule::NOTIFICATION_ANSWERED, Level::Must, events, msg);
+        s.flag(rule!("notification-answered"), Level::Must, events, msg);
     }
 }

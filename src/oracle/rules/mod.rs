@@ -19,21 +19,21 @@ use super::index::{Index, Req};
 use super::{Level, OracleConfig, Violation};
 use crate::trace::{EventKind, Side};
 use cancellation::{
-    after_cancel, cancel_on_timeout, client_cancels, connection_races, late_delivery, outcomes,
-    resources, server_cancels,
+    after_cancel, cancel_on_timeout, cancel_unknown_request, late_response_delivered,
+    race_not_graceful, resource_leak, server_cancel_not_listen, single_outcome,
 };
-use http::{request_headers, statuses};
+use http::{http_request_headers, http_status};
 use listen::{listen_ack_first, listen_filter, listen_reopened, listen_tagged};
 use messages::{
-    duplicate_response, error_codes, message_shape, notification_answered, request_ids,
+    duplicate_response, error_code_reserved, ids_and_tokens, message_shapes, notification_answered,
 };
 use progress::{progress, reset_needs_token};
 use tasks::{
-    cancel_targets_task, input_required_retry, input_required_shape, task_acks, task_negotiated,
-    task_polls, task_states, task_unknown, Tasks,
+    cancel_targets_task, input_required_retry, input_required_shape, task_ack, task_not_negotiated,
+    task_poll_interval, task_states, task_unknown, Tasks,
 };
 use timeouts::{declared_deadline, timeouts};
-use transport::{idle_cuts, wire_integrity};
+use transport::{idle_stream_cut, wire_integrity};
 
 /// Collects violations for one check.
 struct Sink<'a, 'c> {
@@ -69,11 +69,11 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         out: Vec::new(),
     };
     let tasks = Tasks::build(ix);
-    message_shape(&mut s);
-    request_ids(&mut s);
+    message_shapes(&mut s);
+    ids_and_tokens(&mut s);
     progress(&mut s);
-    server_cancels(&mut s);
-    client_cancels(&mut s, &tasks);
+    server_cancel_not_listen(&mut s);
+    cancel_unknown_request(&mut s, &tasks);
     for r in 0..ix.requests.len() {
         let req = &ix.requests[r];
         duplicate_response(&mut s, req);
@@ -82,29 +82,29 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         timeouts(&mut s, req);
         declared_deadline(&mut s, req);
         reset_needs_token(&mut s, req);
-        late_delivery(&mut s, req);
-        resources(&mut s, req);
-        outcomes(&mut s, req);
+        late_response_delivered(&mut s, req);
+        resource_leak(&mut s, req);
+        single_outcome(&mut s, req);
     }
     listen_ack_first(&mut s);
     listen_tagged(&mut s);
     listen_filter(&mut s);
     listen_reopened(&mut s);
-    error_codes(&mut s);
+    error_code_reserved(&mut s);
     notification_answered(&mut s);
-    task_negotiated(&mut s);
-    task_acks(&mut s);
+    task_not_negotiated(&mut s);
+    task_ack(&mut s);
     task_states(&mut s, &tasks);
     task_unknown(&mut s, &tasks);
-    task_polls(&mut s);
+    task_poll_interval(&mut s);
     cancel_targets_task(&mut s, &tasks);
     input_required_shape(&mut s);
     input_required_retry(&mut s);
-    connection_races(&mut s);
-    idle_cuts(&mut s);
+    race_not_graceful(&mut s);
+    idle_stream_cut(&mut s);
     wire_integrity(&mut s);
-    request_headers(&mut s);
-    statuses(&mut s);
+    http_request_headers(&mut s);
+    http_status(&mut s);
     s.out
 }
 

@@ -4,7 +4,7 @@
 use super::Sink;
 use crate::model::Transport;
 use crate::oracle::index::Req;
-use crate::oracle::{rule, Level, Profile};
+use crate::oracle::{Level, Profile};
 use crate::trace::Side;
 use crate::wire::{Message, META_SUBSCRIPTION_ID};
 
@@ -20,7 +20,7 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
             .is_some_and(|m| m.contains_key(META_SUBSCRIPTION_ID))
         {
             s.flag(
-                rule::PROGRESS_STREAM,
+                rule!("progress-stream"),
                 Level::Must,
                 vec![i],
                 "progress never carries a subscriptionId".into(),
@@ -33,7 +33,7 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
             .filter(|r| received(&ix.requests[*r]))
         else {
             s.flag(
-                rule::PROGRESS_UNKNOWN_TOKEN,
+                rule!("progress-unknown-token"),
                 Level::Must,
                 vec![i],
                 format!(
@@ -46,7 +46,7 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
         let req = &ix.requests[r];
         if let Some(&done) = req.responses.iter().find(|&&d| d < i) {
             s.flag(
-                rule::PROGRESS_AFTER_COMPLETION,
+                rule!("progress-after-completion"),
                 Level::Must,
                 vec![done, i],
                 format!("progress for {} after its final response", s.name(req)),
@@ -62,7 +62,7 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
                     req.stream
                 );
                 s.flag(
-                    rule::PROGRESS_STREAM,
+                    rule!("progress-stream"),
                     Level::Must,
                     vec![req.created, i],
                     msg,
@@ -81,7 +81,12 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
                     prev,
                     s.name(req)
                 );
-                s.flag(rule::PROGRESS_MONOTONIC, Level::Must, vec![prev_i, i], msg);
+                s.flag(
+                    rule!("progress-monotonic"),
+                    Level::Must,
+                    vec![prev_i, i],
+                    msg,
+                );
             }
         }
         last[r] = Some((i, p.progress));
@@ -94,7 +99,7 @@ pub(super) fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
     };
     if policy.reset_timeout_on_progress && r.token.is_none() {
         s.flag(
-            rule::RESET_NEEDS_TOKEN,
+            rule!("reset-needs-token"),
             Level::Policy,
             vec![sent],
             format!(

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::{sender, Sink};
 use crate::model::TaskStatus;
 use crate::oracle::index::Index;
-use crate::oracle::{rule, Level};
+use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::{
     codes, Message, Request, ResultResponse, ResultType, METHOD_CANCELLED, METHOD_TASKS_CANCEL,
@@ -113,7 +113,7 @@ fn tasks(ix: &Index<'_>) -> BTreeMap<String, TaskView> {
 
 /// The server answers with a `CreateTaskResult` only a `tools/call` that declared the Tasks
 /// extension in its own `clientCapabilities` (§7.3, §9 H58).
-pub(super) fn task_negotiated(s: &mut Sink<'_, '_>) {
+pub(super) fn task_not_negotiated(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for &i in &ix.emissions {
         let Some(Message::Result(res)) = ix.msg(i) else {
@@ -139,7 +139,7 @@ pub(super) fn task_negotiated(s: &mut Sink<'_, '_>) {
         };
         let created = ix.requests[r].created;
         s.flag(
-            rule::TASK_NOT_NEGOTIATED,
+            rule!("task-not-negotiated"),
             Level::Must,
             vec![created, i],
             why,
@@ -149,7 +149,7 @@ pub(super) fn task_negotiated(s: &mut Sink<'_, '_>) {
 
 /// `tasks/cancel` and `tasks/update` are acknowledged with an empty `complete` result
 /// (§7.3, §9 H61).
-pub(super) fn task_acks(s: &mut Sink<'_, '_>) {
+pub(super) fn task_ack(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     for &i in &ix.emissions {
         let Some(Message::Result(res)) = ix.msg(i) else {
@@ -173,7 +173,7 @@ pub(super) fn task_acks(s: &mut Sink<'_, '_>) {
             ),
             _ => continue,
         };
-        s.flag(rule::TASK_ACK, Level::Must, vec![i], why);
+        s.flag(rule!("task-ack"), Level::Must, vec![i], why);
     }
 }
 
@@ -198,7 +198,12 @@ pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
                 .find(|(e, st)| e > first && st != status)
             {
                 let msg = format!("task {id} reported {status}, later {other}");
-                s.flag(rule::TASK_TERMINAL, Level::Must, vec![*first, *later], msg);
+                s.flag(
+                    rule!("task-terminal"),
+                    Level::Must,
+                    vec![*first, *later],
+                    msg,
+                );
             }
         }
         let Some(&(cancelled, _)) = view.statuses.iter().find(|(_, st)| st == "cancelled") else {
@@ -216,7 +221,7 @@ pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
         if !asked {
             let msg = format!("task {id} was cancelled, but no tasks/cancel asked for it");
             s.flag(
-                rule::TASK_CANCELLED_UNASKED,
+                rule!("task-cancelled-unasked"),
                 Level::Should,
                 vec![cancelled],
                 msg,
@@ -230,7 +235,7 @@ pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
                 s.t(w) - s.t(cancelled)
             );
             s.flag(
-                rule::TASK_WORK_AFTER_CANCELLED,
+                rule!("task-work-after-cancelled"),
                 Level::Should,
                 vec![cancelled, w],
                 msg,
@@ -294,7 +299,7 @@ pub(super) fn task_unknown(s: &mut Sink<'_, '_>, tasks: &Tasks) {
         };
         let msg = format!("{method} of {task_id}, {why}, was answered with {wrong}, not -32602");
         s.flag(
-            rule::TASK_UNKNOWN,
+            rule!("task-unknown"),
             Level::Must,
             vec![req.created, answer],
             msg,
@@ -304,7 +309,7 @@ pub(super) fn task_unknown(s: &mut Sink<'_, '_>, tasks: &Tasks) {
 
 /// The client polls one task no faster than the `pollIntervalMs` it was last given (§7.3,
 /// §9 H60).
-pub(super) fn task_polls(s: &mut Sink<'_, '_>) {
+pub(super) fn task_poll_interval(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     let mut interval: BTreeMap<String, u64> = BTreeMap::new();
     let mut last_poll: BTreeMap<String, usize> = BTreeMap::new();
@@ -333,7 +338,12 @@ pub(super) fn task_polls(s: &mut Sink<'_, '_>) {
                 let msg = format!(
                     "tasks/get of {id} {gap} ms after the last one; the server asked for {every} ms"
                 );
-                s.flag(rule::TASK_POLL_INTERVAL, Level::Should, vec![prev, i], msg);
+                s.flag(
+                    rule!("task-poll-interval"),
+                    Level::Should,
+                    vec![prev, i],
+                    msg,
+                );
             }
         }
         last_poll.insert(id.to_owned(), i);
@@ -371,7 +381,7 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
                 "{METHOD_CANCELLED} for {} targets task {task}; tasks are cancelled with tasks/cancel",
                 c.request_id
             );
-            s.flag(rule::CANCEL_TARGETS_TASK, Level::Must, vec![i], msg);
+            s.flag(rule!("cancel-targets-task"), Level::Must, vec![i], msg);
         }
     }
 }
@@ -419,7 +429,7 @@ pub(super) fn input_required_shape(s: &mut Sink<'_, '_>) {
             }
             _ => continue,
         };
-        s.flag(rule::INPUT_REQUIRED_SHAPE, Level::Must, vec![i], why);
+        s.flag(rule!("input-required-shape"), Level::Must, vec![i], why);
     }
 }
 
@@ -486,7 +496,7 @@ pub(super) fn input_required_retry(s: &mut Sink<'_, '_>) {
                     "request {} carries a requestState no input_required gave for this call",
                     q.id
                 );
-                s.flag(rule::INPUT_REQUIRED_RETRY, Level::Must, vec![i], msg);
+                s.flag(rule!("input-required-retry"), Level::Must, vec![i], msg);
             }
             continue;
         };
@@ -510,7 +520,7 @@ pub(super) fn input_required_retry(s: &mut Sink<'_, '_>) {
             continue;
         };
         s.flag(
-            rule::INPUT_REQUIRED_RETRY,
+            rule!("input-required-retry"),
             Level::Must,
             vec![round.answer, i],
             why,

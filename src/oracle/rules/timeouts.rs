@@ -3,7 +3,7 @@
 use super::Sink;
 use crate::model::{Outcome, Transport};
 use crate::oracle::index::Req;
-use crate::oracle::{rule, Level};
+use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 
@@ -71,7 +71,12 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
             open_until - t_sent,
             bound
         );
-        s.flag(rule::TIMEOUT_MAXIMUM, Level::Should, vec![sent, last], msg);
+        s.flag(
+            rule!("timeout-maximum"),
+            Level::Should,
+            vec![sent, last],
+            msg,
+        );
     }
 
     let Some(policy) = r.policy else { return };
@@ -102,7 +107,7 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
                 early
             );
             s.flag(
-                rule::TIMEOUT_DEADLINE,
+                rule!("timeout-deadline"),
                 Level::Policy,
                 vec![sent, fired],
                 msg,
@@ -114,7 +119,7 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
                 s.name(r)
             );
             s.flag(
-                rule::TIMEOUT_DEADLINE,
+                rule!("timeout-deadline"),
                 Level::Policy,
                 vec![sent, fired],
                 msg,
@@ -130,7 +135,12 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
                     late,
                     waited_until
                 );
-                s.flag(rule::TIMEOUT_DEADLINE, Level::Policy, vec![sent, last], msg);
+                s.flag(
+                    rule!("timeout-deadline"),
+                    Level::Policy,
+                    vec![sent, last],
+                    msg,
+                );
             }
         }
         _ => {}
@@ -191,7 +201,7 @@ pub(super) fn declared_deadline(s: &mut Sink<'_, '_>, r: &Req) {
             deadline - t_recv
         );
         s.flag(
-            rule::DECLARED_DEADLINE,
+            rule!("declared-deadline"),
             Level::Policy,
             vec![recv, last],
             msg,
