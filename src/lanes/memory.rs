@@ -451,12 +451,7 @@ impl Sim<'_> {
                 reason: None,
             },
         );
-        let held: Vec<RequestId> = self.backend.held().map(|(r, _)| r.clone()).collect();
-        for request in held {
-            let call = BackendCall::Release {
-                request: request.clone(),
-            };
-            self.backend.handle_call(self.now, &call);
+        for request in self.backend.release_all() {
             self.record(Side::Backend, EventKind::Release { request });
         }
         let open: Vec<StreamId> = self.proxy.keys().copied().collect();

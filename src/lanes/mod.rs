@@ -31,6 +31,8 @@ use crate::trace::Trace;
 pub mod http_exchange;
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub(crate) mod http_serve;
+#[cfg(any(feature = "turmoil", feature = "live"))]
+pub(crate) mod intermediary;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod memory;

@@ -41,7 +41,6 @@ impl BackendCall {
 #[derive(Debug, Clone, Default)]
 pub struct Backend {
     held: BTreeMap<RequestId, Time>,
-    calls: u64,
 }
 
 impl Backend {
@@ -52,7 +51,6 @@ impl Backend {
 
     /// Applies a call at `now`.
     pub fn handle_call(&mut self, now: Time, call: &BackendCall) {
-        self.calls += 1;
         match call {
             BackendCall::Work { request, .. } => {
                 self.held.entry(request.clone()).or_insert(now);
@@ -68,8 +66,14 @@ impl Backend {
         self.held.iter().map(|(r, t)| (r, *t))
     }
 
-    /// Total calls received.
-    pub fn calls(&self) -> u64 {
-        self.calls
+    /// How many requests hold a resource now.
+    pub fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Releases everything held (the session that held it died), returning the requests in
+    /// id order: each is a `release` in the ledger.
+    pub fn release_all(&mut self) -> Vec<RequestId> {
+        std::mem::take(&mut self.held).into_keys().collect()
     }
 }

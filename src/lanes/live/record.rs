@@ -21,12 +21,82 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::relay::{Relay, RelayTap, Relayed};
+use super::relay::{Relay, RelayObserver, Relayed};
 use crate::lanes::wiretap::Framing;
 use crate::lanes::{RunResult, RunStats};
 use crate::scenario::ProxyConfig;
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
+
+/// The recording of one relayed connection (`mcp-sim record --http`): the same framing at the
+/// client's end of the relay and at the server's, so that what an intermediary holds back or
+/// cuts shows as the difference between the two.
+pub(crate) struct RelayTap {
+    /// Where the events go.
+    pub(crate) recording: SharedRecording,
+    /// The connection as the client's end of the relay sees it.
+    pub(crate) client: Framing,
+    /// The connection as the server's end sees it.
+    pub(crate) server: Framing,
+    /// Bytes passed up (to the server) and down (to the client).
+    pub(crate) bytes: (Arc<AtomicU64>, Arc<AtomicU64>),
+}
+
+impl RelayTap {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recording> {
+        self.recording
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl RelayObserver for RelayTap {
+    /// The client sent `bytes` (read from the downstream connection).
+    fn client_sent(&mut self, bytes: &[u8]) {
+        let mut out = Vec::new();
+        self.client.read(bytes, &mut out);
+        self.lock().client_view(out);
+    }
+
+    /// `bytes` reached the server (written upstream).
+    fn server_read(&mut self, bytes: &[u8]) {
+        self.bytes
+            .0
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let mut out = Vec::new();
+        self.server.read(bytes, &mut out);
+        self.lock().server_view(out);
+    }
+
+    /// The server wrote `bytes` (read from upstream).
+    fn server_wrote(&mut self, bytes: &[u8]) {
+        let mut out = Vec::new();
+        self.server.wrote(bytes, &mut out);
+        self.lock().server_view(out);
+    }
+
+    /// `bytes` reached the client (written downstream).
+    fn client_got(&mut self, bytes: &[u8]) {
+        self.bytes
+            .1
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let mut out = Vec::new();
+        self.client.wrote(bytes, &mut out);
+        self.lock().client_view(out);
+    }
+
+    /// The connection ended by `by`'s doing: each end sees its open streams closed. A cut by
+    /// the intermediary reaches the server as the client going away.
+    fn gone(&mut self, by: Side, reason: Option<&str>) {
+        let mut out = Vec::new();
+        self.client.gone(by, reason, &mut out);
+        self.lock().client_view(out);
+        let mut out = Vec::new();
+        let server_by = if by == Side::Proxy { Side::Client } else { by };
+        self.server.gone(server_by, None, &mut out);
+        self.lock().server_view(out);
+    }
+}
 
 /// The recording both directions write into.
 pub(crate) struct Recording {

@@ -9,12 +9,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::record::{Recording, SharedRecording};
-use crate::lanes::wiretap::Framing;
+use crate::lanes::intermediary::{chunked_body_ended, gateway_answer, head_end, holds_body};
 use crate::scenario::ProxyConfig;
 use crate::trace::Side;
 
@@ -69,80 +66,24 @@ impl RelayConfig {
     }
 }
 
-fn head_end(bytes: &[u8]) -> Option<usize> {
-    bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|p| p + 4)
-}
-
-/// The recording of one relayed connection (`mcp-sim record --http`): the same framing at the
-/// client's end of the relay and at the server's, so that what an intermediary holds back or
-/// cuts shows as the difference between the two.
-pub(crate) struct RelayTap {
-    /// Where the events go.
-    pub(crate) recording: SharedRecording,
-    /// The connection as the client's end of the relay sees it.
-    pub(crate) client: Framing,
-    /// The connection as the server's end sees it.
-    pub(crate) server: Framing,
-    /// Bytes passed up (to the server) and down (to the client).
-    pub(crate) bytes: (Arc<AtomicU64>, Arc<AtomicU64>),
-}
-
-impl RelayTap {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Recording> {
-        self.recording
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
+/// What a relayed connection shows of itself, for a recorder at both of its ends
+/// (`mcp-sim record --http`): each chunk as it is read or written at either end, and how the
+/// connection ended. The relay knows nothing of traces; the observer turns these into events.
+pub(crate) trait RelayObserver: Send {
     /// The client sent `bytes` (read from the downstream connection).
-    fn client_sent(&mut self, bytes: &[u8]) {
-        let mut out = Vec::new();
-        self.client.read(bytes, &mut out);
-        self.lock().client_view(out);
-    }
-
+    fn client_sent(&mut self, bytes: &[u8]);
     /// `bytes` reached the server (written upstream).
-    fn server_read(&mut self, bytes: &[u8]) {
-        self.bytes
-            .0
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        let mut out = Vec::new();
-        self.server.read(bytes, &mut out);
-        self.lock().server_view(out);
-    }
-
+    fn server_read(&mut self, bytes: &[u8]);
     /// The server wrote `bytes` (read from upstream).
-    fn server_wrote(&mut self, bytes: &[u8]) {
-        let mut out = Vec::new();
-        self.server.wrote(bytes, &mut out);
-        self.lock().server_view(out);
-    }
-
+    fn server_wrote(&mut self, bytes: &[u8]);
     /// `bytes` reached the client (written downstream).
-    fn client_got(&mut self, bytes: &[u8]) {
-        self.bytes
-            .1
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        let mut out = Vec::new();
-        self.client.wrote(bytes, &mut out);
-        self.lock().client_view(out);
-    }
-
-    /// The connection ended by `by`'s doing: each end sees its open streams closed. A cut by
-    /// the intermediary reaches the server as the client going away.
-    fn gone(&mut self, by: Side, reason: Option<&str>) {
-        let mut out = Vec::new();
-        self.client.gone(by, reason, &mut out);
-        self.lock().client_view(out);
-        let mut out = Vec::new();
-        let server_by = if by == Side::Proxy { Side::Client } else { by };
-        self.server.gone(server_by, None, &mut out);
-        self.lock().server_view(out);
-    }
+    fn client_got(&mut self, bytes: &[u8]);
+    /// The connection ended by `by`'s doing, for `reason` if the intermediary cut it.
+    fn gone(&mut self, by: Side, reason: Option<&str>);
 }
+
+/// An observer, if the connection is recorded.
+type Tap = Option<Box<dyn RelayObserver>>;
 
 /// How a relayed connection ended.
 enum RelayEnd {
@@ -194,19 +135,23 @@ impl Relay {
         self.relay(down, up, None).await;
     }
 
-    /// Like [`Relay::run`], recording both ends of the connection into `tap`.
-    pub(crate) async fn run_tapped(self, down: tokio::net::TcpStream, tap: RelayTap) {
+    /// Like [`Relay::run`], telling `tap` what passes at both ends of the connection.
+    pub(crate) async fn run_tapped(
+        self,
+        down: tokio::net::TcpStream,
+        tap: impl RelayObserver + 'static,
+    ) {
         let Ok(up) = tokio::net::TcpStream::connect(self.server).await else {
             return;
         };
-        self.relay(down, up, Some(tap)).await;
+        self.relay(down, up, Some(Box::new(tap))).await;
     }
 
     async fn relay(
         &self,
         mut down: tokio::net::TcpStream,
         mut up: tokio::net::TcpStream,
-        mut tap: Option<RelayTap>,
+        mut tap: Tap,
     ) {
         // Every chunk goes on at once: Nagle's algorithm would hold small writes (an SSE
         // event, a request) for the peer's delayed acknowledgement, tens of ms.
@@ -229,9 +174,7 @@ impl Relay {
         match end {
             RelayEnd::Idle { head_sent: false } => {
                 if let Some(status) = self.proxy.and_then(|p| p.timeout_status) {
-                    let answer = format!(
-                        "HTTP/1.1 {status} Gateway Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                    );
+                    let answer = gateway_answer(status);
                     let _ = down.write_all(answer.as_bytes()).await;
                     let _ = down.shutdown().await;
                     if let Some(tap) = &mut tap {
@@ -267,7 +210,7 @@ impl Relay {
         &self,
         down: &mut tokio::net::TcpStream,
         up: &mut tokio::net::TcpStream,
-        tap: &mut Option<RelayTap>,
+        tap: &mut Tap,
     ) -> RelayEnd {
         use tokio::time::Instant;
         let (mut down_read, mut down_write) = down.split();
@@ -277,7 +220,6 @@ impl Relay {
         let mut faults: Option<ConnFaults> = None;
         let idle = self.proxy.map(|p| p.idle_timeout);
         let client_bytes_count = self.proxy.is_some_and(|p| p.idle_counts_client_bytes);
-        let buffers = self.proxy.is_some_and(|p| p.buffers_unless_told);
         let mut last = Instant::now();
         // Response bytes read so far up to the end of the head, then whether to hold the body.
         let mut head: Vec<u8> = Vec::new();
@@ -353,9 +295,7 @@ impl Relay {
                         head.extend_from_slice(&bytes);
                         if let Some(end) = head_end(&head) {
                             head_len = Some(end);
-                            let text = String::from_utf8_lossy(&head[..end]).to_ascii_lowercase();
-                            let told = text.contains("x-accel-buffering: no");
-                            holding = buffers && text.contains("text/event-stream") && !told;
+                            holding = self.proxy.is_some_and(|p| holds_body(&p, &head[..end]));
                             if holding {
                                 // The head passes; the body waits for its end.
                                 to_down.push_back((last + delay, head[..end].to_vec()));
@@ -365,8 +305,7 @@ impl Relay {
                         }
                     } else if holding {
                         held.extend_from_slice(&bytes);
-                        // A complete chunked body ends in a zero-size chunk.
-                        if held.ends_with(b"0\r\n\r\n") {
+                        if chunked_body_ended(&held) {
                             to_down.push_back((last + delay, std::mem::take(&mut held)));
                         }
                         continue;

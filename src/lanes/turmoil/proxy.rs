@@ -18,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::stream_id;
 use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT};
+use crate::lanes::intermediary::{chunked_body_ended, gateway_answer, head_end, holds_body};
 use crate::scenario::ProxyConfig;
 use crate::trace::{EventKind, Side};
 
@@ -33,13 +34,6 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, config: Proxy
             }
         }
     });
-}
-
-fn head_end(bytes: &[u8]) -> Option<usize> {
-    bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|p| p + 4)
 }
 
 /// A request head without its `Mcp-Method` and `Mcp-Name` lines.
@@ -83,14 +77,10 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
                         response.extend_from_slice(bytes);
                         if buffering.is_none() {
                             if let Some(end) = head_end(&response) {
-                                let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
-                                let told = head.contains("x-accel-buffering: no");
-                                let streaming = head.contains("text/event-stream");
-                                buffering = Some(config.buffers_unless_told && streaming && !told);
+                                buffering = Some(holds_body(&config, &response[..end]));
                             }
                         }
-                        // A complete chunked body ends in a zero-size chunk.
-                        let complete = response.ends_with(b"0\r\n\r\n");
+                        let complete = chunked_body_ended(&response);
                         if buffering == Some(false) || (buffering == Some(true) && complete) {
                             if down_write.write_all(&response).await.is_err() { break }
                             response.clear();
@@ -136,8 +126,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
                 record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy, reason: Some("idle".into()) });
                 let headers_sent = buffering.is_some();
                 if let (false, Some(status)) = (headers_sent, config.timeout_status) {
-                    let answer = format!("HTTP/1.1 {status} Gateway Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-                    let _ = down_write.write_all(answer.as_bytes()).await;
+                    let _ = down_write.write_all(gateway_answer(status).as_bytes()).await;
                     // Let the answer leave before the connection goes.
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
