@@ -780,21 +780,42 @@ fn read_live(input: &LiveOutput, chunks: &[&[u8]]) -> Vec<Read> {
 }
 
 /// The live lane's readers on arbitrary output of a server, cut at arbitrary points, then what
-/// the lane does with it: where the reads end changes nothing that is read; each message is
-/// recorded as written, from the client's side as the live lane records, and, when it decodes,
-/// handed to the reference client, which has one call out; a stream the client closed is read
-/// no further; the client tells that call exactly one outcome once its deadlines pass; the
-/// recording survives JSON Lines and the oracle judges it without a panic.
+/// the lane does with it, through the lanes' own client driver with the probe's settings:
+/// where the reads end changes nothing that is read; each message is recorded as written, from
+/// the client's side, and, when it decodes, handed to the reference client, which has one call
+/// out; a stream the client closed is read no further; the client tells that call exactly one
+/// outcome once its deadlines pass; the recording survives JSON Lines and the oracle judges it
+/// without a panic.
 pub fn live_output(input: &LiveOutput) {
+    use crate::lanes::client_driver::{ClientDriver, ClientIo, ClientSink};
     use crate::lanes::readers::ExchangeItem;
-    use crate::lanes::recorder::{self, ClientNote};
+    use crate::lanes::RunStats;
     use crate::model::{
-        CallSpec, Client, ClientConfig, ClientEvent, ClientTransmit, TimeoutPolicy, Transport,
-        SLOW_TOOL,
+        CallSpec, Client, ClientConfig, StreamId, TimeoutPolicy, Transport, SLOW_TOOL,
     };
     use crate::time::Time;
     use crate::trace::{EventKind, Side, Trace};
+    use crate::wire::RequestId;
     use std::time::Duration;
+
+    /// The run's trace at the fuzz clock, checking each outcome told.
+    struct Sink {
+        trace: Trace,
+        now: Time,
+        call: RequestId,
+        outcomes: usize,
+    }
+    impl ClientSink for Sink {
+        fn record(&mut self, side: Side, kind: EventKind) {
+            if let EventKind::Outcome { request, .. } = &kind {
+                assert_eq!(request, &self.call, "an outcome for a request never sent");
+                self.outcomes += 1;
+                assert_eq!(self.outcomes, 1, "the call got a second outcome");
+            }
+            self.trace.push(self.now, side, kind);
+        }
+        fn tally(&mut self, _: impl FnOnce(&mut RunStats)) {}
+    }
 
     let whole = read_live(input, &[&input.data]);
     assert_eq!(
@@ -814,118 +835,83 @@ pub fn live_output(input: &LiveOutput) {
     } else {
         Transport::Stdio
     };
-    let mut client = Client::new(ClientConfig::new(transport));
-    let mut trace = Trace::new();
-    let mut now = Time::ZERO;
+    let mut driver = ClientDriver::new(Client::new(ClientConfig::new(transport)), transport, true);
     let policy = TimeoutPolicy::fixed(Duration::from_secs(10));
     let mut spec = CallSpec::tool(SLOW_TOOL, serde_json::json!({"steps": 3}), policy);
     spec.progress = true;
-    let call = client.start_request(now, spec);
-    let mut stream = None;
-    let mut outcomes = 0;
-    // Whether the client closed the stream (or the pipe): the live lane stops reading it.
-    let mut closed = false;
-    // Everything is recorded as the client saw it, as the live lane records it.
-    let mut pump = |client: &mut Client,
-                    trace: &mut Trace,
-                    now: Time,
-                    stream: &mut Option<crate::model::StreamId>| {
-        while let Some(t) = client.poll_transmit() {
-            let (s, msg) = match t {
-                ClientTransmit::Line(m) => (None, m),
-                ClientTransmit::Post { stream, msg } => (Some(stream), msg),
-                ClientTransmit::Close { stream } => {
-                    trace.push(
-                        now,
-                        Side::Client,
-                        recorder::close(Some(stream), Side::Client, None),
-                    );
-                    closed = true;
-                    continue;
-                }
-                ClientTransmit::Disconnect => {
-                    trace.push(now, Side::Client, recorder::close(None, Side::Client, None));
-                    closed = true;
-                    continue;
-                }
-            };
-            if s.is_some() && stream.is_none() {
-                *stream = s; // the call's POST: the response read is this one's
-            }
-            let kind = recorder::client_send(client, transport, s, &msg);
-            trace.push(now, Side::Client, kind);
-        }
-        while let Some(e) = client.poll_event() {
-            if let ClientEvent::Outcome { request, .. } = &e {
-                assert_eq!(request, &call, "an outcome for a request never sent");
-                outcomes += 1;
-                assert_eq!(outcomes, 1, "the call got a second outcome");
-            }
-            if let ClientNote::Record(kind) = recorder::client_event(e) {
-                trace.push(now, Side::Client, kind);
+    let call = driver.client_mut().start_request(Time::ZERO, spec);
+    let mut sink = Sink {
+        trace: Trace::new(),
+        now: Time::ZERO,
+        call: call.clone(),
+        outcomes: 0,
+    };
+    let mut stream: Option<StreamId> = None;
+    // Sends what the client queued; true once it closed the stream or the pipe (the live lane
+    // stops reading it then).
+    let pump = |driver: &mut ClientDriver, sink: &mut Sink, stream: &mut Option<StreamId>| {
+        let mut closed = false;
+        while let Some(io) = driver.poll_io(sink.now, sink) {
+            match io {
+                // The call's POST: the response read is this one's.
+                ClientIo::Post { stream: s, .. } => *stream = stream.or(Some(s)),
+                ClientIo::Close(_) | ClientIo::Disconnect => closed = true,
+                ClientIo::Line(_) => {}
             }
         }
         closed
     };
-    pump(&mut client, &mut trace, now, &mut stream);
+    let mut closed = pump(&mut driver, &mut sink, &mut stream);
     for read in whole {
-        now = now + Duration::from_millis(1);
-        let s = stream.map(|s| s.0);
-        let text = match read {
-            Read::Line(bytes) | Read::Response(ExchangeItem::Message(bytes)) => bytes,
-            Read::Broken(w) => {
-                trace.push(now, Side::Client, EventKind::Recv(w));
-                continue;
-            }
-            Read::Response(ExchangeItem::Status {
-                status,
-                content_type,
-            }) => {
-                let status = EventKind::Status {
-                    stream: s,
-                    status,
-                    content_type,
-                };
-                trace.push(now, Side::Client, status);
-                continue;
-            }
-            Read::Response(ExchangeItem::Comment) => {
-                trace.push(now, Side::Client, EventKind::Comment { stream: s });
-                continue;
-            }
-            Read::Response(ExchangeItem::Ended | ExchangeItem::Cut) => {
-                let close = recorder::close(stream, Side::Server, None);
-                trace.push(now, Side::Client, close);
-                if let Some(s) = stream {
-                    client.handle_stream_closed(now, s);
-                }
-                pump(&mut client, &mut trace, now, &mut stream);
-                continue;
-            }
-        };
-        let (w, decoded) = recorder::observe_as_written(transport, stream, &text);
-        trace.push(now, Side::Client, EventKind::Recv(w));
-        if let Ok(msg) = decoded {
-            client.handle_message(now, stream, msg);
-        }
-        if pump(&mut client, &mut trace, now, &mut stream) {
+        if closed {
             break;
         }
+        sink.now = sink.now + Duration::from_millis(1);
+        let now = sink.now;
+        match read {
+            Read::Line(bytes) => driver.receive(now, None, &bytes, &mut sink),
+            Read::Broken(w) => {
+                sink.record(Side::Client, EventKind::Recv(w));
+                continue;
+            }
+            Read::Response(item) => {
+                let s = stream.expect("the call was POSTed before its response is read");
+                match item {
+                    ExchangeItem::Message(bytes) => driver.receive(now, Some(s), &bytes, &mut sink),
+                    ExchangeItem::Status {
+                        status,
+                        content_type,
+                    } => {
+                        driver.status(s, status, content_type, &mut sink);
+                        continue;
+                    }
+                    ExchangeItem::Comment => {
+                        driver.comment(s, &mut sink);
+                        continue;
+                    }
+                    ExchangeItem::Ended | ExchangeItem::Cut => {
+                        driver.stream_ended(now, s, Side::Server, None, &mut sink);
+                    }
+                }
+            }
+        }
+        closed = pump(&mut driver, &mut sink, &mut stream);
     }
     // Time runs past every deadline: the call ends, with exactly one outcome.
     for _ in 0..1_000 {
-        let Some(next) = client.poll_timeout() else {
+        let Some(next) = driver.client().poll_timeout() else {
             break;
         };
-        now = now.max(next);
-        client.handle_timeout(now);
-        pump(&mut client, &mut trace, now, &mut stream);
+        sink.now = sink.now.max(next);
+        driver.client_mut().handle_timeout(sink.now);
+        pump(&mut driver, &mut sink, &mut stream);
     }
     assert!(
-        !client.is_outstanding(&call),
+        !driver.client().is_outstanding(&call),
         "the call outlived its deadline"
     );
-    assert_eq!(outcomes, 1, "the call ended without an outcome");
+    assert_eq!(sink.outcomes, 1, "the call ended without an outcome");
+    let trace = sink.trace;
 
     let text = trace.to_jsonl();
     let read = Trace::from_jsonl(&text).expect("a trace this crate wrote reads back");

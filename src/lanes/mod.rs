@@ -27,6 +27,10 @@ use crate::oracle::OracleConfig;
 use crate::scenario::Scenario;
 use crate::trace::Trace;
 
+#[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
+// With the fuzz bodies alone, only the part `live_output` drives is used.
+#[cfg_attr(not(any(feature = "turmoil", feature = "live")), allow(dead_code))]
+pub(crate) mod client_driver;
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub mod http_exchange;
 #[cfg(any(feature = "turmoil", feature = "live"))]

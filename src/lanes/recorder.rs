@@ -117,7 +117,7 @@ pub(crate) fn client_send(
 /// Like [`client_send`], for a message that went out as a real HTTP POST: with the headers
 /// the POST carried (`wire::http::request_headers`, what `http_exchange` sends). The in-memory
 /// lane has no POSTs and records none.
-#[cfg(feature = "async")]
+#[cfg(any(feature = "async", feature = "fuzzing"))]
 pub(crate) fn client_post(client: &Client, stream: StreamId, msg: &Message) -> EventKind {
     let mut kind = client_send(client, Transport::Http, Some(stream), msg);
     if let EventKind::Send(w) = &mut kind {

@@ -19,6 +19,7 @@ pub mod record;
 pub mod relay;
 pub mod serve;
 pub mod stdio;
+pub(crate) mod wall_trace;
 
 use crate::lanes::http_exchange::ExchangeItem;
 use crate::model::StreamId;

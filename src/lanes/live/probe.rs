@@ -49,7 +49,6 @@
 //!
 //! The caller judges the [`ProbeRun`]'s trace with the oracle and [`super::findings`].
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -63,18 +62,18 @@ use super::findings::ServerEnd;
 use super::http::{self, Http};
 use super::relay::{ConnFaults, RelayConfig};
 use super::stdio::Process;
+use super::wall_trace::WallTrace;
 use super::{Cut, Input};
-use crate::framing::ndjson;
+use crate::lanes::client_driver::{ClientDriver, ClientIo};
 use crate::lanes::http_exchange::ExchangeItem;
-use crate::lanes::readers::StdioReader;
-use crate::lanes::recorder::{self, ClientNote};
-use crate::lanes::{RunResult, RunStats};
-use crate::model::{CallSpec, Client, ClientConfig, ClientTransmit, Outcome, StreamId};
+use crate::lanes::recorder;
+use crate::lanes::RunResult;
+use crate::model::{CallSpec, Client, ClientConfig, Outcome, StreamId};
 use crate::model::{TimeoutPolicy, Transport};
 use crate::scenario::ProxyConfig;
 use crate::time::Time;
-use crate::trace::{EventKind, Side, Trace, FAULT_STALL};
-use crate::wire::{self, RequestId};
+use crate::trace::{EventKind, Side, FAULT_STALL};
+use crate::wire::RequestId;
 
 /// The longest hard maximum a call may be given, in ms (one hour).
 pub const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;
@@ -372,85 +371,52 @@ enum Conn {
 }
 
 struct Probe {
-    started: Instant,
-    client: Client,
-    trace: Trace,
+    /// The reference client and its bookkeeping.
+    driver: ClientDriver,
+    /// The trace and counters, on the wall clock.
+    rec: WallTrace,
     transport: Transport,
     conn: Conn,
     rx: Receiver<Input>,
-    lines: StdioReader,
     config: ProbeConfig,
     /// The server's command (stdio), to start it again.
     command: Vec<String>,
     /// The server closed its stdout before the probe was done (stdio).
     eof: Option<String>,
-    /// How each request ended, and when.
-    outcomes: BTreeMap<RequestId, (Outcome, Time)>,
-    /// Requests lost and re-issued: old id to new id.
-    retried: BTreeMap<RequestId, RequestId>,
-    progress: usize,
     write_errors: Arc<AtomicUsize>,
     /// Seeded draws of the per-post HTTP faults.
     fault_rng: ChaCha8Rng,
-    stats: RunStats,
 }
 
 impl Probe {
     fn now(&self) -> Time {
-        Time::from_millis(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX))
+        self.rec.now()
     }
 
     fn record(&mut self, kind: EventKind) {
-        let t = self.now();
-        self.trace.push(t, Side::Client, kind);
-        if self.config.verbose {
-            if let Some(e) = self.trace.events.last() {
-                eprintln!(
-                    "{}",
-                    serde_json::to_string(e).expect("trace events serialize")
-                );
-            }
-        }
+        self.rec.push(Side::Client, kind);
     }
 
     /// The id a request has now (a lost idempotent request is re-issued under a new one).
     fn current(&self, id: &RequestId) -> RequestId {
-        let mut id = id.clone();
-        while let Some(new) = self.retried.get(&id) {
-            id = new.clone();
-        }
-        id
+        self.driver.current(id)
     }
 
     fn outcome(&self, id: &RequestId) -> Option<(Outcome, Time)> {
-        self.outcomes.get(&self.current(id)).copied()
+        self.driver.outcome(id)
     }
 
     /// Sends what the client queued and records what it told the application.
     fn flush(&mut self) {
-        loop {
-            let mut busy = false;
-            while let Some(t) = self.client.poll_transmit() {
-                busy = true;
-                self.transmit(t);
-            }
-            while let Some(e) = self.client.poll_event() {
-                busy = true;
-                self.event(e);
-            }
-            if !busy {
-                break;
-            }
+        let now = self.now();
+        while let Some(io) = self.driver.poll_io(now, &mut self.rec) {
+            self.transmit(io);
         }
     }
 
-    fn transmit(&mut self, t: ClientTransmit) {
-        match t {
-            ClientTransmit::Line(msg) => {
-                self.record_send(None, &msg);
-                let Ok(line) = ndjson::encode_line(&msg) else {
-                    return;
-                };
+    fn transmit(&mut self, io: ClientIo) {
+        match io {
+            ClientIo::Line(line) => {
                 let queued = match &self.conn {
                     Conn::Stdio(p) => p.stdin.as_ref().is_some_and(|s| s.send(line).is_ok()),
                     Conn::Http(_) => false,
@@ -459,39 +425,24 @@ impl Probe {
                     self.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            ClientTransmit::Post { stream, msg } => {
-                self.record_send(Some(stream), &msg);
+            ClientIo::Post { stream, msg } => {
                 let faults = self.draw_faults(stream);
                 if let Conn::Http(http) = &mut self.conn {
                     http.post(stream, msg, faults);
                 }
             }
-            ClientTransmit::Close { stream } => {
-                self.record(recorder::close(Some(stream), Side::Client, None));
+            ClientIo::Close(stream) => {
                 if let Conn::Http(http) = &mut self.conn {
                     http.close(stream);
                 }
             }
             // The reference client never drops the pipe.
-            ClientTransmit::Disconnect => {
-                self.record(recorder::close(None, Side::Client, None));
+            ClientIo::Disconnect => {
                 if let Conn::Stdio(p) = &mut self.conn {
                     p.stdin = None;
                 }
             }
         }
-    }
-
-    fn record_send(&mut self, stream: Option<StreamId>, msg: &wire::Message) {
-        self.stats.messages += 1;
-        if matches!(msg, wire::Message::Request(_)) {
-            self.stats.requests += 1;
-        }
-        let kind = match stream {
-            Some(s) => recorder::client_post(&self.client, s, msg),
-            None => recorder::client_send(&self.client, self.transport, stream, msg),
-        };
-        self.record(kind);
     }
 
     /// The relay's faults for a new post, drawn from the seed and recorded.
@@ -518,44 +469,18 @@ impl Probe {
         ConnFaults { latency_ms, reset }
     }
 
-    fn event(&mut self, e: crate::model::ClientEvent) {
-        match recorder::client_event(e) {
-            ClientNote::Record(kind) => {
-                match &kind {
-                    EventKind::Progress { .. } => self.progress += 1,
-                    EventKind::Outcome { request, outcome } => {
-                        let now = self.now();
-                        self.outcomes.insert(request.clone(), (*outcome, now));
-                        *self.stats.outcomes.entry(*outcome).or_default() += 1;
-                    }
-                    _ => {}
-                }
-                self.record(kind);
-            }
-            ClientNote::Retried { lost, new } => {
-                self.outcomes.remove(&lost);
-                self.retried.insert(lost, new);
-            }
-        }
-    }
-
     /// Bytes from the server's stdout: split into lines, record each, hand messages over.
     fn bytes(&mut self, bytes: &[u8]) {
-        for line in self.lines.push(bytes) {
-            match line {
-                Ok(line) => self.receive(None, &line),
-                Err(w) => self.record(EventKind::Recv(w)),
-            }
+        for line in self.driver.stdio_lines(bytes) {
+            let now = self.now();
+            self.driver.read_line(now, line, &mut self.rec);
+            self.flush();
         }
     }
 
-    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let (w, decoded) = recorder::observe_as_written(self.transport, stream, bytes);
-        self.record(EventKind::Recv(w));
-        if let Ok(msg) = decoded {
-            let now = self.now();
-            self.client.handle_message(now, stream, msg);
-        }
+    fn receive(&mut self, stream: StreamId, bytes: &[u8]) {
+        let now = self.now();
+        self.driver.receive(now, Some(stream), bytes, &mut self.rec);
         self.flush();
     }
 
@@ -568,15 +493,11 @@ impl Probe {
                     content_type,
                 },
                 _,
-            ) => self.record(EventKind::Status {
-                stream: Some(stream.0),
-                status,
-                content_type,
-            }),
-            (ExchangeItem::Message(bytes), _) => self.receive(Some(stream), &bytes),
-            (ExchangeItem::Comment, _) => self.record(EventKind::Comment {
-                stream: Some(stream.0),
-            }),
+            ) => self
+                .driver
+                .status(stream, status, content_type, &mut self.rec),
+            (ExchangeItem::Message(bytes), _) => self.receive(stream, &bytes),
+            (ExchangeItem::Comment, _) => self.driver.comment(stream, &mut self.rec),
             (ExchangeItem::Ended | ExchangeItem::Cut, Some(cut)) => {
                 self.stream_ended(stream, Side::Proxy, Some(cut.reason().into()))
             }
@@ -595,26 +516,16 @@ impl Probe {
         if !open {
             return; // the client closed it first
         }
-        self.record(EventKind::Close {
-            stream: Some(stream.0),
-            by,
-            reason,
-        });
         let now = self.now();
-        self.client.handle_stream_closed(now, stream);
+        self.driver
+            .stream_ended(now, stream, by, reason, &mut self.rec);
         self.flush();
     }
 
     /// The server closed its stdout.
     fn eof(&mut self) {
-        if let Some(w) = self.lines.finish() {
-            self.record(EventKind::Recv(w));
-        }
-        self.record(EventKind::Close {
-            stream: None,
-            by: Side::Server,
-            reason: None,
-        });
+        let now = self.now();
+        self.driver.pipe_closed(now, &mut self.rec);
         let how = match &mut self.conn {
             Conn::Stdio(p) => {
                 p.stdin = None;
@@ -623,16 +534,19 @@ impl Probe {
             Conn::Http(_) => "closed".into(),
         };
         self.eof = Some(how);
-        let now = self.now();
-        self.client.handle_disconnect(now);
         self.flush();
     }
 
     /// Fires the client's due timers.
     fn timers(&mut self) {
         let now = self.now();
-        if self.client.poll_timeout().is_some_and(|t| t <= now) {
-            self.client.handle_timeout(now);
+        if self
+            .driver
+            .client_mut()
+            .poll_timeout()
+            .is_some_and(|t| t <= now)
+        {
+            self.driver.client_mut().handle_timeout(now);
             self.flush();
         }
     }
@@ -641,7 +555,11 @@ impl Probe {
     /// false once the server closed its stdout.
     fn wait(&mut self, until: Time) -> bool {
         let now = self.now();
-        let until = self.client.poll_timeout().map_or(until, |t| t.min(until));
+        let until = self
+            .driver
+            .client_mut()
+            .poll_timeout()
+            .map_or(until, |t| t.min(until));
         let wait = Duration::from_millis(until.as_millis().saturating_sub(now.as_millis()));
         match self.rx.recv_timeout(wait) {
             Ok(Input::Bytes(b)) => self.bytes(&b),
@@ -664,7 +582,7 @@ impl Probe {
     /// `hard_end` passed first.
     fn alone(&mut self, spec: CallSpec, hard_end: Time) -> Option<RequestId> {
         let now = self.now();
-        let id = self.client.start_request(now, spec);
+        let id = self.driver.client_mut().start_request(now, spec);
         self.flush();
         loop {
             if self.outcome(&id).is_some() {
@@ -707,9 +625,9 @@ impl Probe {
         };
         self.conn = Conn::Stdio(Box::new(new));
         self.rx = rx;
-        self.lines = StdioReader::default();
+        self.driver.new_pipe();
         let now = self.now();
-        self.client.handle_disconnect(now);
+        self.driver.client_mut().handle_disconnect(now);
         self.flush();
         self.alone(list_tools(startup), hard_end).is_some()
     }
@@ -731,11 +649,11 @@ impl Probe {
 impl Probe {
     /// The run's result: the trace and what the report needs.
     fn finish(self, run: RunSummary, ended: String, end: ServerEnd) -> ProbeRun {
-        let mut stats = self.stats;
-        stats.sim_ms = self.trace.end();
+        let mut stats = self.rec.stats;
+        stats.sim_ms = self.rec.trace.end();
         ProbeRun {
             run: RunResult {
-                trace: self.trace,
+                trace: self.rec.trace,
                 complete: run.settled,
                 stats,
             },
@@ -747,7 +665,7 @@ impl Probe {
                 .filter(|p| p.cancel_after_ms.is_some())
                 .count(),
             calls_started: run.started,
-            progress_delivered: self.progress,
+            progress_delivered: self.driver.progress_told(),
             write_errors: self.write_errors.load(Ordering::Relaxed),
             ended,
             end,
@@ -829,7 +747,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
             && !gave_up
         {
             if plan[next_call].restart_before {
-                if probe.client.outstanding() > 0 {
+                if probe.driver.client_mut().outstanding() > 0 {
                     break;
                 }
                 let before = probe.now().as_millis();
@@ -843,7 +761,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
             }
             let now = probe.now();
             let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
-            ids[next_call] = Some(probe.client.start_request(now, spec));
+            ids[next_call] = Some(probe.driver.client_mut().start_request(now, spec));
             next_call += 1;
             summary.started += 1;
             probe.flush();
@@ -856,12 +774,18 @@ fn drive(probe: &mut Probe) -> RunSummary {
             };
             let start = base + plan[i].start_ms;
             if let Some(after) = plan[i].cancel_after_ms {
-                if !cancelled[i] && start + after <= now && probe.client.is_outstanding(&id) {
+                if !cancelled[i]
+                    && start + after <= now
+                    && probe.driver.client_mut().is_outstanding(&id)
+                {
                     cancelled[i] = true;
                     let t = probe.now();
-                    let _ = probe.client.cancel(t, &id);
+                    let _ = probe.driver.client_mut().cancel(t, &id);
                     if probe.transport == Transport::Stdio {
-                        probe.client.start_request(t, list_tools(policy));
+                        probe
+                            .driver
+                            .client_mut()
+                            .start_request(t, list_tools(policy));
                     }
                     probe.flush();
                 }
@@ -882,15 +806,15 @@ fn drive(probe: &mut Probe) -> RunSummary {
                 .iter()
                 .flatten()
                 .map(|id| probe.current(id))
-                .filter(|id| probe.client.is_outstanding(id))
+                .filter(|id| probe.driver.client().is_outstanding(id))
                 .collect();
             for id in open {
-                let _ = probe.client.cancel(now, &id);
+                let _ = probe.driver.client_mut().cancel(now, &id);
             }
             probe.flush();
         }
         let all_started = next_call == plan.len() || gave_up;
-        if all_started && probe.client.outstanding() == 0 {
+        if all_started && probe.driver.client_mut().outstanding() == 0 {
             let at = *settled_at.get_or_insert(now);
             if now.as_millis() >= at.as_millis() + args.drain_ms {
                 summary.settled = true;
@@ -936,22 +860,16 @@ pub fn probe(target: &Target, config: &ProbeConfig) -> Result<ProbeRun, ProbeErr
 
 fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &ProbeConfig) -> Probe {
     Probe {
-        started: Instant::now(),
-        client: Client::new(ClientConfig::new(transport)),
-        trace: Trace::new(),
+        driver: ClientDriver::new(Client::new(ClientConfig::new(transport)), transport, true),
+        rec: WallTrace::new(config.verbose),
         transport,
         conn,
         rx,
-        lines: StdioReader::default(),
         config: config.clone(),
         command: Vec::new(),
         eof: None,
-        outcomes: BTreeMap::new(),
-        retried: BTreeMap::new(),
-        progress: 0,
         write_errors: Arc::new(AtomicUsize::new(0)),
         fault_rng: ChaCha8Rng::seed_from_u64(config.seed ^ 0x6661_756c_7473),
-        stats: RunStats::default(),
     }
 }
 

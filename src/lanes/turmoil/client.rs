@@ -18,16 +18,15 @@ use tokio::sync::mpsc;
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
-use crate::framing::ndjson;
+use crate::lanes::client_driver::{ClientDriver, ClientIo, ClientSink};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
-use crate::lanes::readers::StdioReader;
-use crate::lanes::recorder::{self, observe, ClientNote};
+use crate::lanes::RunStats;
 use crate::model::MutantSet;
-use crate::model::{Client, ClientEvent, ClientTransmit, StreamId, Transport};
+use crate::model::{Client, StreamId, Transport};
 use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
-use crate::wire::{Message, RequestId};
+use crate::wire::Message;
 
 enum Input {
     Bytes(u64, Vec<u8>),
@@ -64,7 +63,7 @@ struct Driver {
     /// What each planned call asks the server to do.
     tool_calls: ToolCalls,
     shared: SharedRef,
-    client: Client,
+    driver: ClientDriver,
     tx: mpsc::UnboundedSender<Input>,
     rx: mpsc::UnboundedReceiver<Input>,
     stdin: Option<turmoil::net::tcp::OwnedWriteHalf>,
@@ -72,11 +71,19 @@ struct Driver {
     unsent: Vec<Vec<u8>>,
     /// Generation of the stdio connection; input of older ones is stale.
     conn_gen: u64,
-    lines: StdioReader,
     posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
     agenda: BTreeMap<(Time, u64), Work>,
-    call_ids: BTreeMap<usize, RequestId>,
-    streams: BTreeMap<RequestId, StreamId>,
+}
+
+/// The trace and counters of the run, shared by the hosts.
+impl ClientSink for SharedRef {
+    fn record(&mut self, side: Side, kind: EventKind) {
+        record(self, side, kind);
+    }
+
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
+        update(&mut self.borrow_mut().stats);
+    }
 }
 
 impl Driver {
@@ -100,7 +107,11 @@ impl Driver {
             }
         }
         Driver {
-            client: Client::new(scenario.client_config()),
+            driver: ClientDriver::new(
+                Client::new(scenario.client_config()),
+                scenario.transport,
+                false,
+            ),
             scenario,
             tool_calls,
             shared,
@@ -109,11 +120,8 @@ impl Driver {
             stdin: None,
             unsent: Vec::new(),
             conn_gen: 0,
-            lines: StdioReader::default(),
             posts: BTreeMap::new(),
             agenda,
-            call_ids: BTreeMap::new(),
-            streams: BTreeMap::new(),
         }
     }
 
@@ -123,12 +131,12 @@ impl Driver {
         }
         loop {
             self.flush().await;
-            if self.agenda.is_empty() && self.client.outstanding() == 0 {
+            if self.agenda.is_empty() && self.driver.client().outstanding() == 0 {
                 break;
             }
             let next = [
                 self.agenda.keys().next().map(|k| k.0),
-                self.client.poll_timeout(),
+                self.driver.client().poll_timeout(),
             ]
             .into_iter()
             .flatten()
@@ -172,7 +180,7 @@ impl Driver {
         }
         let mut shared = self.shared.borrow_mut();
         shared.client_done = true;
-        shared.client_outstanding = self.client.outstanding();
+        shared.client_outstanding = self.driver.client().outstanding();
     }
 
     fn tick(&mut self) {
@@ -181,7 +189,7 @@ impl Driver {
             self.agenda.remove(&key);
             self.work(work);
         }
-        self.client.handle_timeout(t);
+        self.driver.client_mut().handle_timeout(t);
     }
 
     fn work(&mut self, work: Work) {
@@ -191,21 +199,11 @@ impl Driver {
                 let call = self.scenario.calls[k];
                 let args = self.tool_calls.arguments(&self.scenario, k);
                 let spec = call.call_spec(self.tool_calls.tool(), args);
-                let id = self.client.start_request(t, spec);
-                self.call_ids.insert(k, id);
+                self.driver.start_call(t, k, spec);
             }
-            Work::Cancel(k) => {
-                if let Some(id) = self.call_ids.get(&k) {
-                    let _ = self.client.cancel(t, id);
-                }
-            }
+            Work::Cancel(k) => self.driver.cancel_call(t, k),
             Work::Reset(k) => {
-                let Some(stream) = self
-                    .call_ids
-                    .get(&k)
-                    .and_then(|id| self.streams.get(id))
-                    .copied()
-                else {
+                let Some(stream) = self.driver.stream_of_call(k) else {
                     return;
                 };
                 if let Some(task) = self.posts.remove(&stream) {
@@ -219,16 +217,8 @@ impl Driver {
                             reason: None,
                         },
                     );
-                    record(
-                        &self.shared,
-                        Side::Client,
-                        EventKind::Close {
-                            stream: Some(stream.0),
-                            by: Side::Proxy,
-                            reason: None,
-                        },
-                    );
-                    self.client.handle_stream_closed(t, stream);
+                    self.driver
+                        .stream_ended(t, stream, Side::Proxy, None, &mut self.shared);
                 }
             }
         }
@@ -246,7 +236,7 @@ impl Driver {
             let _ = write.write_all(&line).await;
         }
         self.stdin = Some(write);
-        self.lines = StdioReader::default();
+        self.driver.new_pipe();
         self.conn_gen += 1;
         let generation = self.conn_gen;
         let tx = self.tx.clone();
@@ -270,30 +260,15 @@ impl Driver {
             Input::Bytes(generation, _) | Input::PipeClosed(generation)
                 if generation != self.conn_gen => {}
             Input::Bytes(_, bytes) => {
-                for item in self.lines.push(&bytes) {
-                    match item {
-                        Ok(line) => self.receive(None, &line),
-                        Err(w) => record(&self.shared, Side::Client, EventKind::Recv(w)),
-                    }
+                for item in self.driver.stdio_lines(&bytes) {
+                    self.driver.read_line(t, item, &mut self.shared);
                 }
             }
             Input::PipeClosed(_) => {
-                if let Some(w) = self.lines.finish() {
-                    record(&self.shared, Side::Client, EventKind::Recv(w));
-                }
-                record(
-                    &self.shared,
-                    Side::Client,
-                    EventKind::Close {
-                        stream: None,
-                        by: Side::Server,
-                        reason: None,
-                    },
-                );
                 // The requests are lost the moment the pipe breaks; their retries are sent
                 // then too and wait for the new connection.
+                self.driver.pipe_closed(t, &mut self.shared);
                 self.stdin = None;
-                self.client.handle_disconnect(t);
                 self.flush().await;
                 self.connect_stdio().await;
             }
@@ -303,37 +278,20 @@ impl Driver {
                     status,
                     content_type,
                 },
-            ) => {
-                record(
-                    &self.shared,
-                    Side::Client,
-                    EventKind::Status {
-                        stream: Some(stream.0),
-                        status,
-                        content_type,
-                    },
-                );
+            ) => self
+                .driver
+                .status(stream, status, content_type, &mut self.shared),
+            Input::Http(stream, ExchangeItem::Message(bytes)) => {
+                self.driver
+                    .receive(t, Some(stream), &bytes, &mut self.shared)
             }
-            Input::Http(stream, ExchangeItem::Message(bytes)) => self.receive(Some(stream), &bytes),
-            Input::Http(stream, ExchangeItem::Comment) => record(
-                &self.shared,
-                Side::Client,
-                EventKind::Comment {
-                    stream: Some(stream.0),
-                },
-            ),
+            Input::Http(stream, ExchangeItem::Comment) => {
+                self.driver.comment(stream, &mut self.shared)
+            }
             Input::Http(stream, ExchangeItem::Ended) => {
                 if self.posts.remove(&stream).is_some() {
-                    record(
-                        &self.shared,
-                        Side::Client,
-                        EventKind::Close {
-                            stream: Some(stream.0),
-                            by: Side::Server,
-                            reason: None,
-                        },
-                    );
-                    self.client.handle_stream_closed(t, stream);
+                    self.driver
+                        .stream_ended(t, stream, Side::Server, None, &mut self.shared);
                 }
             }
             Input::Http(stream, ExchangeItem::Cut) => {
@@ -343,115 +301,33 @@ impl Driver {
                     } else {
                         Side::Server
                     };
-                    record(
-                        &self.shared,
-                        Side::Client,
-                        EventKind::Close {
-                            stream: Some(stream.0),
-                            by,
-                            reason: None,
-                        },
-                    );
-                    self.client.handle_stream_closed(t, stream);
+                    self.driver
+                        .stream_ended(t, stream, by, None, &mut self.shared);
                 }
             }
-        }
-    }
-
-    fn receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
-        record(&self.shared, Side::Client, EventKind::Recv(w));
-        if let Ok(msg) = decoded {
-            self.client.handle_message(now(), stream, msg);
         }
     }
 
     async fn flush(&mut self) {
-        loop {
-            let mut busy = false;
-            while let Some(t) = self.client.poll_transmit() {
-                busy = true;
-                self.transmit(t).await;
-            }
-            while let Some(e) = self.client.poll_event() {
-                busy = true;
-                self.event(e);
-            }
-            if !busy {
-                break;
-            }
+        while let Some(io) = self.driver.poll_io(now(), &mut self.shared) {
+            self.transmit(io).await;
         }
-        self.shared.borrow_mut().client_outstanding = self.client.outstanding();
+        self.shared.borrow_mut().client_outstanding = self.driver.client().outstanding();
     }
 
-    fn event(&mut self, e: ClientEvent) {
-        match recorder::client_event(e) {
-            ClientNote::Record(kind) => {
-                if let EventKind::Outcome { outcome, .. } = kind {
-                    *self
-                        .shared
-                        .borrow_mut()
-                        .stats
-                        .outcomes
-                        .entry(outcome)
-                        .or_default() += 1;
-                }
-                record(&self.shared, Side::Client, kind);
-            }
-            ClientNote::Retried { lost, new } => {
-                if let Some((&k, _)) = self.call_ids.iter().find(|(_, id)| **id == lost) {
-                    self.call_ids.insert(k, new);
-                }
-            }
-        }
-    }
-
-    fn record_send(&mut self, stream: Option<StreamId>, msg: &Message) {
-        {
-            let mut shared = self.shared.borrow_mut();
-            shared.stats.messages += 1;
-            if matches!(msg, Message::Request(_)) {
-                shared.stats.requests += 1;
-            }
-        }
-        let kind = match stream {
-            Some(s) => recorder::client_post(&self.client, s, msg),
-            None => recorder::client_send(&self.client, self.scenario.transport, stream, msg),
-        };
-        record(&self.shared, Side::Client, kind);
-    }
-
-    async fn transmit(&mut self, t: ClientTransmit) {
-        match t {
-            ClientTransmit::Disconnect => {
-                record(
-                    &self.shared,
-                    Side::Client,
-                    EventKind::Close {
-                        stream: None,
-                        by: Side::Client,
-                        reason: None,
-                    },
-                );
+    async fn transmit(&mut self, io: ClientIo) {
+        match io {
+            ClientIo::Disconnect => {
                 self.stdin = None;
                 self.connect_stdio().await;
             }
-            ClientTransmit::Line(msg) => {
-                self.record_send(None, &msg);
-                if let Ok(line) = ndjson::encode_line(&msg) {
-                    match self.stdin.as_mut() {
-                        Some(stdin) => {
-                            let _ = stdin.write_all(&line).await;
-                        }
-                        None => self.unsent.push(line),
-                    }
+            ClientIo::Line(line) => match self.stdin.as_mut() {
+                Some(stdin) => {
+                    let _ = stdin.write_all(&line).await;
                 }
-            }
-            ClientTransmit::Post { stream, msg } => {
-                self.record_send(Some(stream), &msg);
-                if let Some(id) = msg.id() {
-                    self.streams.insert(id.clone(), stream);
-                }
+                None => self.unsent.push(line),
+            },
+            ClientIo::Post { stream, msg } => {
                 let target = match self.scenario.proxy {
                     Some(_) => ("proxy", PROXY_PORT),
                     None => ("server", SERVER_HTTP_PORT),
@@ -462,16 +338,7 @@ impl Driver {
                 );
                 self.posts.insert(stream, task);
             }
-            ClientTransmit::Close { stream } => {
-                record(
-                    &self.shared,
-                    Side::Client,
-                    EventKind::Close {
-                        stream: Some(stream.0),
-                        by: Side::Client,
-                        reason: None,
-                    },
-                );
+            ClientIo::Close(stream) => {
                 if let Some(task) = self.posts.remove(&stream) {
                     task.abort();
                 }

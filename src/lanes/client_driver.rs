@@ -1,0 +1,316 @@
+//! The reference client's driver: everything a lane does around the sans-IO [`Client`] that is
+//! not I/O. It records what the client sends, reads and tells its application, keeps the run's
+//! counters and the map from the application's calls to the requests that carry them (through
+//! retries), and reads stdio lines with the lanes' [`StdioReader`]. A lane keeps only how bytes
+//! and time reach the driver and how the client's output leaves it.
+//!
+//! The driver has no clock and does no I/O: every call takes the model's `now`, events go to a
+//! [`ClientSink`] that stamps them with the lane's own clock (the turmoil lane quantises trace
+//! times to its tick, the live lanes read the wall clock), and output comes back one
+//! [`ClientIo`] at a time from [`ClientDriver::poll_io`], already recorded, so a lane that
+//! writes asynchronously writes each before it asks for the next. When the lane flushes is
+//! its own choice (after each input, or after each message), because that decides the order
+//! of events at one instant and so the trace.
+//!
+//! Used by the turmoil lane's `client` host, the live probe and the `live_output` fuzz target
+//! (which therefore fuzzes this code).
+
+use std::collections::BTreeMap;
+
+use crate::framing::ndjson;
+use crate::lanes::readers::StdioReader;
+use crate::lanes::recorder::{self, ClientNote};
+use crate::lanes::RunStats;
+use crate::model::{CallSpec, Client, ClientTransmit, Outcome, StreamId, Transport};
+use crate::time::Time;
+use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire::{Message, RequestId};
+
+/// Where a driver's events and counts go.
+pub(crate) trait ClientSink {
+    /// Appends an event observed by `side` (the client; the proxy for a reset the lane
+    /// applies), stamped with the lane's clock.
+    fn record(&mut self, side: Side, kind: EventKind);
+    /// Updates the run's counters.
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats));
+}
+
+/// What the lane must do for the client; recorded (and counted) before it is returned.
+#[derive(Debug)]
+pub(crate) enum ClientIo {
+    /// Write this NDJSON line to the server's stdin.
+    Line(Vec<u8>),
+    /// POST `msg` on a connection of its own; its response is `stream`.
+    Post {
+        /// The exchange.
+        stream: StreamId,
+        /// The message.
+        msg: Message,
+    },
+    /// Drop `stream`'s connection (the HTTP cancellation).
+    Close(StreamId),
+    /// Drop the pipe to the server.
+    Disconnect,
+}
+
+/// The reference client and its bookkeeping.
+pub(crate) struct ClientDriver {
+    client: Client,
+    transport: Transport,
+    /// Record received text as written (a real peer's) instead of as the model decoded it.
+    as_written: bool,
+    lines: StdioReader,
+    /// The request each planned call of the application goes by now.
+    calls: BTreeMap<usize, RequestId>,
+    /// The stream each request was POSTed on.
+    streams: BTreeMap<RequestId, StreamId>,
+    /// How each request ended, and when.
+    outcomes: BTreeMap<RequestId, (Outcome, Time)>,
+    /// Requests lost and re-issued: old id to new id.
+    retried: BTreeMap<RequestId, RequestId>,
+    /// Progress notifications handed to the application.
+    progress: usize,
+}
+
+impl ClientDriver {
+    /// Drives `client` on `transport`; `as_written` for a real peer's text (the live lanes).
+    pub(crate) fn new(client: Client, transport: Transport, as_written: bool) -> Self {
+        ClientDriver {
+            client,
+            transport,
+            as_written,
+            lines: StdioReader::default(),
+            calls: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
+            retried: BTreeMap::new(),
+            progress: 0,
+        }
+    }
+
+    /// The client.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The client, for what the application asks of it directly.
+    pub(crate) fn client_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// The application starts its call `key` (a planned call's index).
+    pub(crate) fn start_call(&mut self, now: Time, key: usize, spec: CallSpec) -> RequestId {
+        let id = self.client.start_request(now, spec);
+        self.calls.insert(key, id.clone());
+        id
+    }
+
+    /// The application cancels its call `key` under the id it goes by now.
+    pub(crate) fn cancel_call(&mut self, now: Time, key: usize) {
+        if let Some(id) = self.calls.get(&key) {
+            let _ = self.client.cancel(now, id);
+        }
+    }
+
+    /// The stream call `key`'s current request was POSTed on.
+    pub(crate) fn stream_of_call(&self, key: usize) -> Option<StreamId> {
+        self.calls
+            .get(&key)
+            .and_then(|id| self.streams.get(id))
+            .copied()
+    }
+
+    /// The id a request goes by now (a lost idempotent request is re-issued under a new one).
+    pub(crate) fn current(&self, id: &RequestId) -> RequestId {
+        let mut id = id.clone();
+        while let Some(new) = self.retried.get(&id) {
+            id = new.clone();
+        }
+        id
+    }
+
+    /// How a request (or its re-issue) ended, and when.
+    pub(crate) fn outcome(&self, id: &RequestId) -> Option<(Outcome, Time)> {
+        self.outcomes.get(&self.current(id)).copied()
+    }
+
+    /// Progress notifications handed to the application so far.
+    pub(crate) fn progress_told(&self) -> usize {
+        self.progress
+    }
+
+    /// The next output, recorded; once none is left, everything the client told its
+    /// application is recorded (outcomes counted, retries followed) and `None` returned.
+    pub(crate) fn poll_io(&mut self, now: Time, sink: &mut impl ClientSink) -> Option<ClientIo> {
+        while let Some(t) = self.client.poll_transmit() {
+            match t {
+                ClientTransmit::Line(msg) => {
+                    self.record_send(None, &msg, sink);
+                    if let Ok(line) = ndjson::encode_line(&msg) {
+                        return Some(ClientIo::Line(line));
+                    }
+                }
+                ClientTransmit::Post { stream, msg } => {
+                    self.record_send(Some(stream), &msg, sink);
+                    if let Some(id) = msg.id() {
+                        self.streams.insert(id.clone(), stream);
+                    }
+                    return Some(ClientIo::Post { stream, msg });
+                }
+                ClientTransmit::Close { stream } => {
+                    sink.record(
+                        Side::Client,
+                        recorder::close(Some(stream), Side::Client, None),
+                    );
+                    return Some(ClientIo::Close(stream));
+                }
+                ClientTransmit::Disconnect => {
+                    sink.record(Side::Client, recorder::close(None, Side::Client, None));
+                    return Some(ClientIo::Disconnect);
+                }
+            }
+        }
+        while let Some(e) = self.client.poll_event() {
+            match recorder::client_event(e) {
+                ClientNote::Record(kind) => {
+                    match &kind {
+                        EventKind::Progress { .. } => self.progress += 1,
+                        EventKind::Outcome { request, outcome } => {
+                            self.outcomes.insert(request.clone(), (*outcome, now));
+                            let outcome = *outcome;
+                            sink.tally(|s| *s.outcomes.entry(outcome).or_default() += 1);
+                        }
+                        _ => {}
+                    }
+                    sink.record(Side::Client, kind);
+                }
+                ClientNote::Retried { lost, new } => {
+                    if let Some((&k, _)) = self.calls.iter().find(|(_, id)| **id == lost) {
+                        self.calls.insert(k, new.clone());
+                    }
+                    self.outcomes.remove(&lost);
+                    self.retried.insert(lost, new);
+                }
+            }
+        }
+        None
+    }
+
+    fn record_send(&mut self, stream: Option<StreamId>, msg: &Message, sink: &mut impl ClientSink) {
+        let request = matches!(msg, Message::Request(_));
+        sink.tally(|s| {
+            s.messages += 1;
+            if request {
+                s.requests += 1;
+            }
+        });
+        let kind = match stream {
+            Some(s) => recorder::client_post(&self.client, s, msg),
+            None => recorder::client_send(&self.client, self.transport, stream, msg),
+        };
+        sink.record(Side::Client, kind);
+    }
+
+    /// Splits stdio bytes from the server into lines and framing errors, in order; hand each
+    /// to [`ClientDriver::read_line`].
+    pub(crate) fn stdio_lines(&mut self, bytes: &[u8]) -> Vec<Result<Vec<u8>, WireEvent>> {
+        self.lines.push(bytes)
+    }
+
+    /// One item of [`ClientDriver::stdio_lines`]: a line is received, a framing error recorded.
+    pub(crate) fn read_line(
+        &mut self,
+        now: Time,
+        item: Result<Vec<u8>, WireEvent>,
+        sink: &mut impl ClientSink,
+    ) {
+        match item {
+            Ok(line) => self.receive(now, None, &line, sink),
+            Err(w) => sink.record(Side::Client, EventKind::Recv(w)),
+        }
+    }
+
+    /// One message's text from the server (on `stream` for HTTP): recorded, and handed to the
+    /// client when it decodes.
+    pub(crate) fn receive(
+        &mut self,
+        now: Time,
+        stream: Option<StreamId>,
+        bytes: &[u8],
+        sink: &mut impl ClientSink,
+    ) {
+        let (w, decoded) = if self.as_written {
+            recorder::observe_as_written(self.transport, stream, bytes)
+        } else {
+            recorder::observe(self.transport, stream, bytes)
+        };
+        sink.record(Side::Client, EventKind::Recv(w));
+        if let Ok(msg) = decoded {
+            self.client.handle_message(now, stream, msg);
+        }
+    }
+
+    /// The server's end of the pipe closed: the truncated last line, the close, and the
+    /// client loses what was in flight. The reader starts afresh for the next pipe.
+    pub(crate) fn pipe_closed(&mut self, now: Time, sink: &mut impl ClientSink) {
+        if let Some(w) = self.lines.finish() {
+            sink.record(Side::Client, EventKind::Recv(w));
+        }
+        sink.record(Side::Client, recorder::close(None, Side::Server, None));
+        self.client.handle_disconnect(now);
+    }
+
+    /// A new pipe to the server: its lines are read from the start.
+    pub(crate) fn new_pipe(&mut self) {
+        self.lines = StdioReader::default();
+    }
+
+    /// A response's status line and content type.
+    pub(crate) fn status(
+        &mut self,
+        stream: StreamId,
+        status: u16,
+        content_type: Option<String>,
+        sink: &mut impl ClientSink,
+    ) {
+        sink.record(
+            Side::Client,
+            EventKind::Status {
+                stream: Some(stream.0),
+                status,
+                content_type,
+            },
+        );
+    }
+
+    /// An SSE comment (a keep-alive) on `stream`.
+    pub(crate) fn comment(&mut self, stream: StreamId, sink: &mut impl ClientSink) {
+        sink.record(
+            Side::Client,
+            EventKind::Comment {
+                stream: Some(stream.0),
+            },
+        );
+    }
+
+    /// A stream the client still had open ended by `by`'s doing (the server, or an
+    /// intermediary with its `reason`). The lane decides whether it was still open.
+    pub(crate) fn stream_ended(
+        &mut self,
+        now: Time,
+        stream: StreamId,
+        by: Side,
+        reason: Option<String>,
+        sink: &mut impl ClientSink,
+    ) {
+        sink.record(
+            Side::Client,
+            EventKind::Close {
+                stream: Some(stream.0),
+                by,
+                reason,
+            },
+        );
+        self.client.handle_stream_closed(now, stream);
+    }
+}
