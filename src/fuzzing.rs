@@ -787,8 +787,9 @@ fn read_live(input: &LiveOutput, chunks: &[&[u8]]) -> Vec<Read> {
 /// outcome once its deadlines pass; the recording survives JSON Lines and the oracle judges it
 /// without a panic.
 pub fn live_output(input: &LiveOutput) {
-    use crate::lanes::client_driver::{ClientDriver, ClientIo, ClientSink};
+    use crate::lanes::client_driver::{ClientDriver, ClientOutput};
     use crate::lanes::readers::ExchangeItem;
+    use crate::lanes::RunSink;
     use crate::lanes::RunStats;
     use crate::model::{
         CallSpec, Client, ClientConfig, StreamId, TimeoutPolicy, Transport, SLOW_TOOL,
@@ -805,7 +806,7 @@ pub fn live_output(input: &LiveOutput) {
         call: RequestId,
         outcomes: usize,
     }
-    impl ClientSink for Sink {
+    impl RunSink for Sink {
         fn record(&mut self, side: Side, kind: EventKind) {
             if let EventKind::Outcome { request, .. } = &kind {
                 assert_eq!(request, &self.call, "an outcome for a request never sent");
@@ -854,9 +855,9 @@ pub fn live_output(input: &LiveOutput) {
         while let Some(io) = driver.poll_io(sink.now, sink) {
             match io {
                 // The call's POST: the response read is this one's.
-                ClientIo::Post { stream: s, .. } => *stream = stream.or(Some(s)),
-                ClientIo::Close(_) | ClientIo::Disconnect => closed = true,
-                ClientIo::Line(_) => {}
+                ClientOutput::Post { stream: s, .. } => *stream = stream.or(Some(s)),
+                ClientOutput::Close(_) | ClientOutput::Disconnect => closed = true,
+                ClientOutput::Line(_) => {}
             }
         }
         closed

@@ -5,9 +5,9 @@
 //! and time reach the driver and how the client's output leaves it.
 //!
 //! The driver has no clock and does no I/O: every call takes the model's `now`, events go to a
-//! [`ClientSink`] that stamps them with the lane's own clock (the turmoil lane quantises trace
+//! [`RunSink`] that stamps them with the lane's own clock (the turmoil lane quantises trace
 //! times to its tick, the live lanes read the wall clock), and output comes back one
-//! [`ClientIo`] at a time from [`ClientDriver::poll_io`], already recorded, so a lane that
+//! [`ClientOutput`] at a time from [`ClientDriver::poll_io`], already recorded, so a lane that
 //! writes asynchronously writes each before it asks for the next. When the lane flushes is
 //! its own choice (after each input, or after each message), because that decides the order
 //! of events at one instant and so the trace.
@@ -20,24 +20,15 @@ use std::collections::BTreeMap;
 use crate::framing::ndjson;
 use crate::lanes::readers::StdioReader;
 use crate::lanes::recorder::{self, ClientNote};
-use crate::lanes::RunStats;
+use crate::lanes::RunSink;
 use crate::model::{CallSpec, Client, ClientTransmit, Outcome, StreamId, Transport};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{Message, RequestId};
 
-/// Where a driver's events and counts go.
-pub(crate) trait ClientSink {
-    /// Appends an event observed by `side` (the client; the proxy for a reset the lane
-    /// applies), stamped with the lane's clock.
-    fn record(&mut self, side: Side, kind: EventKind);
-    /// Updates the run's counters.
-    fn tally(&mut self, update: impl FnOnce(&mut RunStats));
-}
-
 /// What the lane must do for the client; recorded (and counted) before it is returned.
 #[derive(Debug)]
-pub(crate) enum ClientIo {
+pub(crate) enum ClientOutput {
     /// Write this NDJSON line to the server's stdin.
     Line(Vec<u8>),
     /// POST `msg` on a connection of its own; its response is `stream`.
@@ -141,13 +132,13 @@ impl ClientDriver {
 
     /// The next output, recorded; once none is left, everything the client told its
     /// application is recorded (outcomes counted, retries followed) and `None` returned.
-    pub(crate) fn poll_io(&mut self, now: Time, sink: &mut impl ClientSink) -> Option<ClientIo> {
+    pub(crate) fn poll_io(&mut self, now: Time, sink: &mut impl RunSink) -> Option<ClientOutput> {
         while let Some(t) = self.client.poll_transmit() {
             match t {
                 ClientTransmit::Line(msg) => {
                     self.record_send(None, &msg, sink);
                     if let Ok(line) = ndjson::encode_line(&msg) {
-                        return Some(ClientIo::Line(line));
+                        return Some(ClientOutput::Line(line));
                     }
                 }
                 ClientTransmit::Post { stream, msg } => {
@@ -155,18 +146,18 @@ impl ClientDriver {
                     if let Some(id) = msg.id() {
                         self.streams.insert(id.clone(), stream);
                     }
-                    return Some(ClientIo::Post { stream, msg });
+                    return Some(ClientOutput::Post { stream, msg });
                 }
                 ClientTransmit::Close { stream } => {
                     sink.record(
                         Side::Client,
                         recorder::close(Some(stream), Side::Client, None),
                     );
-                    return Some(ClientIo::Close(stream));
+                    return Some(ClientOutput::Close(stream));
                 }
                 ClientTransmit::Disconnect => {
                     sink.record(Side::Client, recorder::close(None, Side::Client, None));
-                    return Some(ClientIo::Disconnect);
+                    return Some(ClientOutput::Disconnect);
                 }
             }
         }
@@ -196,7 +187,7 @@ impl ClientDriver {
         None
     }
 
-    fn record_send(&mut self, stream: Option<StreamId>, msg: &Message, sink: &mut impl ClientSink) {
+    fn record_send(&mut self, stream: Option<StreamId>, msg: &Message, sink: &mut impl RunSink) {
         let request = matches!(msg, Message::Request(_));
         sink.tally(|s| {
             s.messages += 1;
@@ -222,7 +213,7 @@ impl ClientDriver {
         &mut self,
         now: Time,
         item: Result<Vec<u8>, WireEvent>,
-        sink: &mut impl ClientSink,
+        sink: &mut impl RunSink,
     ) {
         match item {
             Ok(line) => self.receive(now, None, &line, sink),
@@ -237,7 +228,7 @@ impl ClientDriver {
         now: Time,
         stream: Option<StreamId>,
         bytes: &[u8],
-        sink: &mut impl ClientSink,
+        sink: &mut impl RunSink,
     ) {
         let (w, decoded) = if self.as_written {
             recorder::observe_as_written(self.transport, stream, bytes)
@@ -252,7 +243,7 @@ impl ClientDriver {
 
     /// The server's end of the pipe closed: the truncated last line, the close, and the
     /// client loses what was in flight. The reader starts afresh for the next pipe.
-    pub(crate) fn pipe_closed(&mut self, now: Time, sink: &mut impl ClientSink) {
+    pub(crate) fn pipe_closed(&mut self, now: Time, sink: &mut impl RunSink) {
         if let Some(w) = self.lines.finish() {
             sink.record(Side::Client, EventKind::Recv(w));
         }
@@ -271,7 +262,7 @@ impl ClientDriver {
         stream: StreamId,
         status: u16,
         content_type: Option<String>,
-        sink: &mut impl ClientSink,
+        sink: &mut impl RunSink,
     ) {
         sink.record(
             Side::Client,
@@ -284,7 +275,7 @@ impl ClientDriver {
     }
 
     /// An SSE comment (a keep-alive) on `stream`.
-    pub(crate) fn comment(&mut self, stream: StreamId, sink: &mut impl ClientSink) {
+    pub(crate) fn comment(&mut self, stream: StreamId, sink: &mut impl RunSink) {
         sink.record(
             Side::Client,
             EventKind::Comment {
@@ -301,7 +292,7 @@ impl ClientDriver {
         stream: StreamId,
         by: Side,
         reason: Option<String>,
-        sink: &mut impl ClientSink,
+        sink: &mut impl RunSink,
     ) {
         sink.record(
             Side::Client,

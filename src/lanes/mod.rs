@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use crate::model::Outcome;
 use crate::oracle::OracleConfig;
 use crate::scenario::Scenario;
-use crate::trace::Trace;
+use crate::trace::{EventKind, Side, Trace};
 
 #[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
 // With the fuzz bodies alone, only the part `live_output` drives is used.
@@ -42,6 +42,8 @@ pub mod live;
 pub mod memory;
 pub mod readers;
 pub(crate) mod recorder;
+#[cfg(any(feature = "turmoil", feature = "live"))]
+pub(crate) mod server_driver;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;
 #[cfg(any(feature = "turmoil", feature = "live"))]
@@ -103,6 +105,16 @@ pub struct RunStats {
     pub sim_ms: u64,
     /// Messages put on the wire.
     pub messages: u64,
+}
+
+/// Where a driver's events and counts go: the lane's trace, stamped with the lane's own
+/// clock (the model's time, turmoil's tick-quantised time, the wall clock), and its counters.
+#[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
+pub(crate) trait RunSink {
+    /// Appends an event observed by `side`.
+    fn record(&mut self, side: Side, kind: EventKind);
+    /// Updates the run's counters.
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats));
 }
 
 /// The text of a panic's payload (a `&str` or a `String`), for reports.

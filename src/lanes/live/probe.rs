@@ -64,7 +64,7 @@ use super::relay::{ConnFaults, RelayConfig};
 use super::stdio::Process;
 use super::wall_trace::WallTrace;
 use super::{Cut, Input};
-use crate::lanes::client_driver::{ClientDriver, ClientIo};
+use crate::lanes::client_driver::{ClientDriver, ClientOutput};
 use crate::lanes::http_exchange::ExchangeItem;
 use crate::lanes::recorder;
 use crate::lanes::RunResult;
@@ -414,9 +414,9 @@ impl Probe {
         }
     }
 
-    fn transmit(&mut self, io: ClientIo) {
+    fn transmit(&mut self, io: ClientOutput) {
         match io {
-            ClientIo::Line(line) => {
+            ClientOutput::Line(line) => {
                 let queued = match &self.conn {
                     Conn::Stdio(p) => p.stdin.as_ref().is_some_and(|s| s.send(line).is_ok()),
                     Conn::Http(_) => false,
@@ -425,19 +425,19 @@ impl Probe {
                     self.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            ClientIo::Post { stream, msg } => {
+            ClientOutput::Post { stream, msg } => {
                 let faults = self.draw_faults(stream);
                 if let Conn::Http(http) = &mut self.conn {
                     http.post(stream, msg, faults);
                 }
             }
-            ClientIo::Close(stream) => {
+            ClientOutput::Close(stream) => {
                 if let Conn::Http(http) = &mut self.conn {
                     http.close(stream);
                 }
             }
             // The reference client never drops the pipe.
-            ClientIo::Disconnect => {
+            ClientOutput::Disconnect => {
                 if let Conn::Stdio(p) = &mut self.conn {
                     p.stdin = None;
                 }

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::relay::{Relay, RelayObserver, Relayed};
+use super::wall_trace::WallTrace;
 use crate::lanes::wiretap::Framing;
-use crate::lanes::{RunResult, RunStats};
+use crate::lanes::RunResult;
 use crate::scenario::ProxyConfig;
-use crate::time::Time;
-use crate::trace::{EventKind, Side, Trace};
+use crate::trace::{EventKind, Side};
 
 /// The recording of one relayed connection (`mcp-sim record --http`): the same framing at the
 /// client's end of the relay and at the server's, so that what an intermediary holds back or
@@ -98,42 +98,19 @@ impl RelayObserver for RelayTap {
     }
 }
 
-/// The recording both directions write into.
-pub(crate) struct Recording {
-    started: Instant,
-    trace: Trace,
-    stats: RunStats,
-    verbose: bool,
-}
+/// The recording both directions write into, on the wall clock.
+pub(crate) struct Recording(WallTrace);
 
 /// A shared recording.
 pub(crate) type SharedRecording = Arc<Mutex<Recording>>;
 
 impl Recording {
     fn new(verbose: bool) -> SharedRecording {
-        Arc::new(Mutex::new(Recording {
-            started: Instant::now(),
-            trace: Trace::new(),
-            stats: RunStats::default(),
-            verbose,
-        }))
-    }
-
-    fn now(&self) -> Time {
-        Time::from_millis(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX))
+        Arc::new(Mutex::new(Recording(WallTrace::new(verbose))))
     }
 
     fn push(&mut self, side: Side, kind: EventKind) {
-        let t = self.now();
-        self.trace.push(t, side, kind);
-        if self.verbose {
-            if let Some(e) = self.trace.events.last() {
-                eprintln!(
-                    "{}",
-                    serde_json::to_string(e).expect("trace events serialize")
-                );
-            }
-        }
+        self.0.push(side, kind);
     }
 
     /// Records what the server view of a connection produced: the client's side of each event
@@ -142,15 +119,15 @@ impl Recording {
         for kind in events {
             match &kind {
                 EventKind::Recv(w) => {
-                    self.stats.messages += 1;
+                    self.0.stats.messages += 1;
                     if w.msg
                         .as_ref()
                         .is_some_and(|m| m.get("method").is_some() && m.get("id").is_some())
                     {
-                        self.stats.requests += 1;
+                        self.0.stats.requests += 1;
                     }
                 }
-                EventKind::Send(_) => self.stats.messages += 1,
+                EventKind::Send(_) => self.0.stats.messages += 1,
                 _ => {}
             }
             self.push(Side::Server, kind);
@@ -172,10 +149,10 @@ impl Recording {
     }
 
     fn finish(&mut self) -> RunResult {
-        let mut stats = std::mem::take(&mut self.stats);
-        stats.sim_ms = self.trace.end();
+        let mut stats = std::mem::take(&mut self.0.stats);
+        stats.sim_ms = self.0.trace.end();
         RunResult {
-            trace: std::mem::take(&mut self.trace),
+            trace: std::mem::take(&mut self.0.trace),
             complete: false,
             stats,
         }

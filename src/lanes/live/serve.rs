@@ -21,27 +21,26 @@
 //! on SIGTERM and SIGINT), or after [`ServeConfig::max_seconds`].
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
 use super::stdio;
+use super::wall_trace::WallTrace;
 use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
-use crate::lanes::readers::StdioReader;
-use crate::lanes::recorder::{self, observe_as_written};
-use crate::lanes::{RunResult, RunStats};
+use crate::lanes::recorder;
+use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::RunResult;
 use crate::model::{
-    Backend, BackendCall, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
-    ServerTransmit, SseStyle, StreamId, TimeoutPolicy, Transport,
+    Backend, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit,
+    SseStyle, StreamId, TimeoutPolicy, Transport,
 };
 use crate::time::Time;
-use crate::trace::{EventKind, Side, Trace};
-use crate::wire::Message;
+use crate::trace::{EventKind, Side};
 
 /// How often the loop looks at the stop flag and the time bound.
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -201,15 +200,18 @@ async fn run(
     drop(tx);
     let server_config = server_config(transport, &config);
     let mut d = Driver {
-        started: Instant::now(),
-        server: Server::new(server_config),
-        backend: Backend::new(),
-        trace: Trace::new(),
-        stats: RunStats::default(),
-        lines: StdioReader::default(),
+        rec: WallTrace::new(config.verbose),
+        driver: ServerDriver::new(
+            Server::new(server_config),
+            Some(Backend::new()),
+            ServerRecording {
+                as_written: true,
+                client_policy: config.client_policy,
+                count_requests: true,
+            },
+        ),
         stdout,
         http: Responder::new(SseStyle::Plain, true, notify),
-        transport,
         config,
     };
     let bound = d.config.max_seconds.map(|s| Duration::from_secs(s.max(1)));
@@ -217,12 +219,13 @@ async fn run(
         if stop.load(Ordering::Relaxed) {
             break ServeEnd::Stopped;
         }
-        if bound.is_some_and(|b| d.started.elapsed() >= b) {
+        if bound.is_some_and(|b| d.now().as_millis() >= b.as_millis() as u64) {
             break ServeEnd::TimeBound;
         }
         let now = d.now();
         let wait = d
-            .server
+            .driver
+            .server()
             .poll_timeout()
             .map_or(STOP_POLL, |t| {
                 Duration::from_millis(t.as_millis().saturating_sub(now.as_millis()))
@@ -256,12 +259,12 @@ async fn run(
         }
     };
     d.stdout = None; // closes stdout
-    let complete = d.server.active_jobs() == 0;
-    let mut stats = d.stats;
-    stats.sim_ms = d.trace.end();
+    let complete = d.driver.server().active_jobs() == 0;
+    let mut stats = d.rec.stats;
+    stats.sim_ms = d.rec.trace.end();
     Ok(Served {
         run: RunResult {
-            trace: d.trace,
+            trace: d.rec.trace,
             complete,
             stats,
         },
@@ -279,47 +282,32 @@ fn guard(f: impl FnOnce()) -> Result<(), String> {
 
 /// The loop connecting the model to the client.
 struct Driver {
-    started: Instant,
-    server: Server,
-    backend: Backend,
-    trace: Trace,
-    stats: RunStats,
-    lines: StdioReader,
+    /// The trace and counters, on the wall clock.
+    rec: WallTrace,
+    /// The reference server and its in-process backend.
+    driver: ServerDriver,
     stdout: Option<std_mpsc::Sender<Vec<u8>>>,
     http: Responder,
-    transport: Transport,
     config: ServeConfig,
 }
 
 impl Driver {
     fn now(&self) -> Time {
-        Time::from_millis(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX))
+        self.rec.now()
     }
 
     fn record(&mut self, side: Side, kind: EventKind) {
-        let t = self.now();
-        self.trace.push(t, side, kind);
-        if self.config.verbose {
-            if let Some(e) = self.trace.events.last() {
-                eprintln!(
-                    "{}",
-                    serde_json::to_string(e).expect("trace events serialize")
-                );
-            }
-        }
+        self.rec.push(side, kind);
     }
 
     fn stdio_bytes(&mut self, bytes: &[u8]) {
-        for line in self.lines.push(bytes) {
-            match line {
-                Ok(line) => self.receive(None, &line, None),
-                Err(w) => self.record(Side::Server, EventKind::Recv(w)),
-            }
-        }
+        let now = self.now();
+        self.driver.stdio_bytes(now, bytes, &mut self.rec);
         self.flush();
     }
 
     fn http_event(&mut self, event: HttpEvent) {
+        let now = self.now();
         match event {
             HttpEvent::Post {
                 stream,
@@ -328,16 +316,11 @@ impl Driver {
                 respond,
             } => {
                 self.http.post(stream, respond);
-                self.receive(Some(stream), &body, Some(headers));
+                self.driver.post(now, stream, &body, headers, &mut self.rec);
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {
-                    self.record(
-                        Side::Server,
-                        recorder::close(Some(stream), Side::Client, None),
-                    );
-                    let now = self.now();
-                    self.server.handle_stream_closed(now, stream);
+                    self.driver.stream_dropped(now, stream, &mut self.rec);
                 }
             }
         }
@@ -346,82 +329,38 @@ impl Driver {
 
     /// stdio: the client closed stdin; everything in progress is abandoned (§5.1).
     fn input_closed(&mut self) {
-        if let Some(w) = self.lines.finish() {
-            self.record(Side::Server, EventKind::Recv(w));
-        }
-        self.record(Side::Server, recorder::close(None, Side::Client, None));
         let now = self.now();
-        self.server.handle_disconnect(now);
+        self.driver.input_closed(now, &mut self.rec);
         self.flush();
-    }
-
-    /// A message's text: recorded as written (with the declared policy on a request, and the
-    /// POST's headers over HTTP), then handed to the model; a request whose headers disagree
-    /// with its body is refused instead.
-    fn receive(
-        &mut self,
-        stream: Option<StreamId>,
-        bytes: &[u8],
-        headers: Option<BTreeMap<String, String>>,
-    ) {
-        let (mut w, decoded) = observe_as_written(self.transport, stream, bytes);
-        let mismatch = headers
-            .as_ref()
-            .and_then(|h| recorder::header_mismatch(&decoded, h));
-        w.headers = headers;
-        if let Ok(Message::Request(_)) = &decoded {
-            w.policy = self.config.client_policy.map(Into::into);
-            self.stats.requests += 1;
-        }
-        self.record(Side::Server, EventKind::Recv(w));
-        let now = self.now();
-        match (decoded, stream, mismatch) {
-            (Ok(Message::Request(r)), Some(st), Some(why)) => {
-                self.server.handle_header_mismatch(now, st, r, &why)
-            }
-            (Ok(msg), _, _) => self.server.handle_message(now, stream, msg),
-            (Err(e), _, _) => self.server.handle_invalid(now, stream, &e),
-        }
     }
 
     fn timers(&mut self) {
         let now = self.now();
-        if self.server.poll_timeout().is_some_and(|t| t <= now) {
-            self.server.handle_timeout(now);
+        if self
+            .driver
+            .server()
+            .poll_timeout()
+            .is_some_and(|t| t <= now)
+        {
+            self.driver.server_mut().handle_timeout(now);
             self.flush();
         }
     }
 
-    /// Writes every transmit and applies every backend call of the model.
+    /// Writes every transmit of the model; the driver applies its backend calls in process.
     fn flush(&mut self) {
-        while let Some(t) = self.server.poll_transmit() {
-            self.transmit(t);
-        }
-        while let Some(call) = self.server.poll_backend() {
-            let now = self.now();
-            self.backend.handle_call(now, &call);
-            let kind = match call {
-                BackendCall::Work { request, .. } => EventKind::Work { request },
-                BackendCall::Release { request } => EventKind::Release { request },
-            };
-            self.record(Side::Backend, kind);
-        }
-    }
-
-    fn transmit(&mut self, t: ServerTransmit) {
-        for kind in recorder::server_transmit(self.transport, &t) {
-            if matches!(kind, EventKind::Send(_)) {
-                self.stats.messages += 1;
-            }
-            self.record(Side::Server, kind);
-        }
-        match t {
-            ServerTransmit::Line(msg) => {
-                if let (Some(out), Ok(line)) = (&self.stdout, ndjson::encode_line(&msg)) {
-                    let _ = out.send(line);
+        let now = self.now();
+        while let Some(out) = self.driver.poll_io(now, &mut self.rec) {
+            match out {
+                ServerOutput::Transmit(ServerTransmit::Line(msg)) => {
+                    if let (Some(out), Ok(line)) = (&self.stdout, ndjson::encode_line(&msg)) {
+                        let _ = out.send(line);
+                    }
                 }
+                ServerOutput::Transmit(t) => self.http.transmit(t),
+                // The backend is in process: the driver keeps its ledger.
+                ServerOutput::Backend(_) => {}
             }
-            t => self.http.transmit(t),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::lanes::client_driver::ClientSink;
+use crate::lanes::RunSink;
 use crate::lanes::RunStats;
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
@@ -49,7 +49,7 @@ impl WallTrace {
     }
 }
 
-impl ClientSink for WallTrace {
+impl RunSink for WallTrace {
     fn record(&mut self, side: Side, kind: EventKind) {
         self.push(side, kind);
     }

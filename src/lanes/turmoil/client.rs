@@ -18,9 +18,8 @@ use tokio::sync::mpsc;
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
-use crate::lanes::client_driver::{ClientDriver, ClientIo, ClientSink};
+use crate::lanes::client_driver::{ClientDriver, ClientOutput};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
-use crate::lanes::RunStats;
 use crate::model::MutantSet;
 use crate::model::{Client, StreamId, Transport};
 use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
@@ -73,17 +72,6 @@ struct Driver {
     conn_gen: u64,
     posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
     agenda: BTreeMap<(Time, u64), Work>,
-}
-
-/// The trace and counters of the run, shared by the hosts.
-impl ClientSink for SharedRef {
-    fn record(&mut self, side: Side, kind: EventKind) {
-        record(self, side, kind);
-    }
-
-    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
-        update(&mut self.borrow_mut().stats);
-    }
 }
 
 impl Driver {
@@ -315,19 +303,19 @@ impl Driver {
         self.shared.borrow_mut().client_outstanding = self.driver.client().outstanding();
     }
 
-    async fn transmit(&mut self, io: ClientIo) {
+    async fn transmit(&mut self, io: ClientOutput) {
         match io {
-            ClientIo::Disconnect => {
+            ClientOutput::Disconnect => {
                 self.stdin = None;
                 self.connect_stdio().await;
             }
-            ClientIo::Line(line) => match self.stdin.as_mut() {
+            ClientOutput::Line(line) => match self.stdin.as_mut() {
                 Some(stdin) => {
                     let _ = stdin.write_all(&line).await;
                 }
                 None => self.unsent.push(line),
             },
-            ClientIo::Post { stream, msg } => {
+            ClientOutput::Post { stream, msg } => {
                 let target = match self.scenario.proxy {
                     Some(_) => ("proxy", PROXY_PORT),
                     None => ("server", SERVER_HTTP_PORT),
@@ -338,7 +326,7 @@ impl Driver {
                 );
                 self.posts.insert(stream, task);
             }
-            ClientIo::Close(stream) => {
+            ClientOutput::Close(stream) => {
                 if let Some(task) = self.posts.remove(&stream) {
                     task.abort();
                 }

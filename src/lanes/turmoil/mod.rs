@@ -133,6 +133,17 @@ thread_local! {
     static TICK_MS: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
 }
 
+/// The trace and counters of the run, shared by the hosts, for the lanes' drivers.
+impl crate::lanes::RunSink for SharedRef {
+    fn record(&mut self, side: Side, kind: EventKind) {
+        record(self, side, kind);
+    }
+
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
+        update(&mut self.borrow_mut().stats);
+    }
+}
+
 /// Simulated time now, as this host's clock reads it.
 pub(crate) fn now() -> Time {
     Time::from_millis(turmoil::sim_elapsed().unwrap_or_default().as_millis() as u64)

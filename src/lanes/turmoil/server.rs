@@ -7,24 +7,20 @@
 //! request before the server ended it, the client went away: the driver tells the model that
 //! the stream closed, which is the cancellation.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::{
-    backend, now, record, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT,
-    SERVER_STDIO_PORT, STREAM_HEADER,
+    backend, now, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
+    STREAM_HEADER,
 };
 use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
-use crate::lanes::readers::StdioReader;
-use crate::lanes::recorder::{self, observe};
+use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
-use crate::trace::{EventKind, Side};
-use crate::wire::Message;
 
 /// Input of the server driver.
 enum Input {
@@ -118,11 +114,10 @@ fn stream_of_header(req: &hyper::Request<hyper::body::Incoming>) -> StreamId {
 
 /// The loop connecting the model to the sockets.
 struct Driver {
-    server: Server,
+    driver: ServerDriver,
     shared: SharedRef,
     backend: turmoil::net::TcpStream,
     stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
-    lines: StdioReader,
     /// HTTP: responses and SSE bodies.
     http: Responder,
 }
@@ -140,16 +135,11 @@ impl Driver {
         });
         Driver {
             http: Responder::new(config.behaviour.sse_style, no_buffering, notify),
-            server: Server::new(config),
+            driver: ServerDriver::new(Server::new(config), None, ServerRecording::default()),
             shared,
             backend,
             stdout: None,
-            lines: StdioReader::default(),
         }
-    }
-
-    fn transport(&self) -> Transport {
-        self.server.config().transport
     }
 
     async fn run(
@@ -160,7 +150,7 @@ impl Driver {
     ) {
         self.stdout = stdout;
         loop {
-            let deadline = self.server.poll_timeout();
+            let deadline = self.driver.server().poll_timeout();
             let sleep = async {
                 match deadline {
                     Some(t) => {
@@ -178,7 +168,7 @@ impl Driver {
                     let Some(input) = input else { return };
                     self.input(input, &mut more_stdout).await;
                 }
-                _ = sleep => self.server.handle_timeout(now()),
+                _ = sleep => self.driver.server_mut().handle_timeout(now()),
             }
             self.flush().await;
         }
@@ -191,29 +181,9 @@ impl Driver {
     ) {
         let t = now();
         match input {
-            Input::Bytes(bytes) => {
-                for item in self.lines.push(&bytes) {
-                    match item {
-                        Ok(line) => self.receive(None, &line, None),
-                        Err(w) => record(&self.shared, Side::Server, EventKind::Recv(w)),
-                    }
-                }
-            }
+            Input::Bytes(bytes) => self.driver.stdio_bytes(t, &bytes, &mut self.shared),
             Input::Eof => {
-                if let Some(w) = self.lines.finish() {
-                    record(&self.shared, Side::Server, EventKind::Recv(w));
-                }
-                record(
-                    &self.shared,
-                    Side::Server,
-                    EventKind::Close {
-                        stream: None,
-                        by: Side::Client,
-                        reason: None,
-                    },
-                );
-                self.server.handle_disconnect(t);
-                self.lines = StdioReader::default();
+                self.driver.input_closed(t, &mut self.shared);
                 // Wait for the client to reconnect.
                 self.stdout = match more_stdout {
                     Some(rx) => rx.recv().await,
@@ -227,76 +197,36 @@ impl Driver {
                 respond,
             }) => {
                 self.http.post(stream, respond);
-                self.receive(Some(stream), &body, Some(headers));
+                self.driver
+                    .post(t, stream, &body, headers, &mut self.shared);
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {
-                    record(
-                        &self.shared,
-                        Side::Server,
-                        EventKind::Close {
-                            stream: Some(stream.0),
-                            by: Side::Client,
-                            reason: None,
-                        },
-                    );
-                    self.server.handle_stream_closed(t, stream);
+                    self.driver.stream_dropped(t, stream, &mut self.shared);
                 }
             }
-        }
-    }
-
-    /// A message's text: recorded (with the POST's headers over HTTP), then handed to the
-    /// model; a request whose headers disagree with its body is refused instead.
-    fn receive(
-        &mut self,
-        stream: Option<StreamId>,
-        bytes: &[u8],
-        headers: Option<BTreeMap<String, String>>,
-    ) {
-        let (mut w, decoded) = observe(self.transport(), stream, bytes);
-        let mismatch = headers
-            .as_ref()
-            .and_then(|h| recorder::header_mismatch(&decoded, h));
-        w.headers = headers;
-        record(&self.shared, Side::Server, EventKind::Recv(w));
-        match (decoded, stream, mismatch) {
-            (Ok(Message::Request(r)), Some(st), Some(why)) => {
-                self.server.handle_header_mismatch(now(), st, r, &why)
-            }
-            (Ok(msg), _, _) => self.server.handle_message(now(), stream, msg),
-            (Err(e), _, _) => self.server.handle_invalid(now(), stream, &e),
         }
     }
 
     /// Writes every transmit and backend call of the model.
     async fn flush(&mut self) {
-        while let Some(t) = self.server.poll_transmit() {
-            self.transmit(t).await;
-        }
-        while let Some(call) = self.server.poll_backend() {
-            let _ = self
-                .backend
-                .write_all(backend::encode_call(&call).as_bytes())
-                .await;
-        }
-        self.shared.borrow_mut().server_jobs = self.server.active_jobs();
-    }
-
-    async fn transmit(&mut self, t: ServerTransmit) {
-        for kind in recorder::server_transmit(self.transport(), &t) {
-            if matches!(kind, EventKind::Send(_)) {
-                self.shared.borrow_mut().stats.messages += 1;
-            }
-            record(&self.shared, Side::Server, kind);
-        }
-        match t {
-            ServerTransmit::Line(msg) => {
-                if let (Some(out), Ok(line)) = (self.stdout.as_mut(), ndjson::encode_line(&msg)) {
-                    let _ = out.write_all(&line).await;
+        while let Some(io) = self.driver.poll_io(now(), &mut self.shared) {
+            match io {
+                ServerOutput::Transmit(ServerTransmit::Line(msg)) => {
+                    if let (Some(out), Ok(line)) = (self.stdout.as_mut(), ndjson::encode_line(&msg))
+                    {
+                        let _ = out.write_all(&line).await;
+                    }
+                }
+                ServerOutput::Transmit(t) => self.http.transmit(t),
+                ServerOutput::Backend(call) => {
+                    let _ = self
+                        .backend
+                        .write_all(backend::encode_call(&call).as_bytes())
+                        .await;
                 }
             }
-            t => self.http.transmit(t),
         }
+        self.shared.borrow_mut().server_jobs = self.driver.server().active_jobs();
     }
 }

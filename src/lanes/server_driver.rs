@@ -1,0 +1,184 @@
+//! The reference server's driver: everything a lane does around the sans-IO [`Server`] that is
+//! not I/O. It reads stdio lines, records what the server reads (with the POST's headers, and
+//! the policy a black-box client declared) and writes, refuses a request whose headers
+//! disagree with its body, and keeps the backend's ledger when the backend runs in process.
+//!
+//! As the client's driver ([`super::client_driver`]), it has no clock and does no I/O: every
+//! call takes the model's `now`, events go to a [`RunSink`], and output comes back one
+//! [`ServerOutput`] at a time from [`ServerDriver::poll_io`], already recorded. Used by the turmoil
+//! lane's `server` host (whose backend is a host of its own) and `mcp-sim serve` (whose
+//! backend is in process).
+
+use std::collections::BTreeMap;
+
+use crate::lanes::readers::StdioReader;
+use crate::lanes::recorder::{self, observe, observe_as_written};
+use crate::lanes::RunSink;
+use crate::model::{
+    Backend, BackendCall, Server, ServerTransmit, StreamId, TimeoutPolicy, Transport,
+};
+use crate::time::Time;
+use crate::trace::{EventKind, Side};
+use crate::wire::Message;
+
+/// How a lane wants its server recorded.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ServerRecording {
+    /// Record received text as written (a real client's) instead of as the model decoded it.
+    pub(crate) as_written: bool,
+    /// The timeout policy a black-box client declared, recorded on each request it sent.
+    pub(crate) client_policy: Option<TimeoutPolicy>,
+    /// Count each request received (no client driver counts them: the client is real).
+    pub(crate) count_requests: bool,
+}
+
+/// What the lane must do for the server; recorded (and counted) before it is returned.
+#[derive(Debug)]
+pub(crate) enum ServerOutput {
+    /// Carry this transmit: a stdio line, or a part of an HTTP response.
+    Transmit(ServerTransmit),
+    /// Send this call to the backend host (a lane whose backend is not in process).
+    Backend(BackendCall),
+}
+
+/// The reference server and its bookkeeping.
+pub(crate) struct ServerDriver {
+    server: Server,
+    transport: Transport,
+    recording: ServerRecording,
+    lines: StdioReader,
+    /// The backend's ledger when it runs in process; `None` when the lane sends the calls on.
+    backend: Option<Backend>,
+}
+
+impl ServerDriver {
+    /// Drives `server`; `backend` when the backend runs in process.
+    pub(crate) fn new(
+        server: Server,
+        backend: Option<Backend>,
+        recording: ServerRecording,
+    ) -> Self {
+        ServerDriver {
+            transport: server.config().transport,
+            server,
+            recording,
+            lines: StdioReader::default(),
+            backend,
+        }
+    }
+
+    /// The server.
+    pub(crate) fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The server, for its timers.
+    pub(crate) fn server_mut(&mut self) -> &mut Server {
+        &mut self.server
+    }
+
+    /// stdio bytes from the client: each line received, each framing error recorded.
+    pub(crate) fn stdio_bytes(&mut self, now: Time, bytes: &[u8], sink: &mut impl RunSink) {
+        for item in self.lines.push(bytes) {
+            match item {
+                Ok(line) => self.receive(now, None, &line, None, sink),
+                Err(w) => sink.record(Side::Server, EventKind::Recv(w)),
+            }
+        }
+    }
+
+    /// The client closed the server's stdin: the truncated last line, the close, and what was
+    /// in progress is abandoned (§5.1). A next connection's lines are read from the start.
+    pub(crate) fn input_closed(&mut self, now: Time, sink: &mut impl RunSink) {
+        if let Some(w) = self.lines.finish() {
+            sink.record(Side::Server, EventKind::Recv(w));
+        }
+        sink.record(Side::Server, recorder::close(None, Side::Client, None));
+        self.server.handle_disconnect(now);
+        self.lines = StdioReader::default();
+    }
+
+    /// A POST's body on `stream`, with the headers worth recording.
+    pub(crate) fn post(
+        &mut self,
+        now: Time,
+        stream: StreamId,
+        body: &[u8],
+        headers: BTreeMap<String, String>,
+        sink: &mut impl RunSink,
+    ) {
+        self.receive(now, Some(stream), body, Some(headers), sink);
+    }
+
+    /// The client went away from a response stream that was still open (the lane knows).
+    pub(crate) fn stream_dropped(&mut self, now: Time, stream: StreamId, sink: &mut impl RunSink) {
+        sink.record(
+            Side::Server,
+            recorder::close(Some(stream), Side::Client, None),
+        );
+        self.server.handle_stream_closed(now, stream);
+    }
+
+    /// A message's text: recorded (with the POST's headers over HTTP), then handed to the
+    /// model; a request whose headers disagree with its body is refused instead.
+    fn receive(
+        &mut self,
+        now: Time,
+        stream: Option<StreamId>,
+        bytes: &[u8],
+        headers: Option<BTreeMap<String, String>>,
+        sink: &mut impl RunSink,
+    ) {
+        let (mut w, decoded) = if self.recording.as_written {
+            observe_as_written(self.transport, stream, bytes)
+        } else {
+            observe(self.transport, stream, bytes)
+        };
+        let mismatch = headers
+            .as_ref()
+            .and_then(|h| recorder::header_mismatch(&decoded, h));
+        w.headers = headers;
+        if let Ok(Message::Request(_)) = &decoded {
+            if let Some(policy) = self.recording.client_policy {
+                w.policy = Some(policy.into());
+            }
+            if self.recording.count_requests {
+                sink.tally(|s| s.requests += 1);
+            }
+        }
+        sink.record(Side::Server, EventKind::Recv(w));
+        match (decoded, stream, mismatch) {
+            (Ok(Message::Request(r)), Some(st), Some(why)) => {
+                self.server.handle_header_mismatch(now, st, r, &why)
+            }
+            (Ok(msg), _, _) => self.server.handle_message(now, stream, msg),
+            (Err(e), _, _) => self.server.handle_invalid(now, stream, &e),
+        }
+    }
+
+    /// The next output, recorded: the server's transmits first, then its backend calls (an
+    /// in-process backend applies and records them here and returns none).
+    pub(crate) fn poll_io(&mut self, now: Time, sink: &mut impl RunSink) -> Option<ServerOutput> {
+        if let Some(t) = self.server.poll_transmit() {
+            for kind in recorder::server_transmit(self.transport, &t) {
+                if matches!(kind, EventKind::Send(_)) {
+                    sink.tally(|s| s.messages += 1);
+                }
+                sink.record(Side::Server, kind);
+            }
+            return Some(ServerOutput::Transmit(t));
+        }
+        while let Some(call) = self.server.poll_backend() {
+            let Some(backend) = self.backend.as_mut() else {
+                return Some(ServerOutput::Backend(call));
+            };
+            backend.handle_call(now, &call);
+            let kind = match call {
+                BackendCall::Work { request, .. } => EventKind::Work { request },
+                BackendCall::Release { request } => EventKind::Release { request },
+            };
+            sink.record(Side::Backend, kind);
+        }
+        None
+    }
+}
