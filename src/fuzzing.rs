@@ -787,7 +787,7 @@ fn read_live(input: &LiveOutput, chunks: &[&[u8]]) -> Vec<Read> {
 /// outcome once its deadlines pass; the recording survives JSON Lines and the oracle judges it
 /// without a panic.
 pub fn live_output(input: &LiveOutput) {
-    use crate::lanes::client_driver::{ClientDriver, ClientOutput};
+    use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
     use crate::lanes::readers::ExchangeItem;
     use crate::lanes::RunSink;
     use crate::lanes::RunStats;
@@ -836,7 +836,16 @@ pub fn live_output(input: &LiveOutput) {
     } else {
         Transport::Stdio
     };
-    let mut driver = ClientDriver::new(Client::new(ClientConfig::new(transport)), transport, true);
+    // The probe's settings.
+    let recording = ClientRecording {
+        as_written: true,
+        post_headers: true,
+    };
+    let mut driver = ClientDriver::new(
+        Client::new(ClientConfig::new(transport)),
+        transport,
+        recording,
+    );
     let policy = TimeoutPolicy::fixed(Duration::from_secs(10));
     let mut spec = CallSpec::tool(SLOW_TOOL, serde_json::json!({"steps": 3}), policy);
     spec.progress = true;

@@ -12,8 +12,8 @@
 //! its own choice (after each input, or after each message), because that decides the order
 //! of events at one instant and so the trace.
 //!
-//! Used by the turmoil lane's `client` host, the live probe and the `live_output` fuzz target
-//! (which therefore fuzzes this code).
+//! Used by the in-memory lane, the turmoil lane's `client` host, the live probe and the
+//! `live_output` fuzz target (which therefore fuzzes this code).
 
 use std::collections::BTreeMap;
 
@@ -44,12 +44,21 @@ pub(crate) enum ClientOutput {
     Disconnect,
 }
 
+/// How a lane wants its client recorded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientRecording {
+    /// Record received text as written (a real peer's) instead of as the model decoded it.
+    pub(crate) as_written: bool,
+    /// Record each POST's headers on its `send` (the lane sends real POSTs; the in-memory
+    /// lane moves messages and has none).
+    pub(crate) post_headers: bool,
+}
+
 /// The reference client and its bookkeeping.
 pub(crate) struct ClientDriver {
     client: Client,
     transport: Transport,
-    /// Record received text as written (a real peer's) instead of as the model decoded it.
-    as_written: bool,
+    recording: ClientRecording,
     lines: StdioReader,
     /// The request each planned call of the application goes by now.
     calls: BTreeMap<usize, RequestId>,
@@ -64,12 +73,12 @@ pub(crate) struct ClientDriver {
 }
 
 impl ClientDriver {
-    /// Drives `client` on `transport`; `as_written` for a real peer's text (the live lanes).
-    pub(crate) fn new(client: Client, transport: Transport, as_written: bool) -> Self {
+    /// Drives `client` on `transport`, recording as `recording` says.
+    pub(crate) fn new(client: Client, transport: Transport, recording: ClientRecording) -> Self {
         ClientDriver {
             client,
             transport,
-            as_written,
+            recording,
             lines: StdioReader::default(),
             calls: BTreeMap::new(),
             streams: BTreeMap::new(),
@@ -112,6 +121,7 @@ impl ClientDriver {
     }
 
     /// The id a request goes by now (a lost idempotent request is re-issued under a new one).
+    #[cfg(feature = "live")] // the probe's
     pub(crate) fn current(&self, id: &RequestId) -> RequestId {
         let mut id = id.clone();
         while let Some(new) = self.retried.get(&id) {
@@ -121,11 +131,13 @@ impl ClientDriver {
     }
 
     /// How a request (or its re-issue) ended, and when.
+    #[cfg(feature = "live")] // the probe's
     pub(crate) fn outcome(&self, id: &RequestId) -> Option<(Outcome, Time)> {
         self.outcomes.get(&self.current(id)).copied()
     }
 
     /// Progress notifications handed to the application so far.
+    #[cfg(feature = "live")] // the probe's
     pub(crate) fn progress_told(&self) -> usize {
         self.progress
     }
@@ -196,8 +208,8 @@ impl ClientDriver {
             }
         });
         let kind = match stream {
-            Some(s) => recorder::client_post(&self.client, s, msg),
-            None => recorder::client_send(&self.client, self.transport, stream, msg),
+            Some(s) if self.recording.post_headers => recorder::client_post(&self.client, s, msg),
+            _ => recorder::client_send(&self.client, self.transport, stream, msg),
         };
         sink.record(Side::Client, kind);
     }
@@ -230,7 +242,7 @@ impl ClientDriver {
         bytes: &[u8],
         sink: &mut impl RunSink,
     ) {
-        let (w, decoded) = if self.as_written {
+        let (w, decoded) = if self.recording.as_written {
             recorder::observe_as_written(self.transport, stream, bytes)
         } else {
             recorder::observe(self.transport, stream, bytes)

@@ -19,19 +19,19 @@ use std::time::Duration;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::recorder::{self, observe, ClientNote};
-use super::{RunResult, RunStats};
+use super::client_driver::{ClientDriver, ClientOutput, ClientRecording};
+use super::readers::{ExchangeItem, ResponseReader};
+use super::recorder::{self, observe};
+use super::{RunResult, RunSink, RunStats};
 use crate::framing::ndjson::{self, LineDecoder, LineOptions};
-use crate::framing::sse::ClientSseFramer;
-use crate::framing::sse::{self, SseItem};
+use crate::framing::sse;
 use crate::model::{
-    Backend, BackendCall, Client, ClientEvent, ClientTransmit, Mutant, Server, ServerTransmit,
-    StreamId, Transport, SLOW_TOOL,
+    Backend, BackendCall, Client, Mutant, Server, ServerTransmit, StreamId, Transport, SLOW_TOOL,
 };
 use crate::scenario::{Fault, Scenario};
 use crate::time::Time;
-use crate::trace::{EventKind, Side, Trace, WireEvent};
-use crate::wire::{self, Message, RequestId};
+use crate::trace::{EventKind, Side, Trace};
+use crate::wire;
 
 /// A piece of an HTTP response travelling to the client.
 #[derive(Debug, Clone)]
@@ -107,13 +107,6 @@ enum Channel {
     ToClient(Option<StreamId>),
 }
 
-/// The client's view of one HTTP response.
-#[derive(Debug)]
-struct ClientStream {
-    sse: Option<ClientSseFramer>,
-    json: Vec<u8>,
-}
-
 /// The proxy's view of one HTTP stream.
 #[derive(Debug)]
 struct ProxyStream {
@@ -122,9 +115,27 @@ struct ProxyStream {
     buffered: Vec<Piece>,
 }
 
+/// The run's trace and counters, at the simulation's clock.
+struct Recorded {
+    now: Time,
+    trace: Trace,
+    stats: RunStats,
+}
+
+impl RunSink for Recorded {
+    fn record(&mut self, side: Side, kind: EventKind) {
+        self.trace.push(self.now, side, kind);
+    }
+
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
+        update(&mut self.stats);
+    }
+}
+
 struct Sim<'s> {
     scenario: &'s Scenario,
-    now: Time,
+    /// The clock, the trace and the counters.
+    rec: Recorded,
     seq: u64,
     queue: BinaryHeap<Reverse<Scheduled>>,
     rng: ChaCha8Rng,
@@ -133,23 +144,18 @@ struct Sim<'s> {
     blackholes: Vec<(Time, Time)>,
     /// Channels that lost a message in a blackhole: TCP does not recover, nothing more passes.
     wedged: BTreeSet<Channel>,
-    client: Client,
+    client: ClientDriver,
     server: Server,
     backend: Backend,
     epoch: u64,
     server_lines: LineDecoder,
-    client_lines: LineDecoder,
-    client_streams: BTreeMap<StreamId, ClientStream>,
+    /// The response bodies the client is reading.
+    client_streams: BTreeMap<StreamId, ResponseReader>,
     proxy: BTreeMap<StreamId, ProxyStream>,
     /// Streams the client has given up on (closed or seen cut): later pieces are dropped.
     client_closed: BTreeSet<StreamId>,
     /// Streams the server no longer has (seen closed, or lost in a crash).
     server_closed: BTreeSet<StreamId>,
-    /// The current request of each planned call (retries replace it).
-    call_ids: BTreeMap<usize, RequestId>,
-    streams: BTreeMap<RequestId, StreamId>,
-    trace: Trace,
-    stats: RunStats,
 }
 
 /// The time windows of the faults `f` selects.
@@ -172,7 +178,11 @@ pub fn run(scenario: &Scenario) -> RunResult {
     let line_opts = LineOptions::default();
     let mut sim = Sim {
         scenario,
-        now: Time::ZERO,
+        rec: Recorded {
+            now: Time::ZERO,
+            trace: Trace::new(),
+            stats: RunStats::default(),
+        },
         seq: 0,
         queue: BinaryHeap::new(),
         rng: ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x6d63_702d_7369_6d00),
@@ -180,20 +190,22 @@ pub fn run(scenario: &Scenario) -> RunResult {
         partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
         blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
         wedged: BTreeSet::new(),
-        client: Client::new(scenario.client_config()),
+        client: ClientDriver::new(
+            Client::new(scenario.client_config()),
+            scenario.transport,
+            ClientRecording {
+                as_written: false,
+                post_headers: false,
+            },
+        ),
         server: Server::new(scenario.server_config()),
         backend: Backend::new(),
         epoch: 0,
         server_lines: LineDecoder::new(line_opts),
-        client_lines: LineDecoder::new(line_opts),
         client_streams: BTreeMap::new(),
         proxy: BTreeMap::new(),
         client_closed: BTreeSet::new(),
         server_closed: BTreeSet::new(),
-        call_ids: BTreeMap::new(),
-        streams: BTreeMap::new(),
-        trace: Trace::new(),
-        stats: RunStats::default(),
     };
     for (k, call) in scenario.calls.iter().enumerate() {
         sim.schedule_at(Time::ZERO + call.at, Action::StartCall(k));
@@ -221,25 +233,25 @@ pub fn run(scenario: &Scenario) -> RunResult {
             break;
         }
         // A deadline already past (a model may name one: "call me now") never moves time back.
-        sim.now = next.max(sim.now);
+        sim.rec.now = next.max(sim.rec.now);
         if next_action == Some(next) {
             let Reverse(s) = sim.queue.pop().expect("peeked");
             sim.apply(s.action);
         } else {
-            sim.client.handle_timeout(sim.now);
-            sim.server.handle_timeout(sim.now);
+            sim.client.client_mut().handle_timeout(sim.rec.now);
+            sim.server.handle_timeout(sim.rec.now);
             sim.proxy_timeouts();
         }
         sim.drain();
     }
-    let complete = sim.client.outstanding() == 0
+    let complete = sim.client.client().outstanding() == 0
         && sim.server.active_jobs() == 0
         && sim.backend.held().next().is_none();
-    sim.stats.sim_ms = sim.now.as_millis();
+    sim.rec.stats.sim_ms = sim.rec.now.as_millis();
     RunResult {
-        trace: sim.trace,
+        trace: sim.rec.trace,
         complete,
-        stats: sim.stats,
+        stats: sim.rec.stats,
     }
 }
 
@@ -262,12 +274,12 @@ impl Sim<'_> {
             hi.as_millis().max(lo.as_millis()) as u64,
         );
         let latency = lo + self.rng.next_u64() % (hi - lo + 1);
-        let mut at = self.now + Duration::from_millis(latency);
+        let mut at = self.rec.now + Duration::from_millis(latency);
         // In flight while a blackhole is open: lost, and the connection never recovers.
         let lost = self
             .blackholes
             .iter()
-            .any(|&(start, end)| self.now < end && at >= start);
+            .any(|&(start, end)| self.rec.now < end && at >= start);
         if lost || self.wedged.contains(&channel) {
             self.wedged.insert(channel);
             return;
@@ -291,7 +303,7 @@ impl Sim<'_> {
                 .min()
         });
         [
-            self.client.poll_timeout(),
+            self.client.client().poll_timeout(),
             self.server.poll_timeout(),
             proxy,
         ]
@@ -301,18 +313,14 @@ impl Sim<'_> {
     }
 
     fn record(&mut self, side: Side, kind: EventKind) {
-        self.trace.push(self.now, side, kind);
+        self.rec.record(side, kind);
     }
 
     fn apply(&mut self, action: Action) {
         match action {
             Action::StartCall(k) => self.start_call(k),
-            Action::CancelCall(k) => {
-                if let Some(id) = self.call_ids.get(&k).cloned() {
-                    // Not outstanding any more is fine: the call already ended.
-                    let _ = self.client.cancel(self.now, &id);
-                }
-            }
+            // Not outstanding any more is fine: the call already ended.
+            Action::CancelCall(k) => self.client.cancel_call(self.rec.now, k),
             Action::Fault(k) => self.fault(k),
             Action::ToServer {
                 epoch,
@@ -344,48 +352,27 @@ impl Sim<'_> {
                             reason: None,
                         },
                     );
-                    self.server.handle_stream_closed(self.now, stream);
+                    self.server.handle_stream_closed(self.rec.now, stream);
                     self.proxy.remove(&stream);
                 }
             }
             // Bytes written before a crash are still in the pipe: they are delivered.
             Action::ToClientLine { bytes } => {
-                for line in recorder::stdio_lines(&mut self.client_lines, &bytes) {
-                    match line {
-                        Ok(line) => self.client_receive(None, &line),
-                        Err(w) => self.record(Side::Client, EventKind::Recv(w)),
-                    }
+                for line in self.client.stdio_lines(&bytes) {
+                    self.client.read_line(self.rec.now, line, &mut self.rec);
                 }
             }
             Action::ToClientHttp { stream, piece } => self.client_piece(stream, piece),
             Action::ClientSeesCut { stream, by } => {
                 if self.client_closed.insert(stream) {
-                    self.record(
-                        Side::Client,
-                        EventKind::Close {
-                            stream: Some(stream.0),
-                            by,
-                            reason: None,
-                        },
-                    );
                     self.client_streams.remove(&stream);
-                    self.client.handle_stream_closed(self.now, stream);
+                    self.client
+                        .stream_ended(self.rec.now, stream, by, None, &mut self.rec);
                 }
             }
             Action::ClientSeesPipeClosed => {
-                if let Some(w) = recorder::stdio_end(&mut self.client_lines) {
-                    self.record(Side::Client, EventKind::Recv(w));
-                }
-                self.record(
-                    Side::Client,
-                    EventKind::Close {
-                        stream: None,
-                        by: Side::Server,
-                        reason: None,
-                    },
-                );
-                self.client_lines = LineDecoder::new(LineOptions::default());
-                self.client.handle_disconnect(self.now);
+                self.client.pipe_closed(self.rec.now, &mut self.rec);
+                self.client.new_pipe();
             }
         }
     }
@@ -393,19 +380,13 @@ impl Sim<'_> {
     fn start_call(&mut self, k: usize) {
         let call = self.scenario.calls[k];
         let spec = call.call_spec(SLOW_TOOL, call.slow_op_arguments());
-        let id = self.client.start_request(self.now, spec);
-        self.call_ids.insert(k, id);
+        self.client.start_call(self.rec.now, k, spec);
     }
 
     fn fault(&mut self, k: usize) {
         match self.scenario.faults[k] {
             Fault::ResetStream { call, .. } => {
-                let Some(stream) = self
-                    .call_ids
-                    .get(&call)
-                    .and_then(|id| self.streams.get(id))
-                    .copied()
-                else {
+                let Some(stream) = self.client.stream_of_call(call) else {
                     return;
                 };
                 self.cut(stream, Side::Proxy, None);
@@ -482,16 +463,8 @@ impl Sim<'_> {
         let (w, decoded) = observe(self.scenario.transport, stream, bytes);
         self.record(Side::Server, EventKind::Recv(w));
         match decoded {
-            Ok(msg) => self.server.handle_message(self.now, stream, msg),
-            Err(e) => self.server.handle_invalid(self.now, stream, &e),
-        }
-    }
-
-    fn client_receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
-        self.record(Side::Client, EventKind::Recv(w));
-        if let Ok(msg) = decoded {
-            self.client.handle_message(self.now, stream, msg);
+            Ok(msg) => self.server.handle_message(self.rec.now, stream, msg),
+            Err(e) => self.server.handle_invalid(self.rec.now, stream, &e),
         }
     }
 
@@ -499,76 +472,47 @@ impl Sim<'_> {
         if self.client_closed.contains(&stream) {
             return;
         }
+        let mut items = Vec::new();
         match piece {
             Piece::Status(status, content_type) => {
-                let sse = content_type == "text/event-stream";
-                let kind = EventKind::Status {
-                    stream: Some(stream.0),
-                    status,
-                    content_type: Some(content_type.into()),
-                };
-                self.record(Side::Client, kind);
+                self.client
+                    .status(stream, status, Some(content_type.into()), &mut self.rec);
                 let crlf_bug = self.scenario.mutants.has(Mutant::SseCrlfChunkSplit);
-                let sse = sse.then(|| ClientSseFramer::new(crlf_bug));
-                self.client_streams.insert(
-                    stream,
-                    ClientStream {
-                        sse,
-                        json: Vec::new(),
-                    },
-                );
+                let reader = ResponseReader::new(Some(content_type), crlf_bug);
+                self.client_streams.insert(stream, reader);
             }
             Piece::Body(bytes) => {
-                let Some(cs) = self.client_streams.get_mut(&stream) else {
+                let Some(reader) = self.client_streams.get_mut(&stream) else {
                     return;
                 };
-                let Some(dec) = cs.sse.as_mut() else {
-                    cs.json.extend_from_slice(&bytes);
-                    return;
-                };
-                dec.push(&bytes);
-                let mut items = Vec::new();
-                while let Some(item) = dec.next_item() {
-                    items.push(item);
-                }
-                for item in items {
-                    match item {
-                        Ok(SseItem::Event(e)) => {
-                            self.client_receive(Some(stream), e.data.as_bytes())
-                        }
-                        Ok(SseItem::Comment(_)) => self.record(
-                            Side::Client,
-                            EventKind::Comment {
-                                stream: Some(stream.0),
-                            },
-                        ),
-                        Err(e) => {
-                            let w = WireEvent::raw(
-                                Transport::Http,
-                                Some(stream),
-                                e.to_string().as_bytes(),
-                            );
-                            self.record(Side::Client, EventKind::Recv(w));
-                        }
-                    }
-                }
+                reader.push(&bytes, |item| items.push(item));
             }
             Piece::End => {
-                if let Some(cs) = self.client_streams.remove(&stream) {
-                    if cs.sse.is_none() && !cs.json.is_empty() {
-                        self.client_receive(Some(stream), &cs.json);
-                    }
+                if let Some(reader) = self.client_streams.remove(&stream) {
+                    reader.finish(|item| items.push(item));
                 }
-                self.client_closed.insert(stream);
-                self.record(
-                    Side::Client,
-                    EventKind::Close {
-                        stream: Some(stream.0),
-                        by: Side::Server,
-                        reason: None,
-                    },
-                );
-                self.client.handle_stream_closed(self.now, stream);
+                items.retain(|item| !matches!(item, ExchangeItem::Ended));
+                items.push(ExchangeItem::Ended);
+            }
+        }
+        for item in items {
+            match item {
+                ExchangeItem::Message(bytes) => {
+                    self.client
+                        .receive(self.rec.now, Some(stream), &bytes, &mut self.rec)
+                }
+                ExchangeItem::Comment => self.client.comment(stream, &mut self.rec),
+                ExchangeItem::Ended => {
+                    self.client_closed.insert(stream);
+                    self.client.stream_ended(
+                        self.rec.now,
+                        stream,
+                        Side::Server,
+                        None,
+                        &mut self.rec,
+                    );
+                }
+                ExchangeItem::Status { .. } | ExchangeItem::Cut => {}
             }
         }
     }
@@ -577,13 +521,9 @@ impl Sim<'_> {
     fn drain(&mut self) {
         loop {
             let mut busy = false;
-            while let Some(t) = self.client.poll_transmit() {
+            while let Some(out) = self.client.poll_io(self.rec.now, &mut self.rec) {
                 busy = true;
-                self.client_transmit(t);
-            }
-            while let Some(e) = self.client.poll_event() {
-                busy = true;
-                self.client_event(e);
+                self.client_output(out);
             }
             while let Some(t) = self.server.poll_transmit() {
                 busy = true;
@@ -591,7 +531,7 @@ impl Sim<'_> {
             }
             while let Some(call) = self.server.poll_backend() {
                 busy = true;
-                self.backend.handle_call(self.now, &call);
+                self.backend.handle_call(self.rec.now, &call);
                 let kind = match call {
                     BackendCall::Work { request, .. } => EventKind::Work { request },
                     BackendCall::Release { request } => EventKind::Release { request },
@@ -604,22 +544,15 @@ impl Sim<'_> {
         }
     }
 
-    fn client_transmit(&mut self, t: ClientTransmit) {
+    /// Carries what the client's driver hands over (recorded already).
+    fn client_output(&mut self, out: ClientOutput) {
         let epoch = self.epoch;
-        match t {
+        match out {
             // The client drops the pipe: the server reads EOF (a subprocess exits on it and is
             // restarted); what was in flight on the old pipe is gone.
-            ClientTransmit::Disconnect => {
-                self.record(
-                    Side::Client,
-                    EventKind::Close {
-                        stream: None,
-                        by: Side::Client,
-                        reason: None,
-                    },
-                );
+            ClientOutput::Disconnect => {
                 self.epoch += 1;
-                self.client_lines = LineDecoder::new(LineOptions::default());
+                self.client.new_pipe();
                 self.server_lines = LineDecoder::new(LineOptions::default());
                 self.record(
                     Side::Server,
@@ -629,11 +562,9 @@ impl Sim<'_> {
                         reason: None,
                     },
                 );
-                self.server.handle_disconnect(self.now);
+                self.server.handle_disconnect(self.rec.now);
             }
-            ClientTransmit::Line(msg) => {
-                self.record_client_send(None, &msg);
-                let bytes = ndjson::encode_line(&msg).expect("the client's messages encode");
+            ClientOutput::Line(bytes) => {
                 self.deliver(
                     Channel::ToServer(None),
                     Action::ToServer {
@@ -643,11 +574,7 @@ impl Sim<'_> {
                     },
                 );
             }
-            ClientTransmit::Post { stream, msg } => {
-                self.record_client_send(Some(stream), &msg);
-                if let Some(id) = msg.id() {
-                    self.streams.insert(id.clone(), stream);
-                }
+            ClientOutput::Post { stream, msg } => {
                 let bytes = wire::encode(&msg)
                     .expect("the client's messages encode")
                     .into_bytes();
@@ -655,7 +582,7 @@ impl Sim<'_> {
                     self.proxy.insert(
                         stream,
                         ProxyStream {
-                            last_byte: self.now,
+                            last_byte: self.rec.now,
                             headers_sent: false,
                             buffered: Vec::new(),
                         },
@@ -670,15 +597,7 @@ impl Sim<'_> {
                     },
                 );
             }
-            ClientTransmit::Close { stream } => {
-                self.record(
-                    Side::Client,
-                    EventKind::Close {
-                        stream: Some(stream.0),
-                        by: Side::Client,
-                        reason: None,
-                    },
-                );
+            ClientOutput::Close(stream) => {
                 self.client_closed.insert(stream);
                 self.client_streams.remove(&stream);
                 self.proxy.remove(&stream);
@@ -694,35 +613,10 @@ impl Sim<'_> {
         }
     }
 
-    fn record_client_send(&mut self, stream: Option<StreamId>, msg: &Message) {
-        self.stats.messages += 1;
-        if matches!(msg, Message::Request(_)) {
-            self.stats.requests += 1;
-        }
-        let kind = recorder::client_send(&self.client, self.scenario.transport, stream, msg);
-        self.record(Side::Client, kind);
-    }
-
-    fn client_event(&mut self, e: ClientEvent) {
-        match recorder::client_event(e) {
-            ClientNote::Record(kind) => {
-                if let EventKind::Outcome { outcome, .. } = kind {
-                    *self.stats.outcomes.entry(outcome).or_default() += 1;
-                }
-                self.record(Side::Client, kind);
-            }
-            ClientNote::Retried { lost, new } => {
-                if let Some((&k, _)) = self.call_ids.iter().find(|(_, id)| **id == lost) {
-                    self.call_ids.insert(k, new);
-                }
-            }
-        }
-    }
-
     fn server_transmit(&mut self, t: ServerTransmit) {
         for kind in recorder::server_transmit(self.scenario.transport, &t) {
             if matches!(kind, EventKind::Send(_)) {
-                self.stats.messages += 1;
+                self.rec.stats.messages += 1;
             }
             self.record(Side::Server, kind);
         }
@@ -778,7 +672,7 @@ impl Sim<'_> {
             && !self.scenario.no_buffering_header;
         let pieces = match self.proxy.get_mut(&stream) {
             Some(ps) => {
-                ps.last_byte = self.now;
+                ps.last_byte = self.rec.now;
                 if matches!(piece, Piece::Status(..)) {
                     ps.headers_sent = true;
                 }
@@ -810,7 +704,7 @@ impl Sim<'_> {
         let idle: Vec<(StreamId, bool)> = self
             .proxy
             .iter()
-            .filter(|(_, s)| s.last_byte + p.idle_timeout <= self.now)
+            .filter(|(_, s)| s.last_byte + p.idle_timeout <= self.rec.now)
             .map(|(id, s)| (*id, s.headers_sent))
             .collect();
         for (stream, headers_sent) in idle {

@@ -27,9 +27,6 @@ use crate::oracle::OracleConfig;
 use crate::scenario::Scenario;
 use crate::trace::{EventKind, Side, Trace};
 
-#[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
-// With the fuzz bodies alone, only the part `live_output` drives is used.
-#[cfg_attr(not(any(feature = "turmoil", feature = "live")), allow(dead_code))]
 pub(crate) mod client_driver;
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub mod http_exchange;
@@ -109,7 +106,6 @@ pub struct RunStats {
 
 /// Where a driver's events and counts go: the lane's trace, stamped with the lane's own
 /// clock (the model's time, turmoil's tick-quantised time, the wall clock), and its counters.
-#[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
 pub(crate) trait RunSink {
     /// Appends an event observed by `side`.
     fn record(&mut self, side: Side, kind: EventKind);

@@ -31,7 +31,6 @@ pub(crate) fn observe(
 
 /// Like [`observe`], but the payload is the text as written whether or not it decodes: what a
 /// real peer wrote.
-#[cfg(any(feature = "turmoil", feature = "live", feature = "fuzzing"))]
 pub(crate) fn observe_as_written(
     transport: Transport,
     stream: Option<StreamId>,
@@ -117,7 +116,6 @@ pub(crate) fn client_send(
 /// Like [`client_send`], for a message that went out as a real HTTP POST: with the headers
 /// the POST carried (`wire::http::request_headers`, what `http_exchange` sends). The in-memory
 /// lane has no POSTs and records none.
-#[cfg(any(feature = "async", feature = "fuzzing"))]
 pub(crate) fn client_post(client: &Client, stream: StreamId, msg: &Message) -> EventKind {
     let mut kind = client_send(client, Transport::Http, Some(stream), msg);
     if let EventKind::Send(w) = &mut kind {

@@ -64,7 +64,7 @@ use super::relay::{ConnFaults, RelayConfig};
 use super::stdio::Process;
 use super::wall_trace::WallTrace;
 use super::{Cut, Input};
-use crate::lanes::client_driver::{ClientDriver, ClientOutput};
+use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
 use crate::lanes::http_exchange::ExchangeItem;
 use crate::lanes::recorder;
 use crate::lanes::RunResult;
@@ -860,7 +860,14 @@ pub fn probe(target: &Target, config: &ProbeConfig) -> Result<ProbeRun, ProbeErr
 
 fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &ProbeConfig) -> Probe {
     Probe {
-        driver: ClientDriver::new(Client::new(ClientConfig::new(transport)), transport, true),
+        driver: ClientDriver::new(
+            Client::new(ClientConfig::new(transport)),
+            transport,
+            ClientRecording {
+                as_written: true,
+                post_headers: true,
+            },
+        ),
         rec: WallTrace::new(config.verbose),
         transport,
         conn,

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
-use crate::lanes::client_driver::{ClientDriver, ClientOutput};
+use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
 use crate::model::MutantSet;
 use crate::model::{Client, StreamId, Transport};
@@ -98,7 +98,10 @@ impl Driver {
             driver: ClientDriver::new(
                 Client::new(scenario.client_config()),
                 scenario.transport,
-                false,
+                ClientRecording {
+                    as_written: false,
+                    post_headers: true,
+                },
             ),
             scenario,
             tool_calls,
