@@ -21,12 +21,12 @@ use rand_chacha::ChaCha8Rng;
 
 use super::client_driver::{ClientDriver, ClientOutput, ClientRecording};
 use super::readers::{ExchangeItem, ResponseReader};
-use super::recorder::{self, observe};
+use super::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use super::{RunResult, RunSink, RunStats};
-use crate::framing::ndjson::{self, LineDecoder, LineOptions};
+use crate::framing::ndjson;
 use crate::framing::sse;
 use crate::model::{
-    Backend, BackendCall, Client, Mutant, Server, ServerTransmit, StreamId, Transport, SLOW_TOOL,
+    Backend, Client, Mutant, Server, ServerTransmit, StreamId, Transport, SLOW_TOOL,
 };
 use crate::scenario::{Fault, Scenario};
 use crate::time::Time;
@@ -145,10 +145,9 @@ struct Sim<'s> {
     /// Channels that lost a message in a blackhole: TCP does not recover, nothing more passes.
     wedged: BTreeSet<Channel>,
     client: ClientDriver,
-    server: Server,
-    backend: Backend,
+    /// The server with its in-process backend.
+    server: ServerDriver,
     epoch: u64,
-    server_lines: LineDecoder,
     /// The response bodies the client is reading.
     client_streams: BTreeMap<StreamId, ResponseReader>,
     proxy: BTreeMap<StreamId, ProxyStream>,
@@ -175,7 +174,6 @@ fn windows(scenario: &Scenario, f: impl Fn(&Fault) -> bool) -> Vec<(Time, Time)>
 
 /// Runs `scenario` to completion (or to its horizon) and returns the trace.
 pub fn run(scenario: &Scenario) -> RunResult {
-    let line_opts = LineOptions::default();
     let mut sim = Sim {
         scenario,
         rec: Recorded {
@@ -198,10 +196,12 @@ pub fn run(scenario: &Scenario) -> RunResult {
                 post_headers: false,
             },
         ),
-        server: Server::new(scenario.server_config()),
-        backend: Backend::new(),
+        server: ServerDriver::new(
+            Server::new(scenario.server_config()),
+            Some(Backend::new()),
+            ServerRecording::default(),
+        ),
         epoch: 0,
-        server_lines: LineDecoder::new(line_opts),
         client_streams: BTreeMap::new(),
         proxy: BTreeMap::new(),
         client_closed: BTreeSet::new(),
@@ -239,14 +239,14 @@ pub fn run(scenario: &Scenario) -> RunResult {
             sim.apply(s.action);
         } else {
             sim.client.client_mut().handle_timeout(sim.rec.now);
-            sim.server.handle_timeout(sim.rec.now);
+            sim.server.server_mut().handle_timeout(sim.rec.now);
             sim.proxy_timeouts();
         }
         sim.drain();
     }
     let complete = sim.client.client().outstanding() == 0
-        && sim.server.active_jobs() == 0
-        && sim.backend.held().next().is_none();
+        && sim.server.server().active_jobs() == 0
+        && sim.server.backend_held() == 0;
     sim.rec.stats.sim_ms = sim.rec.now.as_millis();
     RunResult {
         trace: sim.rec.trace,
@@ -304,7 +304,7 @@ impl Sim<'_> {
         });
         [
             self.client.client().poll_timeout(),
-            self.server.poll_timeout(),
+            self.server.server().poll_timeout(),
             proxy,
         ]
         .into_iter()
@@ -330,29 +330,16 @@ impl Sim<'_> {
                 if epoch != self.epoch || stream.is_some_and(|s| self.server_closed.contains(&s)) {
                     return; // sent to a server that has since crashed
                 }
+                let now = self.rec.now;
                 match stream {
-                    None => {
-                        for line in recorder::stdio_lines(&mut self.server_lines, &bytes) {
-                            match line {
-                                Ok(line) => self.server_receive(None, &line),
-                                Err(w) => self.record(Side::Server, EventKind::Recv(w)),
-                            }
-                        }
-                    }
-                    Some(s) => self.server_receive(Some(s), &bytes),
+                    None => self.server.stdio_bytes(now, &bytes, &mut self.rec),
+                    Some(s) => self.server.post(now, s, &bytes, None, &mut self.rec),
                 }
             }
             Action::ServerSeesClose { epoch, stream, by } => {
                 if epoch == self.epoch && self.server_closed.insert(stream) {
-                    self.record(
-                        Side::Server,
-                        EventKind::Close {
-                            stream: Some(stream.0),
-                            by,
-                            reason: None,
-                        },
-                    );
-                    self.server.handle_stream_closed(self.rec.now, stream);
+                    self.server
+                        .stream_closed(self.rec.now, stream, by, &mut self.rec);
                     self.proxy.remove(&stream);
                 }
             }
@@ -432,13 +419,18 @@ impl Sim<'_> {
                 reason: None,
             },
         );
-        for request in self.backend.release_all() {
+        let released = self
+            .server
+            .backend_mut()
+            .map(Backend::release_all)
+            .unwrap_or_default();
+        for request in released {
             self.record(Side::Backend, EventKind::Release { request });
         }
         let open: Vec<StreamId> = self.proxy.keys().copied().collect();
         self.epoch += 1;
-        self.server = Server::new(self.scenario.server_config());
-        self.server_lines = LineDecoder::new(LineOptions::default());
+        self.server
+            .restart(Server::new(self.scenario.server_config()));
         match self.scenario.transport {
             Transport::Stdio => {
                 self.deliver(Channel::ToClient(None), Action::ClientSeesPipeClosed);
@@ -456,15 +448,6 @@ impl Sim<'_> {
                     );
                 }
             }
-        }
-    }
-
-    fn server_receive(&mut self, stream: Option<StreamId>, bytes: &[u8]) {
-        let (w, decoded) = observe(self.scenario.transport, stream, bytes);
-        self.record(Side::Server, EventKind::Recv(w));
-        match decoded {
-            Ok(msg) => self.server.handle_message(self.rec.now, stream, msg),
-            Err(e) => self.server.handle_invalid(self.rec.now, stream, &e),
         }
     }
 
@@ -525,18 +508,13 @@ impl Sim<'_> {
                 busy = true;
                 self.client_output(out);
             }
-            while let Some(t) = self.server.poll_transmit() {
+            while let Some(out) = self.server.poll_io(self.rec.now, &mut self.rec) {
                 busy = true;
-                self.server_transmit(t);
-            }
-            while let Some(call) = self.server.poll_backend() {
-                busy = true;
-                self.backend.handle_call(self.rec.now, &call);
-                let kind = match call {
-                    BackendCall::Work { request, .. } => EventKind::Work { request },
-                    BackendCall::Release { request } => EventKind::Release { request },
-                };
-                self.record(Side::Backend, kind);
+                match out {
+                    ServerOutput::Transmit(t) => self.server_transmit(t),
+                    // The backend is in process: the driver keeps its ledger.
+                    ServerOutput::Backend(_) => {}
+                }
             }
             if !busy {
                 break;
@@ -553,16 +531,7 @@ impl Sim<'_> {
             ClientOutput::Disconnect => {
                 self.epoch += 1;
                 self.client.new_pipe();
-                self.server_lines = LineDecoder::new(LineOptions::default());
-                self.record(
-                    Side::Server,
-                    EventKind::Close {
-                        stream: None,
-                        by: Side::Client,
-                        reason: None,
-                    },
-                );
-                self.server.handle_disconnect(self.rec.now);
+                self.server.input_closed(self.rec.now, &mut self.rec);
             }
             ClientOutput::Line(bytes) => {
                 self.deliver(
@@ -613,13 +582,8 @@ impl Sim<'_> {
         }
     }
 
+    /// Carries a transmit of the server's driver (recorded already).
     fn server_transmit(&mut self, t: ServerTransmit) {
-        for kind in recorder::server_transmit(self.scenario.transport, &t) {
-            if matches!(kind, EventKind::Send(_)) {
-                self.rec.stats.messages += 1;
-            }
-            self.record(Side::Server, kind);
-        }
         match t {
             ServerTransmit::Line(msg) => {
                 let bytes = ndjson::encode_line(&msg).expect("the server's messages encode");

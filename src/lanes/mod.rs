@@ -39,7 +39,6 @@ pub mod live;
 pub mod memory;
 pub mod readers;
 pub(crate) mod recorder;
-#[cfg(any(feature = "turmoil", feature = "live"))]
 pub(crate) mod server_driver;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;

@@ -56,7 +56,6 @@ pub(crate) fn recorded_headers<'a>(
 }
 
 /// What is wrong with the headers of a request POST, if it decoded as a request.
-#[cfg(feature = "async")]
 pub(crate) fn header_mismatch(
     decoded: &Result<Message, DecodeError>,
     headers: &std::collections::BTreeMap<String, String>,

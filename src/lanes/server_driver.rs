@@ -5,9 +5,9 @@
 //!
 //! As the client's driver ([`super::client_driver`]), it has no clock and does no I/O: every
 //! call takes the model's `now`, events go to a [`RunSink`], and output comes back one
-//! [`ServerOutput`] at a time from [`ServerDriver::poll_io`], already recorded. Used by the turmoil
-//! lane's `server` host (whose backend is a host of its own) and `mcp-sim serve` (whose
-//! backend is in process).
+//! [`ServerOutput`] at a time from [`ServerDriver::poll_io`], already recorded. Used by the
+//! in-memory lane and `mcp-sim serve` (whose backends are in process) and the turmoil lane's
+//! `server` host (whose backend is a host of its own).
 
 use std::collections::BTreeMap;
 
@@ -38,6 +38,7 @@ pub(crate) enum ServerOutput {
     /// Carry this transmit: a stdio line, or a part of an HTTP response.
     Transmit(ServerTransmit),
     /// Send this call to the backend host (a lane whose backend is not in process).
+    #[cfg_attr(not(feature = "turmoil"), allow(dead_code))] // only turmoil's backend is remote
     Backend(BackendCall),
 }
 
@@ -77,6 +78,23 @@ impl ServerDriver {
         &mut self.server
     }
 
+    /// How many requests hold a resource in the in-process backend (none without one).
+    pub(crate) fn backend_held(&self) -> usize {
+        self.backend.as_ref().map_or(0, Backend::held_count)
+    }
+
+    /// The in-process backend's ledger.
+    pub(crate) fn backend_mut(&mut self) -> Option<&mut Backend> {
+        self.backend.as_mut()
+    }
+
+    /// The server process died and `fresh` runs in its place, reading a new pipe from the
+    /// start (the in-memory lane's crash; the backend's ledger is the lane's to settle).
+    pub(crate) fn restart(&mut self, fresh: Server) {
+        self.server = fresh;
+        self.lines = StdioReader::default();
+    }
+
     /// stdio bytes from the client: each line received, each framing error recorded.
     pub(crate) fn stdio_bytes(&mut self, now: Time, bytes: &[u8], sink: &mut impl RunSink) {
         for item in self.lines.push(bytes) {
@@ -98,24 +116,29 @@ impl ServerDriver {
         self.lines = StdioReader::default();
     }
 
-    /// A POST's body on `stream`, with the headers worth recording.
+    /// A POST's body on `stream`, with the headers worth recording (`None`: the lane moves
+    /// messages, not POSTs, and has none).
     pub(crate) fn post(
         &mut self,
         now: Time,
         stream: StreamId,
         body: &[u8],
-        headers: BTreeMap<String, String>,
+        headers: Option<BTreeMap<String, String>>,
         sink: &mut impl RunSink,
     ) {
-        self.receive(now, Some(stream), body, Some(headers), sink);
+        self.receive(now, Some(stream), body, headers, sink);
     }
 
-    /// The client went away from a response stream that was still open (the lane knows).
-    pub(crate) fn stream_dropped(&mut self, now: Time, stream: StreamId, sink: &mut impl RunSink) {
-        sink.record(
-            Side::Server,
-            recorder::close(Some(stream), Side::Client, None),
-        );
+    /// A response stream that was still open (the lane knows) went away by `by`'s doing: the
+    /// client, or an intermediary the lane can tell apart from it.
+    pub(crate) fn stream_closed(
+        &mut self,
+        now: Time,
+        stream: StreamId,
+        by: Side,
+        sink: &mut impl RunSink,
+    ) {
+        sink.record(Side::Server, recorder::close(Some(stream), by, None));
         self.server.handle_stream_closed(now, stream);
     }
 

@@ -316,11 +316,13 @@ impl Driver {
                 respond,
             } => {
                 self.http.post(stream, respond);
-                self.driver.post(now, stream, &body, headers, &mut self.rec);
+                self.driver
+                    .post(now, stream, &body, Some(headers), &mut self.rec);
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {
-                    self.driver.stream_dropped(now, stream, &mut self.rec);
+                    self.driver
+                        .stream_closed(now, stream, Side::Client, &mut self.rec);
                 }
             }
         }

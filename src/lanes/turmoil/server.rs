@@ -21,6 +21,7 @@ use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
 use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
+use crate::trace::Side;
 
 /// Input of the server driver.
 enum Input {
@@ -198,11 +199,12 @@ impl Driver {
             }) => {
                 self.http.post(stream, respond);
                 self.driver
-                    .post(t, stream, &body, headers, &mut self.shared);
+                    .post(t, stream, &body, Some(headers), &mut self.shared);
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {
-                    self.driver.stream_dropped(t, stream, &mut self.shared);
+                    self.driver
+                        .stream_closed(t, stream, Side::Client, &mut self.shared);
                 }
             }
         }
