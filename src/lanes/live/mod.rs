@@ -7,19 +7,23 @@
 //! repeated, but a real peer's timing cannot be: verdicts here lean on evidence that does not
 //! depend on timing where it can (barriers on stdio, calibration; see [`probe`]).
 //!
-//! - [`probe`]: drive a real server with a seeded schedule ([`probe::probe`]).
-//! - [`findings`]: what a run exercised, what it found beyond the rules, its verdict.
-//! - [`stdio`]: a child process's pipes; [`http`]: posts to a live endpoint; [`relay`]: a local
-//!   intermediary with the simulation's proxy presets and seeded faults.
+//! One module per tool, over the sockets and processes they share ([`net`]):
+//!
+//! - [`probe`]: drive a real server with a seeded schedule ([`probe::probe`]), and what a run
+//!   exercised, found beyond the rules and concluded ([`probe::findings`]);
+//! - [`serve`]: the reference server for a real client (`mcp-sim serve`);
+//! - [`record`]: a transparent tap between a real host and its server (`mcp-sim record`);
+//! - [`net`]: a child process's pipes ([`stdio`]), posts to a live endpoint ([`http`]), a
+//!   local intermediary with the simulation's proxy presets and seeded faults ([`relay`]), and
+//!   the wall-clock trace the tools record into.
 
-pub mod findings;
-pub mod http;
+pub mod net;
 pub mod probe;
 pub mod record;
-pub mod relay;
 pub mod serve;
-pub mod stdio;
-pub(crate) mod wall_trace;
+
+pub use net::{http, relay, stdio};
+pub use probe::findings;
 
 use crate::lanes::http_exchange::ExchangeItem;
 use crate::model::StreamId;

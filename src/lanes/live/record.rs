@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::relay::{Relay, RelayObserver, Relayed};
-use super::wall_trace::WallTrace;
+use super::net::relay::{Relay, RelayObserver, Relayed};
+use super::net::wall_trace::WallTrace;
 use crate::lanes::wiretap::Framing;
 use crate::lanes::RunResult;
 use crate::scenario::ProxyConfig;
@@ -232,7 +232,7 @@ pub fn record_stdio(
                 libc_kill(child.id());
             }
         }
-        if stopping.is_some_and(|s| s.elapsed() > super::stdio::EXIT_GRACE) {
+        if stopping.is_some_and(|s| s.elapsed() > super::net::stdio::EXIT_GRACE) {
             let _ = child.kill();
             let _ = child.wait();
             break None;

@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::stdio;
-use super::wall_trace::WallTrace;
+use super::net::stdio;
+use super::net::wall_trace::WallTrace;
 use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
 use crate::lanes::recorder;

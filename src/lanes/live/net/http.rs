@@ -18,8 +18,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use super::relay::{ConnFaults, Relay, RelayConfig, Relayed};
-use super::Input;
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
+use crate::lanes::live::Input;
 use crate::model::{MutantSet, StreamId};
 use crate::wire::Message;
 

@@ -11,7 +11,7 @@
 //!
 //! 1. **Start-up check**: one `tools/list`, alone, allowed [`ProbeConfig::startup_timeout_ms`] (an
 //!    interpreter's start-up is not what is judged). A server that exits or never answers is
-//!    named (`server-exited`, `no-response`: see [`super::findings`]) instead of passing
+//!    named (`server-exited`, `no-response`: see [`findings`]) instead of passing
 //!    a run that exercised nothing.
 //! 2. **Calibration**: two calls of the tool, one after the other, not cancelled: the shorter
 //!    one's duration is the call's natural duration `D` (a first call may pay for warming up).
@@ -47,7 +47,9 @@
 //! Over HTTP the server is not the probe's to stop: the run ends by dropping the connections
 //! still open.
 //!
-//! The caller judges the [`ProbeRun`]'s trace with the oracle and [`super::findings`].
+//! The caller judges the [`ProbeRun`]'s trace with the oracle and [`findings`].
+
+pub mod findings;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -58,11 +60,10 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
-use super::findings::ServerEnd;
-use super::http::{self, Http};
-use super::relay::{ConnFaults, RelayConfig};
-use super::stdio::Process;
-use super::wall_trace::WallTrace;
+use super::net::http::{self, Http};
+use super::net::relay::{ConnFaults, RelayConfig};
+use super::net::stdio::Process;
+use super::net::wall_trace::WallTrace;
 use super::{Cut, Input};
 use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
 use crate::lanes::http_exchange::ExchangeItem;
@@ -74,6 +75,7 @@ use crate::scenario::ProxyConfig;
 use crate::time::Time;
 use crate::trace::{EventKind, Side, FAULT_STALL};
 use crate::wire::RequestId;
+use findings::ServerEnd;
 
 /// The longest hard maximum a call may be given, in ms (one hour).
 pub const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;

@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::Input;
+use crate::lanes::live::Input;
 
 /// How long a server may take to exit once its stdin closed, before it is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
