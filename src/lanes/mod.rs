@@ -6,8 +6,17 @@
 //! - [`turmoil`] (feature `turmoil`): simulated hosts and sockets under turmoil's clock,
 //!   hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and
 //!   partitions; a user's own server or client can take a reference peer's place.
-//! - [`live`] (feature `live`): real processes and sockets on the wall clock; the probe drives
-//!   a real server.
+//! - [`live`] (feature `live`): real processes and sockets on the wall clock, one module per
+//!   tool: the probe drives a real server, `serve` answers a real client, `record` taps a real
+//!   session.
+//!
+//! Every lane drives the reference peers through the same two drivers, sans-IO glue with no
+//! clock of their own: `client_driver` (the recording of what the client sends, reads and
+//! tells its application, the counters, the call-to-request map through retries) and
+//! `server_driver` (the recording of what the server reads and writes, header checks, the
+//! in-process backend). A lane keeps only how bytes and time reach them, through a
+//! `RunSink` that stamps events with the lane's own clock. `intermediary` holds what the
+//! byte-level idle-timeout proxies decide alike.
 //!
 //! Shared by all: `recorder` (what a peer reads and writes becomes trace events, the same
 //! way in every lane), [`readers`] (a stdio stream or a response body into lines and
