@@ -20,6 +20,7 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::client_driver::{ClientDriver, ClientOutput, ClientRecording};
+use super::intermediary::{Expiry, IdleClock};
 use super::readers::{ExchangeItem, ResponseReader};
 use super::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use super::{RunResult, RunSink, RunStats};
@@ -110,8 +111,8 @@ enum Channel {
 /// The proxy's view of one HTTP stream.
 #[derive(Debug)]
 struct ProxyStream {
-    last_byte: Time,
-    headers_sent: bool,
+    /// Started when the client sent its POST; the server's pieces restart it.
+    clock: IdleClock<Time>,
     buffered: Vec<Piece>,
 }
 
@@ -296,12 +297,7 @@ impl Sim<'_> {
     }
 
     fn next_timer(&self) -> Option<Time> {
-        let proxy = self.scenario.proxy.and_then(|p| {
-            self.proxy
-                .values()
-                .map(|s| s.last_byte + p.idle_timeout)
-                .min()
-        });
+        let proxy = self.proxy.values().map(|s| s.clock.deadline()).min();
         [
             self.client.client().poll_timeout(),
             self.server.server().poll_timeout(),
@@ -547,12 +543,11 @@ impl Sim<'_> {
                 let bytes = wire::encode(&msg)
                     .expect("the client's messages encode")
                     .into_bytes();
-                if self.scenario.proxy.is_some() {
+                if let Some(config) = self.scenario.proxy {
                     self.proxy.insert(
                         stream,
                         ProxyStream {
-                            last_byte: self.rec.now,
-                            headers_sent: false,
+                            clock: IdleClock::new(config, self.rec.now),
                             buffered: Vec::new(),
                         },
                     );
@@ -636,9 +631,9 @@ impl Sim<'_> {
             && !self.scenario.no_buffering_header;
         let pieces = match self.proxy.get_mut(&stream) {
             Some(ps) => {
-                ps.last_byte = self.rec.now;
+                ps.clock.server_bytes(self.rec.now);
                 if matches!(piece, Piece::Status(..)) {
-                    ps.headers_sent = true;
+                    ps.clock.head_complete();
                 }
                 if buffering && keeps_open {
                     ps.buffered.push(piece);
@@ -664,16 +659,15 @@ impl Sim<'_> {
 
     /// Cuts every stream idle for the proxy's timeout.
     fn proxy_timeouts(&mut self) {
-        let Some(p) = self.scenario.proxy else { return };
-        let idle: Vec<(StreamId, bool)> = self
+        let idle: Vec<(StreamId, Expiry)> = self
             .proxy
             .iter()
-            .filter(|(_, s)| s.last_byte + p.idle_timeout <= self.rec.now)
-            .map(|(id, s)| (*id, s.headers_sent))
+            .filter(|(_, s)| s.clock.deadline() <= self.rec.now)
+            .map(|(id, s)| (*id, s.clock.expiry()))
             .collect();
-        for (stream, headers_sent) in idle {
-            match p.timeout_status.filter(|_| !headers_sent) {
-                Some(status) => {
+        for (stream, expiry) in idle {
+            match expiry {
+                Expiry::Answer(status) => {
                     // A gateway timeout answer instead of a bare cut: the client reads a status
                     // and the end of the exchange; the server sees its connection closed.
                     self.record(
@@ -709,7 +703,7 @@ impl Sim<'_> {
                         },
                     );
                 }
-                None => self.cut(stream, Side::Proxy, Some("idle")),
+                Expiry::Cut => self.cut(stream, Side::Proxy, Some("idle")),
             }
         }
     }

@@ -41,7 +41,6 @@ pub(crate) mod client_driver;
 pub mod http_exchange;
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub(crate) mod http_serve;
-#[cfg(any(feature = "turmoil", feature = "live"))]
 pub(crate) mod intermediary;
 #[cfg(feature = "live")]
 pub mod live;

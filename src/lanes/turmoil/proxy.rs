@@ -18,7 +18,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::stream_id;
 use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT};
-use crate::lanes::intermediary::{chunked_body_ended, gateway_answer, head_end, holds_body};
+use crate::lanes::intermediary::{
+    chunked_body_ended, gateway_answer, head_end, holds_body, Expiry, IdleClock,
+};
 use crate::scenario::ProxyConfig;
 use crate::trace::{EventKind, Side};
 
@@ -60,16 +62,16 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
     let mut response: Vec<u8> = Vec::new();
     // Decided once the response head is complete: hold the body until it ends?
     let mut buffering: Option<bool> = None;
-    let mut last_activity = tokio::time::Instant::now();
+    let mut clock = IdleClock::new(config, tokio::time::Instant::now());
     let mut down_buf = vec![0u8; 16 * 1024];
     let mut up_buf = vec![0u8; 16 * 1024];
     loop {
-        let idle_at = last_activity + config.idle_timeout;
+        let idle_at = clock.deadline();
         tokio::select! {
             biased;
             n = up_read.read(&mut up_buf) => {
                 let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                last_activity = tokio::time::Instant::now();
+                clock.server_bytes(tokio::time::Instant::now());
                 let bytes = &up_buf[..n];
                 match buffering {
                     Some(false) => { if down_write.write_all(bytes).await.is_err() { break } }
@@ -78,6 +80,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
                         if buffering.is_none() {
                             if let Some(end) = head_end(&response) {
                                 buffering = Some(holds_body(&config, &response[..end]));
+                                clock.head_complete();
                             }
                         }
                         let complete = chunked_body_ended(&response);
@@ -90,9 +93,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
             }
             n = down_read.read(&mut down_buf) => {
                 let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                if config.idle_counts_client_bytes {
-                    last_activity = tokio::time::Instant::now();
-                }
+                clock.client_bytes(tokio::time::Instant::now());
                 if stream.is_some() || head_done {
                     if up_write.write_all(&down_buf[..n]).await.is_err() { break }
                     continue;
@@ -124,8 +125,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
             }
             _ = tokio::time::sleep_until(idle_at) => {
                 record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy, reason: Some("idle".into()) });
-                let headers_sent = buffering.is_some();
-                if let (false, Some(status)) = (headers_sent, config.timeout_status) {
+                if let Expiry::Answer(status) = clock.expiry() {
                     let _ = down_write.write_all(gateway_answer(status).as_bytes()).await;
                     // Let the answer leave before the connection goes.
                     tokio::time::sleep(Duration::from_millis(1)).await;

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::lanes::intermediary::{chunked_body_ended, gateway_answer, head_end, holds_body};
+use crate::lanes::intermediary::{
+    chunked_body_ended, gateway_answer, head_end, holds_body, Expiry, IdleClock,
+};
 use crate::scenario::ProxyConfig;
 use crate::trace::Side;
 
@@ -90,7 +92,8 @@ enum RelayEnd {
     /// One side closed (or failed): close the other. `by_client`: the client's side ended.
     Closed { by_client: bool },
     /// The idle timeout expired; whether the response head had reached the client.
-    Idle { head_sent: bool },
+    /// The idle timeout expired: a bare cut, or the gateway's answer first.
+    Idle(Expiry),
     /// The planned reset.
     Reset,
 }
@@ -160,7 +163,7 @@ impl Relay {
         let end = self.pump(&mut down, &mut up, &mut tap).await;
         let cut = match end {
             RelayEnd::Closed { .. } => None,
-            RelayEnd::Idle { .. } => Some(Cut::Idle),
+            RelayEnd::Idle(_) => Some(Cut::Idle),
             RelayEnd::Reset => Some(Cut::Reset),
         };
         if let Some(cut) = cut {
@@ -172,14 +175,12 @@ impl Relay {
                 .insert(self.peer_port, cut);
         }
         match end {
-            RelayEnd::Idle { head_sent: false } => {
-                if let Some(status) = self.proxy.and_then(|p| p.timeout_status) {
-                    let answer = gateway_answer(status);
-                    let _ = down.write_all(answer.as_bytes()).await;
-                    let _ = down.shutdown().await;
-                    if let Some(tap) = &mut tap {
-                        tap.client_got(answer.as_bytes());
-                    }
+            RelayEnd::Idle(Expiry::Answer(status)) => {
+                let answer = gateway_answer(status);
+                let _ = down.write_all(answer.as_bytes()).await;
+                let _ = down.shutdown().await;
+                if let Some(tap) = &mut tap {
+                    tap.client_got(answer.as_bytes());
                 }
             }
             RelayEnd::Reset => {
@@ -191,7 +192,7 @@ impl Relay {
             match end {
                 RelayEnd::Closed { by_client: true } => tap.gone(Side::Client, None),
                 RelayEnd::Closed { by_client: false } => tap.gone(Side::Server, None),
-                RelayEnd::Idle { .. } => tap.gone(Side::Proxy, Some(Cut::Idle.reason())),
+                RelayEnd::Idle(_) => tap.gone(Side::Proxy, Some(Cut::Idle.reason())),
                 RelayEnd::Reset => tap.gone(Side::Proxy, Some(Cut::Reset.reason())),
             }
         }
@@ -218,9 +219,8 @@ impl Relay {
         // The post registers its faults before it writes the request, so they are known by
         // the time the first bytes from the client arrive.
         let mut faults: Option<ConnFaults> = None;
-        let idle = self.proxy.map(|p| p.idle_timeout);
-        let client_bytes_count = self.proxy.is_some_and(|p| p.idle_counts_client_bytes);
-        let mut last = Instant::now();
+        // The intermediary's idle clock, when the relay copies a preset.
+        let mut clock = self.proxy.map(|p| IdleClock::new(p, Instant::now()));
         // Response bytes read so far up to the end of the head, then whether to hold the body.
         let mut head: Vec<u8> = Vec::new();
         let mut head_len: Option<usize> = None;
@@ -267,7 +267,7 @@ impl Relay {
                 .map(|(at, _)| *at)
                 .min()
                 .unwrap_or(far);
-            let idle_at = idle.map_or(far, |d| last + d);
+            let idle_at = clock.map_or(far, |c| c.deadline());
             if !up_open && to_down.is_empty() {
                 return RelayEnd::Closed { by_client: false };
             }
@@ -286,7 +286,10 @@ impl Relay {
                         }
                         Ok(n) => n,
                     };
-                    last = Instant::now();
+                    let last = Instant::now();
+                    if let Some(c) = &mut clock {
+                        c.server_bytes(last);
+                    }
                     let bytes = up_buf[..n].to_vec();
                     if let Some(tap) = tap {
                         tap.server_wrote(&bytes);
@@ -295,6 +298,9 @@ impl Relay {
                         head.extend_from_slice(&bytes);
                         if let Some(end) = head_end(&head) {
                             head_len = Some(end);
+                            if let Some(c) = &mut clock {
+                                c.head_complete();
+                            }
                             holding = self.proxy.is_some_and(|p| holds_body(&p, &head[..end]));
                             if holding {
                                 // The head passes; the body waits for its end.
@@ -318,14 +324,14 @@ impl Relay {
                         tap.client_sent(&down_buf[..n]);
                     }
                     let f = *faults.get_or_insert_with(|| self.faults());
-                    if client_bytes_count {
-                        last = Instant::now();
+                    if let Some(c) = &mut clock {
+                        c.client_bytes(Instant::now());
                     }
                     let at = Instant::now() + Duration::from_millis(f.latency_ms);
                     to_up.push_back((at, down_buf[..n].to_vec()));
                 }
-                _ = tokio::time::sleep_until(idle_at), if idle.is_some() => {
-                    return RelayEnd::Idle { head_sent: head_len.is_some_and(|h| delivered >= h) };
+                _ = tokio::time::sleep_until(idle_at), if clock.is_some() => {
+                    return RelayEnd::Idle(clock.map_or(Expiry::Cut, |c| c.expiry()));
                 }
             }
         }
