@@ -37,7 +37,9 @@ use crate::wire;
 /// A piece of an HTTP response travelling to the client.
 #[derive(Debug, Clone)]
 enum Piece {
-    Status(u16, &'static str),
+    /// The status line and the `Content-Type`, if the response has one (a 202 and a gateway's
+    /// empty answer have none, as the byte lanes read them).
+    Status(u16, Option<&'static str>),
     Body(Vec<u8>),
     End,
 }
@@ -455,9 +457,9 @@ impl Sim<'_> {
         match piece {
             Piece::Status(status, content_type) => {
                 self.client
-                    .status(stream, status, Some(content_type.into()), &mut self.rec);
+                    .status(stream, status, content_type.map(Into::into), &mut self.rec);
                 let crlf_bug = self.scenario.mutants.has(Mutant::SseCrlfChunkSplit);
-                let reader = ResponseReader::new(Some(content_type), crlf_bug);
+                let reader = ResponseReader::new(content_type, crlf_bug);
                 self.client_streams.insert(stream, reader);
             }
             Piece::Body(bytes) => {
@@ -585,7 +587,7 @@ impl Sim<'_> {
                 self.deliver(Channel::ToClient(None), Action::ToClientLine { bytes });
             }
             ServerTransmit::SseStart { stream } => {
-                self.send_to_client(stream, Piece::Status(200, "text/event-stream"), true);
+                self.send_to_client(stream, Piece::Status(200, Some("text/event-stream")), true);
             }
             ServerTransmit::SseEvent { stream, msg } => {
                 for piece in self.scenario.server.sse_style.encode(&msg) {
@@ -610,12 +612,16 @@ impl Sim<'_> {
                 let body = wire::encode(&msg)
                     .expect("the server's messages encode")
                     .into_bytes();
-                self.send_to_client(stream, Piece::Status(status, "application/json"), true);
+                self.send_to_client(
+                    stream,
+                    Piece::Status(status, Some("application/json")),
+                    true,
+                );
                 self.send_to_client(stream, Piece::Body(body), true);
                 self.send_to_client(stream, Piece::End, false);
             }
             ServerTransmit::Accepted { stream } => {
-                self.send_to_client(stream, Piece::Status(202, "none"), true);
+                self.send_to_client(stream, Piece::Status(202, None), true);
                 self.send_to_client(stream, Piece::End, false);
             }
         }
@@ -692,7 +698,7 @@ impl Sim<'_> {
                         Channel::ToClient(Some(stream)),
                         Action::ToClientHttp {
                             stream,
-                            piece: Piece::Status(status, "text/html"),
+                            piece: Piece::Status(status, None),
                         },
                     );
                     self.deliver(
