@@ -60,7 +60,8 @@ pub(crate) struct ClientDriver {
     transport: Transport,
     recording: ClientRecording,
     lines: StdioReader,
-    /// The request each planned call of the application goes by now.
+    /// The request each planned call of the application was first sent as ([`Self::current`]
+    /// follows its retries).
     calls: BTreeMap<usize, RequestId>,
     /// The stream each request was POSTed on.
     streams: BTreeMap<RequestId, StreamId>,
@@ -107,21 +108,18 @@ impl ClientDriver {
 
     /// The application cancels its call `key` under the id it goes by now.
     pub(crate) fn cancel_call(&mut self, now: Time, key: usize) {
-        if let Some(id) = self.calls.get(&key) {
-            let _ = self.client.cancel(now, id);
+        if let Some(id) = self.calls.get(&key).map(|id| self.current(id)) {
+            let _ = self.client.cancel(now, &id);
         }
     }
 
     /// The stream call `key`'s current request was POSTed on.
     pub(crate) fn stream_of_call(&self, key: usize) -> Option<StreamId> {
-        self.calls
-            .get(&key)
-            .and_then(|id| self.streams.get(id))
-            .copied()
+        let id = self.current(self.calls.get(&key)?);
+        self.streams.get(&id).copied()
     }
 
     /// The id a request goes by now (a lost idempotent request is re-issued under a new one).
-    #[cfg(feature = "live")] // the probe's
     pub(crate) fn current(&self, id: &RequestId) -> RequestId {
         let mut id = id.clone();
         while let Some(new) = self.retried.get(&id) {
@@ -188,9 +186,6 @@ impl ClientDriver {
                     sink.record(Side::Client, kind);
                 }
                 ClientNote::Retried { lost, new } => {
-                    if let Some((&k, _)) = self.calls.iter().find(|(_, id)| **id == lost) {
-                        self.calls.insert(k, new.clone());
-                    }
                     self.outcomes.remove(&lost);
                     self.retried.insert(lost, new);
                 }
