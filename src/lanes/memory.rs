@@ -20,7 +20,7 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::client_driver::{ClientDriver, ClientOutput, ClientRecording};
-use super::intermediary::{Expiry, IdleClock};
+use super::intermediary::{Expiry, FromServer, Intermediary};
 use super::readers::{ExchangeItem, ResponseReader};
 use super::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use super::{RunResult, RunSink, RunStats};
@@ -110,14 +110,6 @@ enum Channel {
     ToClient(Option<StreamId>),
 }
 
-/// The proxy's view of one HTTP stream.
-#[derive(Debug)]
-struct ProxyStream {
-    /// Started when the client sent its POST; the server's pieces restart it.
-    clock: IdleClock<Time>,
-    buffered: Vec<Piece>,
-}
-
 /// The run's trace and counters, at the simulation's clock.
 struct Recorded {
     now: Time,
@@ -153,7 +145,8 @@ struct Sim<'s> {
     epoch: u64,
     /// The response bodies the client is reading.
     client_streams: BTreeMap<StreamId, ResponseReader>,
-    proxy: BTreeMap<StreamId, ProxyStream>,
+    /// The proxy's connection of each open stream (opened when the client sends its POST).
+    proxy: BTreeMap<StreamId, Intermediary<Piece, Time>>,
     /// Streams the client has given up on (closed or seen cut): later pieces are dropped.
     client_closed: BTreeSet<StreamId>,
     /// Streams the server no longer has (seen closed, or lost in a crash).
@@ -299,7 +292,7 @@ impl Sim<'_> {
     }
 
     fn next_timer(&self) -> Option<Time> {
-        let proxy = self.proxy.values().map(|s| s.clock.deadline()).min();
+        let proxy = self.proxy.values().map(Intermediary::deadline).min();
         [
             self.client.client().poll_timeout(),
             self.server.server().poll_timeout(),
@@ -436,7 +429,19 @@ impl Sim<'_> {
             Transport::Http => {
                 for stream in open {
                     self.server_closed.insert(stream);
-                    self.proxy.remove(&stream);
+                    // What the proxy held goes on before the cut (nginx passes on what it
+                    // read when its upstream closes).
+                    let held = self
+                        .proxy
+                        .remove(&stream)
+                        .map(|mut conn| conn.server_closed())
+                        .unwrap_or_default();
+                    for piece in held {
+                        self.deliver(
+                            Channel::ToClient(Some(stream)),
+                            Action::ToClientHttp { stream, piece },
+                        );
+                    }
                     self.deliver(
                         Channel::ToClient(Some(stream)),
                         Action::ClientSeesCut {
@@ -546,13 +551,8 @@ impl Sim<'_> {
                     .expect("the client's messages encode")
                     .into_bytes();
                 if let Some(config) = self.scenario.proxy {
-                    self.proxy.insert(
-                        stream,
-                        ProxyStream {
-                            clock: IdleClock::new(config, self.rec.now),
-                            buffered: Vec::new(),
-                        },
-                    );
+                    self.proxy
+                        .insert(stream, Intermediary::new(config, self.rec.now));
                 }
                 self.deliver(
                     Channel::ToServer(Some(stream)),
@@ -587,22 +587,20 @@ impl Sim<'_> {
                 self.deliver(Channel::ToClient(None), Action::ToClientLine { bytes });
             }
             ServerTransmit::SseStart { stream } => {
-                self.send_to_client(stream, Piece::Status(200, Some("text/event-stream")), true);
+                let head = self.head(Piece::Status(200, Some("text/event-stream")), true);
+                self.send_to_client(stream, head);
             }
             ServerTransmit::SseEvent { stream, msg } => {
                 for piece in self.scenario.server.sse_style.encode(&msg) {
-                    self.send_to_client(stream, Piece::Body(piece), true);
+                    self.send_to_client(stream, FromServer::Body(Piece::Body(piece)));
                 }
             }
             ServerTransmit::SseComment { stream } => {
-                self.send_to_client(
-                    stream,
-                    Piece::Body(sse::encode_comment("keep-alive").into_bytes()),
-                    true,
-                );
+                let comment = sse::encode_comment("keep-alive").into_bytes();
+                self.send_to_client(stream, FromServer::Body(Piece::Body(comment)));
             }
             ServerTransmit::SseEnd { stream } => {
-                self.send_to_client(stream, Piece::End, false);
+                self.send_to_client(stream, FromServer::End(Piece::End));
             }
             ServerTransmit::Json {
                 stream,
@@ -612,46 +610,45 @@ impl Sim<'_> {
                 let body = wire::encode(&msg)
                     .expect("the server's messages encode")
                     .into_bytes();
-                self.send_to_client(
-                    stream,
-                    Piece::Status(status, Some("application/json")),
-                    true,
-                );
-                self.send_to_client(stream, Piece::Body(body), true);
-                self.send_to_client(stream, Piece::End, false);
+                let head = self.head(Piece::Status(status, Some("application/json")), false);
+                self.send_to_client(stream, head);
+                self.send_to_client(stream, FromServer::Body(Piece::Body(body)));
+                self.send_to_client(stream, FromServer::End(Piece::End));
             }
             ServerTransmit::Accepted { stream } => {
-                self.send_to_client(stream, Piece::Status(202, None), true);
-                self.send_to_client(stream, Piece::End, false);
+                let head = self.head(Piece::Status(202, None), false);
+                self.send_to_client(stream, head);
+                self.send_to_client(stream, FromServer::End(Piece::End));
             }
         }
     }
 
-    /// Sends a response piece through the proxy (if any): it resets the idle timer, and a
-    /// buffering proxy holds everything until the end.
-    fn send_to_client(&mut self, stream: StreamId, piece: Piece, keeps_open: bool) {
+    /// A response head as the server writes it: `X-Accel-Buffering: no` on an event stream
+    /// as the scenario says.
+    fn head(&self, status: Piece, event_stream: bool) -> FromServer<Piece> {
+        FromServer::Head {
+            part: status,
+            event_stream,
+            told_not_to_buffer: event_stream && self.scenario.no_buffering_header,
+        }
+    }
+
+    /// Sends a response part through the proxy (if any), which says what goes on now.
+    fn send_to_client(&mut self, stream: StreamId, part: FromServer<Piece>) {
         if self.server_closed.contains(&stream) {
             return; // the stream is gone; a real write would fail
         }
-        let buffering = self.scenario.proxy.is_some_and(|p| p.buffers_unless_told)
-            && !self.scenario.no_buffering_header;
-        let pieces = match self.proxy.get_mut(&stream) {
-            Some(ps) => {
-                ps.clock.server_bytes(self.rec.now);
-                if matches!(piece, Piece::Status(..)) {
-                    ps.clock.head_complete();
+        let ends = matches!(part, FromServer::End(_));
+        let mut pieces = Vec::new();
+        match self.proxy.get_mut(&stream) {
+            Some(conn) => conn.from_server(self.rec.now, part, &mut pieces),
+            None => pieces.push(match part {
+                FromServer::Head { part, .. } | FromServer::Body(part) | FromServer::End(part) => {
+                    part
                 }
-                if buffering && keeps_open {
-                    ps.buffered.push(piece);
-                    return;
-                }
-                let mut out = std::mem::take(&mut ps.buffered);
-                out.push(piece);
-                out
-            }
-            None => vec![piece],
-        };
-        if !keeps_open {
+            }),
+        }
+        if ends {
             self.proxy.remove(&stream);
             self.server_closed.insert(stream);
         }
@@ -668,8 +665,8 @@ impl Sim<'_> {
         let idle: Vec<(StreamId, Expiry)> = self
             .proxy
             .iter()
-            .filter(|(_, s)| s.clock.deadline() <= self.rec.now)
-            .map(|(id, s)| (*id, s.clock.expiry()))
+            .filter(|(_, conn)| conn.deadline() <= self.rec.now)
+            .map(|(id, conn)| (*id, conn.expiry()))
             .collect();
         for (stream, expiry) in idle {
             match expiry {

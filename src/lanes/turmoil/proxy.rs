@@ -1,16 +1,11 @@
 //! The `proxy` host: an intermediary that cuts idle upstream connections (docs/spec/intermediaries.md §1).
 //!
-//! It relays bytes between one client connection and one server connection. The idle clock
-//! restarts on every byte read from the server (nginx `proxy_read_timeout`; SSE comments
-//! count, so a stream that stays silent is cut), and for ALB, whose idle timeout counts
-//! payload bytes both ways, on every byte from the client too.
-//! On expiry it drops both connections, or, if the server has not sent its response headers
-//! yet and the preset has a gateway status (Cloudflare 524, nginx 504), answers the client
-//! with that status first. A buffering proxy (nginx) holds the response body until it is
-//! complete unless the server sent `X-Accel-Buffering: no`, so progress sent in the meantime
-//! never reaches the client. A proxy that strips headers (`strips_mcp_headers`) holds each
-//! request head until it is complete and forwards it without `Mcp-Method` and `Mcp-Name` on
-//! every n-th stream, recording a `strip-headers` fault for it.
+//! It relays bytes between one client connection and one server connection; what passes,
+//! what is held, when the idle clock runs out and whether that is a cut or a gateway answer
+//! is [`ByteIntermediary`]'s to say (the one intermediary of every lane). A proxy that strips
+//! headers (`strips_mcp_headers`) holds each request head until it is complete and forwards
+//! it without `Mcp-Method` and `Mcp-Name` on every n-th stream, recording a `strip-headers`
+//! fault for it.
 
 use std::time::Duration;
 
@@ -18,9 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::stream_id;
 use super::{record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT};
-use crate::lanes::intermediary::{
-    chunked_body_ended, gateway_answer, head_end, holds_body, Expiry, IdleClock,
-};
+use crate::lanes::intermediary::{gateway_answer, head_end, ByteIntermediary, Expiry};
 use crate::scenario::ProxyConfig;
 use crate::trace::{EventKind, Side};
 
@@ -59,41 +52,27 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
     let mut request_head: Vec<u8> = Vec::new();
     let mut head_done = false;
     let mut stream: Option<u64> = None;
-    let mut response: Vec<u8> = Vec::new();
-    // Decided once the response head is complete: hold the body until it ends?
-    let mut buffering: Option<bool> = None;
-    let mut clock = IdleClock::new(config, tokio::time::Instant::now());
+    let mut conn = ByteIntermediary::new(config, tokio::time::Instant::now());
     let mut down_buf = vec![0u8; 16 * 1024];
     let mut up_buf = vec![0u8; 16 * 1024];
     loop {
-        let idle_at = clock.deadline();
+        let idle_at = conn.deadline();
         tokio::select! {
             biased;
             n = up_read.read(&mut up_buf) => {
-                let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                clock.server_bytes(tokio::time::Instant::now());
-                let bytes = &up_buf[..n];
-                match buffering {
-                    Some(false) => { if down_write.write_all(bytes).await.is_err() { break } }
-                    _ => {
-                        response.extend_from_slice(bytes);
-                        if buffering.is_none() {
-                            if let Some(end) = head_end(&response) {
-                                buffering = Some(holds_body(&config, &response[..end]));
-                                clock.head_complete();
-                            }
-                        }
-                        let complete = chunked_body_ended(&response);
-                        if buffering == Some(false) || (buffering == Some(true) && complete) {
-                            if down_write.write_all(&response).await.is_err() { break }
-                            response.clear();
-                        }
+                let n = match n {
+                    Ok(0) | Err(_) => {
+                        let _ = down_write.write_all(&conn.server_closed()).await;
+                        break;
                     }
-                }
+                    Ok(n) => n,
+                };
+                let out = conn.from_server(tokio::time::Instant::now(), &up_buf[..n]);
+                if !out.is_empty() && down_write.write_all(&out).await.is_err() { break }
             }
             n = down_read.read(&mut down_buf) => {
                 let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                clock.client_bytes(tokio::time::Instant::now());
+                conn.from_client(tokio::time::Instant::now());
                 if stream.is_some() || head_done {
                     if up_write.write_all(&down_buf[..n]).await.is_err() { break }
                     continue;
@@ -125,7 +104,7 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
             }
             _ = tokio::time::sleep_until(idle_at) => {
                 record(&shared, Side::Proxy, EventKind::Close { stream, by: Side::Proxy, reason: Some("idle".into()) });
-                if let Expiry::Answer(status) = clock.expiry() {
+                if let Expiry::Answer(status) = conn.expiry() {
                     let _ = down_write.write_all(gateway_answer(status).as_bytes()).await;
                     // Let the answer leave before the connection goes.
                     tokio::time::sleep(Duration::from_millis(1)).await;

@@ -11,9 +11,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::lanes::intermediary::{
-    chunked_body_ended, gateway_answer, head_end, holds_body, Expiry, IdleClock,
-};
+use crate::lanes::intermediary::{gateway_answer, head_end, ByteIntermediary, Expiry};
 use crate::scenario::ProxyConfig;
 use crate::trace::Side;
 
@@ -91,7 +89,6 @@ type Tap = Option<Box<dyn RelayObserver>>;
 enum RelayEnd {
     /// One side closed (or failed): close the other. `by_client`: the client's side ended.
     Closed { by_client: bool },
-    /// The idle timeout expired; whether the response head had reached the client.
     /// The idle timeout expired: a bare cut, or the gateway's answer first.
     Idle(Expiry),
     /// The planned reset.
@@ -101,12 +98,8 @@ enum RelayEnd {
 /// One relayed connection: the intermediary of the simulation's proxy presets, on real
 /// sockets.
 ///
-/// The idle clock restarts on every byte from the server, and with ALB on every byte from
-/// the client too (`ProxyConfig::idle_counts_client_bytes`). When it expires the relay drops
-/// both connections, or, when the response head has not reached the client yet and the preset
-/// has a gateway status (nginx and ALB 504, Cloudflare 524), answers with that status and an
-/// empty body first. nginx holds a `text/event-stream` body until it ends unless the server
-/// sent `X-Accel-Buffering: no`. Latency delays each chunk by the post's `latency_ms`, each way,
+/// What passes, what is held and how the idle clock ends the connection is the one
+/// intermediary's ([`ByteIntermediary`]): the relay adds its I/O and the probe's faults. Latency delays each chunk by the post's `latency_ms`, each way,
 /// in order; a reset sets `SO_LINGER` to zero and drops the client's connection once the first
 /// body bytes have passed, so the client reads a connection reset.
 pub(crate) struct Relay {
@@ -219,13 +212,11 @@ impl Relay {
         // The post registers its faults before it writes the request, so they are known by
         // the time the first bytes from the client arrive.
         let mut faults: Option<ConnFaults> = None;
-        // The intermediary's idle clock, when the relay copies a preset.
-        let mut clock = self.proxy.map(|p| IdleClock::new(p, Instant::now()));
-        // Response bytes read so far up to the end of the head, then whether to hold the body.
+        // The intermediary, when the relay copies a preset.
+        let mut conn = self.proxy.map(|p| ByteIntermediary::new(p, Instant::now()));
+        // Without one, the response bytes up to the end of the head, for the planned reset.
         let mut head: Vec<u8> = Vec::new();
         let mut head_len: Option<usize> = None;
-        let mut holding = false;
-        let mut held: Vec<u8> = Vec::new();
         let mut delivered = 0usize;
         let mut to_down: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
         let mut to_up: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
@@ -267,7 +258,7 @@ impl Relay {
                 .map(|(at, _)| *at)
                 .min()
                 .unwrap_or(far);
-            let idle_at = clock.map_or(far, |c| c.deadline());
+            let idle_at = conn.as_ref().map_or(far, |c| c.deadline());
             if !up_open && to_down.is_empty() {
                 return RelayEnd::Closed { by_client: false };
             }
@@ -279,44 +270,36 @@ impl Relay {
                     let n = match n {
                         Ok(0) | Err(_) => {
                             up_open = false;
-                            if !held.is_empty() {
-                                to_down.push_back((Instant::now() + delay, std::mem::take(&mut held)));
+                            let rest = conn.as_mut().map(|c| c.server_closed()).unwrap_or_default();
+                            if !rest.is_empty() {
+                                to_down.push_back((Instant::now() + delay, rest));
                             }
                             continue;
                         }
                         Ok(n) => n,
                     };
                     let last = Instant::now();
-                    if let Some(c) = &mut clock {
-                        c.server_bytes(last);
-                    }
-                    let bytes = up_buf[..n].to_vec();
+                    let bytes = &up_buf[..n];
                     if let Some(tap) = tap {
-                        tap.server_wrote(&bytes);
+                        tap.server_wrote(bytes);
                     }
-                    if head_len.is_none() {
-                        head.extend_from_slice(&bytes);
-                        if let Some(end) = head_end(&head) {
-                            head_len = Some(end);
-                            if let Some(c) = &mut clock {
-                                c.head_complete();
-                            }
-                            holding = self.proxy.is_some_and(|p| holds_body(&p, &head[..end]));
-                            if holding {
-                                // The head passes; the body waits for its end.
-                                to_down.push_back((last + delay, head[..end].to_vec()));
-                                held.extend_from_slice(&head[end..]);
-                                continue;
-                            }
+                    let out = match &mut conn {
+                        Some(c) => {
+                            let out = c.from_server(last, bytes);
+                            head_len = c.head_len();
+                            out
                         }
-                    } else if holding {
-                        held.extend_from_slice(&bytes);
-                        if chunked_body_ended(&held) {
-                            to_down.push_back((last + delay, std::mem::take(&mut held)));
+                        None => {
+                            if head_len.is_none() {
+                                head.extend_from_slice(bytes);
+                                head_len = head_end(&head);
+                            }
+                            bytes.to_vec()
                         }
-                        continue;
+                    };
+                    if !out.is_empty() {
+                        to_down.push_back((last + delay, out));
                     }
-                    to_down.push_back((last + delay, bytes));
                 }
                 n = down_read.read(&mut down_buf) => {
                     let n = match n { Ok(0) | Err(_) => return RelayEnd::Closed { by_client: true }, Ok(n) => n };
@@ -324,14 +307,14 @@ impl Relay {
                         tap.client_sent(&down_buf[..n]);
                     }
                     let f = *faults.get_or_insert_with(|| self.faults());
-                    if let Some(c) = &mut clock {
-                        c.client_bytes(Instant::now());
+                    if let Some(c) = &mut conn {
+                        c.from_client(Instant::now());
                     }
                     let at = Instant::now() + Duration::from_millis(f.latency_ms);
                     to_up.push_back((at, down_buf[..n].to_vec()));
                 }
-                _ = tokio::time::sleep_until(idle_at), if clock.is_some() => {
-                    return RelayEnd::Idle(clock.map_or(Expiry::Cut, |c| c.expiry()));
+                _ = tokio::time::sleep_until(idle_at), if conn.is_some() => {
+                    return RelayEnd::Idle(conn.as_ref().map_or(Expiry::Cut, |c| c.expiry()));
                 }
             }
         }
