@@ -324,7 +324,14 @@ impl Sim<'_> {
                 let now = self.rec.now;
                 match stream {
                     None => self.server.stdio_bytes(now, &bytes, &mut self.rec),
-                    Some(s) => self.server.post(now, s, &bytes, None, &mut self.rec),
+                    Some(s) => {
+                        // The proxy stands at the server's end of the one hop: the POST's
+                        // bytes pass it as they reach the server (ALB counts them).
+                        if let Some(conn) = self.proxy.get_mut(&s) {
+                            conn.from_client(now);
+                        }
+                        self.server.post(now, s, &bytes, None, &mut self.rec)
+                    }
                 }
             }
             Action::ServerSeesClose { epoch, stream, by } => {
