@@ -145,8 +145,9 @@ struct Sim<'s> {
     epoch: u64,
     /// The response bodies the client is reading.
     client_streams: BTreeMap<StreamId, ResponseReader>,
-    /// The proxy's connection of each open stream (opened when the client sends its POST).
-    proxy: BTreeMap<StreamId, Intermediary<Piece, Time>>,
+    /// Every open HTTP stream (from the client's POST to the response's end or a close), with
+    /// the proxy's connection when there is a proxy.
+    open: BTreeMap<StreamId, Option<Intermediary<Piece, Time>>>,
     /// Streams the client has given up on (closed or seen cut): later pieces are dropped.
     client_closed: BTreeSet<StreamId>,
     /// Streams the server no longer has (seen closed, or lost in a crash).
@@ -199,7 +200,7 @@ pub fn run(scenario: &Scenario) -> RunResult {
         ),
         epoch: 0,
         client_streams: BTreeMap::new(),
-        proxy: BTreeMap::new(),
+        open: BTreeMap::new(),
         client_closed: BTreeSet::new(),
         server_closed: BTreeSet::new(),
     };
@@ -292,7 +293,12 @@ impl Sim<'_> {
     }
 
     fn next_timer(&self) -> Option<Time> {
-        let proxy = self.proxy.values().map(Intermediary::deadline).min();
+        let proxy = self
+            .open
+            .values()
+            .flatten()
+            .map(Intermediary::deadline)
+            .min();
         [
             self.client.client().poll_timeout(),
             self.server.server().poll_timeout(),
@@ -327,7 +333,7 @@ impl Sim<'_> {
                     Some(s) => {
                         // The proxy stands at the server's end of the one hop: the POST's
                         // bytes pass it as they reach the server (ALB counts them).
-                        if let Some(conn) = self.proxy.get_mut(&s) {
+                        if let Some(Some(conn)) = self.open.get_mut(&s) {
                             conn.from_client(now);
                         }
                         self.server.post(now, s, &bytes, None, &mut self.rec)
@@ -338,7 +344,7 @@ impl Sim<'_> {
                 if epoch == self.epoch && self.server_closed.insert(stream) {
                     self.server
                         .stream_closed(self.rec.now, stream, by, &mut self.rec);
-                    self.proxy.remove(&stream);
+                    self.open.remove(&stream);
                 }
             }
             // Bytes written before a crash are still in the pipe: they are delivered.
@@ -394,7 +400,7 @@ impl Sim<'_> {
                 reason: reason.map(str::to_owned),
             },
         );
-        self.proxy.remove(&stream);
+        self.open.remove(&stream);
         let epoch = self.epoch;
         self.deliver(
             Channel::ToServer(Some(stream)),
@@ -425,7 +431,7 @@ impl Sim<'_> {
         for request in released {
             self.record(Side::Backend, EventKind::Release { request });
         }
-        let open: Vec<StreamId> = self.proxy.keys().copied().collect();
+        let open: Vec<StreamId> = self.open.keys().copied().collect();
         self.epoch += 1;
         self.server
             .restart(Server::new(self.scenario.server_config()));
@@ -439,8 +445,9 @@ impl Sim<'_> {
                     // What the proxy held goes on before the cut (nginx passes on what it
                     // read when its upstream closes).
                     let held = self
-                        .proxy
+                        .open
                         .remove(&stream)
+                        .flatten()
                         .map(|mut conn| conn.server_closed())
                         .unwrap_or_default();
                     for piece in held {
@@ -557,10 +564,11 @@ impl Sim<'_> {
                 let bytes = wire::encode(&msg)
                     .expect("the client's messages encode")
                     .into_bytes();
-                if let Some(config) = self.scenario.proxy {
-                    self.proxy
-                        .insert(stream, Intermediary::new(config, self.rec.now));
-                }
+                let conn = self
+                    .scenario
+                    .proxy
+                    .map(|c| Intermediary::new(c, self.rec.now));
+                self.open.insert(stream, conn);
                 self.deliver(
                     Channel::ToServer(Some(stream)),
                     Action::ToServer {
@@ -573,7 +581,7 @@ impl Sim<'_> {
             ClientOutput::Close(stream) => {
                 self.client_closed.insert(stream);
                 self.client_streams.remove(&stream);
-                self.proxy.remove(&stream);
+                self.open.remove(&stream);
                 self.deliver(
                     Channel::ToServer(Some(stream)),
                     Action::ServerSeesClose {
@@ -647,16 +655,16 @@ impl Sim<'_> {
         }
         let ends = matches!(part, FromServer::End(_));
         let mut pieces = Vec::new();
-        match self.proxy.get_mut(&stream) {
-            Some(conn) => conn.from_server(self.rec.now, part, &mut pieces),
-            None => pieces.push(match part {
+        match self.open.get_mut(&stream) {
+            Some(Some(conn)) => conn.from_server(self.rec.now, part, &mut pieces),
+            _ => pieces.push(match part {
                 FromServer::Head { part, .. } | FromServer::Body(part) | FromServer::End(part) => {
                     part
                 }
             }),
         }
         if ends {
-            self.proxy.remove(&stream);
+            self.open.remove(&stream);
             self.server_closed.insert(stream);
         }
         for p in pieces {
@@ -670,10 +678,11 @@ impl Sim<'_> {
     /// Cuts every stream idle for the proxy's timeout.
     fn proxy_timeouts(&mut self) {
         let idle: Vec<(StreamId, Expiry)> = self
-            .proxy
+            .open
             .iter()
+            .filter_map(|(id, conn)| conn.as_ref().map(|conn| (*id, conn)))
             .filter(|(_, conn)| conn.deadline() <= self.rec.now)
-            .map(|(id, conn)| (*id, conn.expiry()))
+            .map(|(id, conn)| (id, conn.expiry()))
             .collect();
         for (stream, expiry) in idle {
             match expiry {
@@ -688,7 +697,7 @@ impl Sim<'_> {
                             reason: Some("idle".into()),
                         },
                     );
-                    self.proxy.remove(&stream);
+                    self.open.remove(&stream);
                     let epoch = self.epoch;
                     self.deliver(
                         Channel::ToServer(Some(stream)),
