@@ -107,29 +107,52 @@ fn nothing_cites_a_document_outside_the_repository() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// Every `docs/...` path named anywhere exists, and so does every relative Markdown link of
-/// the README and the docs pages.
+/// Every path of a Markdown page under `docs/` or of a Rust file under one of the repository's
+/// folders, named anywhere, exists; so does every relative Markdown link of the README and the
+/// docs pages.
 #[test]
-fn every_docs_path_and_markdown_link_resolves() {
+fn every_named_path_and_markdown_link_resolves() {
+    const FOLDERS: [&str; 7] = [
+        "docs/",
+        "src/",
+        "tests/",
+        "sim/",
+        "fuzz/",
+        "benches/",
+        "examples/",
+    ];
     let mut bad = Vec::new();
     for path in text_files() {
         let Ok(text) = fs::read_to_string(&path) else {
             continue;
         };
-        let mut rest = text.as_str();
-        while let Some(at) = rest.find("docs/") {
-            let tail = &rest[at..];
-            let end = tail
-                .find(|c: char| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
-                .unwrap_or(tail.len());
-            let named = tail[..end].trim_end_matches(['.', '/']);
-            let before = rest[..at].chars().last();
-            let part_of_a_longer_path =
-                before.is_some_and(|c| c.is_ascii_alphanumeric() || "_-/".contains(c));
-            if named.ends_with(".md") && !part_of_a_longer_path && !root().join(named).exists() {
-                bad.push(format!("{}: names {named}", rel(&path)));
+        // A fenced block is the reader's code (a test file of their own), and a spec digest
+        // cites the files of other repositories.
+        let prose = if path.extension().is_some_and(|e| e == "md") {
+            outside_fences(&text)
+        } else {
+            text.clone()
+        };
+        let cites_others = rel(&path).starts_with("docs/spec/");
+        for folder in FOLDERS {
+            let mut rest = prose.as_str();
+            while let Some(at) = rest.find(folder) {
+                let tail = &rest[at..];
+                let end = tail
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
+                    .unwrap_or(tail.len());
+                let named = tail[..end].trim_end_matches(['.', '/']);
+                let before = rest[..at].chars().last();
+                let part_of_a_longer_path =
+                    before.is_some_and(|c| c.is_ascii_alphanumeric() || "_-/.".contains(c));
+                let a_file = named.ends_with(".md") || (named.ends_with(".rs") && !cites_others);
+                let here = path.parent().expect("a folder").join(named);
+                let exists = root().join(named).exists() || here.exists();
+                if a_file && !part_of_a_longer_path && !exists {
+                    bad.push(format!("{}: names {named}", rel(&path)));
+                }
+                rest = &tail[end.max(1)..];
             }
-            rest = &tail[end.max(1)..];
         }
         if path.extension().is_some_and(|e| e == "md") {
             for target in markdown_links(&text) {
@@ -148,6 +171,21 @@ fn every_docs_path_and_markdown_link_resolves() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// `text` without its fenced code blocks.
+fn outside_fences(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The targets of `[text](target)` links.

@@ -105,7 +105,7 @@ impl<P, T: Copy + Add<Duration, Output = T>> Intermediary<P, T> {
     }
 
     /// Bytes from the client: the clock restarts where the preset counts them.
-    pub(crate) fn from_client(&mut self, now: T) {
+    pub(crate) fn client_sent(&mut self, now: T) {
         if self.clock.config.idle_counts_client_bytes {
             self.clock.last = now;
         }
@@ -119,7 +119,7 @@ impl<P, T: Copy + Add<Duration, Output = T>> Intermediary<P, T> {
 
     /// The server sent `part`: the clock restarts, and `out` gets what goes to the client now
     /// (nothing while the body is held; everything held once it ends).
-    pub(crate) fn from_server(&mut self, now: T, part: FromServer<P>, out: &mut Vec<P>) {
+    pub(crate) fn server_sent(&mut self, now: T, part: FromServer<P>, out: &mut Vec<P>) {
         self.server_bytes(now);
         match part {
             FromServer::Head {
@@ -195,13 +195,13 @@ mod bytes {
         }
 
         /// Bytes from the client: the clock restarts where the preset counts them.
-        pub(crate) fn from_client(&mut self, now: T) {
-            self.core.from_client(now);
+        pub(crate) fn client_sent(&mut self, now: T) {
+            self.core.client_sent(now);
         }
 
         /// Bytes read from the server: what to write to the client now, as one write (empty
         /// while the head is incomplete or the body held).
-        pub(crate) fn from_server(&mut self, now: T, bytes: &[u8]) -> Vec<u8> {
+        pub(crate) fn server_sent(&mut self, now: T, bytes: &[u8]) -> Vec<u8> {
             let mut out = Vec::new();
             let body = match self.head_len {
                 Some(_) => bytes,
@@ -214,7 +214,7 @@ mod bytes {
                     self.head_len = Some(end);
                     let head = std::mem::take(&mut self.head);
                     let (event_stream, told_not_to_buffer) = head_flags(&head[..end]);
-                    self.core.from_server(
+                    self.core.server_sent(
                         now,
                         FromServer::Head {
                             part: head[..end].to_vec(),
@@ -241,7 +241,7 @@ mod bytes {
                 } else {
                     FromServer::Body(part)
                 };
-                self.core.from_server(now, part, &mut out);
+                self.core.server_sent(now, part, &mut out);
             }
             out.concat()
         }
@@ -326,7 +326,7 @@ mod tests {
         ] {
             let start = Time::ZERO;
             let mut conn = Intermediary::<(), Time>::new(preset, start);
-            conn.from_client(start + ms(1_000));
+            conn.client_sent(start + ms(1_000));
             let restarted = if counts_client { ms(1_000) } else { ms(0) };
             assert_eq!(conn.deadline(), start + restarted + preset.idle_timeout);
             conn.server_bytes(start + ms(2_000));
@@ -338,7 +338,7 @@ mod tests {
                 event_stream: true,
                 told_not_to_buffer: false,
             };
-            conn.from_server(start + ms(3_000), head, &mut Vec::new());
+            conn.server_sent(start + ms(3_000), head, &mut Vec::new());
             assert_eq!(conn.expiry(), Expiry::Cut, "{}", preset.name);
         }
     }
@@ -352,10 +352,10 @@ mod tests {
             event_stream: true,
             told_not_to_buffer: false,
         };
-        conn.from_server(Time::ZERO, head, &mut out);
-        conn.from_server(Time::ZERO, FromServer::Body("progress"), &mut out);
+        conn.server_sent(Time::ZERO, head, &mut out);
+        conn.server_sent(Time::ZERO, FromServer::Body("progress"), &mut out);
         assert_eq!(out, ["head"]);
-        conn.from_server(Time::ZERO, FromServer::End("result"), &mut out);
+        conn.server_sent(Time::ZERO, FromServer::End("result"), &mut out);
         assert_eq!(out, ["head", "progress", "result"]);
         for (event_stream, told_not_to_buffer) in [(true, true), (false, false)] {
             let mut conn = Intermediary::new(ProxyConfig::NGINX, Time::ZERO);
@@ -365,8 +365,8 @@ mod tests {
                 event_stream,
                 told_not_to_buffer,
             };
-            conn.from_server(Time::ZERO, head, &mut out);
-            conn.from_server(Time::ZERO, FromServer::Body("progress"), &mut out);
+            conn.server_sent(Time::ZERO, head, &mut out);
+            conn.server_sent(Time::ZERO, FromServer::Body("progress"), &mut out);
             assert_eq!(out, ["head", "progress"]);
         }
     }
@@ -376,14 +376,14 @@ mod tests {
     fn the_byte_front_end_reads_the_head_whole_and_sees_the_zero_size_chunk_across_reads() {
         let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
         let mut conn = ByteIntermediary::new(ProxyConfig::NGINX, Time::ZERO);
-        assert_eq!(conn.from_server(Time::ZERO, &head[..10]), b"");
+        assert_eq!(conn.server_sent(Time::ZERO, &head[..10]), b"");
         let mut rest = head[10..].to_vec();
         rest.extend_from_slice(b"5\r\nhello\r\n");
-        assert_eq!(conn.from_server(Time::ZERO, &rest), head);
+        assert_eq!(conn.server_sent(Time::ZERO, &rest), head);
         assert_eq!(conn.head_len(), Some(head.len()));
-        assert_eq!(conn.from_server(Time::ZERO, b"0\r\n"), b"");
+        assert_eq!(conn.server_sent(Time::ZERO, b"0\r\n"), b"");
         assert_eq!(
-            conn.from_server(Time::ZERO, b"\r\n"),
+            conn.server_sent(Time::ZERO, b"\r\n"),
             b"5\r\nhello\r\n0\r\n\r\n"
         );
 
@@ -392,7 +392,7 @@ mod tests {
         let mut conn = ByteIntermediary::new(ProxyConfig::NGINX, Time::ZERO);
         let mut bytes = told.to_vec();
         bytes.extend_from_slice(b"5\r\nhello\r\n");
-        assert_eq!(conn.from_server(Time::ZERO, &bytes), bytes);
+        assert_eq!(conn.server_sent(Time::ZERO, &bytes), bytes);
         assert_eq!(head_end(told), Some(told.len()));
         assert_eq!(head_end(&told[..told.len() - 1]), None);
     }

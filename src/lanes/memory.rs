@@ -29,19 +29,112 @@ use crate::framing::sse;
 use crate::model::{
     Backend, Client, Mutant, Server, ServerTransmit, StreamId, Transport, SLOW_TOOL,
 };
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::{Fault, ProxyConfig, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
 use crate::wire;
 
 /// A piece of an HTTP response travelling to the client.
-#[derive(Debug, Clone)]
-enum Piece {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Piece {
     /// The status line and the `Content-Type`, if the response has one (a 202 and a gateway's
     /// empty answer have none, as the byte lanes read them).
     Status(u16, Option<&'static str>),
     Body(Vec<u8>),
     End,
+}
+
+impl Piece {
+    /// What a gateway that answers an idle stream sends: its status, no content type, no body.
+    pub(super) fn gateway_answer(status: u16) -> [Piece; 2] {
+        [Piece::Status(status, None), Piece::End]
+    }
+}
+
+/// Every open HTTP stream (from the client's POST to the response's end or a close), with the
+/// proxy's connection of each when there is a proxy. The proxy stands at the server's end of
+/// the lane's one hop: its clock starts when the client sends the POST, and the POST's bytes
+/// pass it as they reach the server.
+#[derive(Debug, Default)]
+pub(super) struct OpenStreams {
+    open: BTreeMap<StreamId, Option<Intermediary<Piece, Time>>>,
+}
+
+impl OpenStreams {
+    /// The client sent the POST of `stream` at `now`.
+    pub(super) fn open(&mut self, stream: StreamId, proxy: Option<ProxyConfig>, now: Time) {
+        let conn = proxy.map(|c| Intermediary::new(c, now));
+        self.open.insert(stream, conn);
+    }
+
+    /// The POST's bytes reach the server's end at `now`.
+    pub(super) fn client_bytes(&mut self, stream: StreamId, now: Time) {
+        if let Some(Some(conn)) = self.open.get_mut(&stream) {
+            conn.client_sent(now);
+        }
+    }
+
+    /// The server writes `part` of its response at `now`: what reaches the client now. The
+    /// stream closes with the response's end.
+    pub(super) fn server_sent(
+        &mut self,
+        stream: StreamId,
+        now: Time,
+        part: FromServer<Piece>,
+    ) -> Vec<Piece> {
+        let ends = matches!(part, FromServer::End(_));
+        let mut pieces = Vec::new();
+        match self.open.get_mut(&stream) {
+            Some(Some(conn)) => conn.server_sent(now, part, &mut pieces),
+            _ => pieces.push(match part {
+                FromServer::Head { part, .. } | FromServer::Body(part) | FromServer::End(part) => {
+                    part
+                }
+            }),
+        }
+        if ends {
+            self.open.remove(&stream);
+        }
+        pieces
+    }
+
+    /// The stream closed or was cut: what the proxy held is lost.
+    pub(super) fn close(&mut self, stream: StreamId) {
+        self.open.remove(&stream);
+    }
+
+    /// The server's side of `stream` ended: what the client still gets (the proxy's held body).
+    pub(super) fn server_gone(&mut self, stream: StreamId) -> Vec<Piece> {
+        self.open
+            .remove(&stream)
+            .flatten()
+            .map(|mut conn| conn.server_closed())
+            .unwrap_or_default()
+    }
+
+    /// The open streams, in order.
+    pub(super) fn ids(&self) -> Vec<StreamId> {
+        self.open.keys().copied().collect()
+    }
+
+    /// When the proxy's first idle clock runs out.
+    pub(super) fn deadline(&self) -> Option<Time> {
+        self.open
+            .values()
+            .flatten()
+            .map(Intermediary::deadline)
+            .min()
+    }
+
+    /// The streams whose idle clock has run out at `now`, with what running out does.
+    pub(super) fn expired(&self, now: Time) -> Vec<(StreamId, Expiry)> {
+        self.open
+            .iter()
+            .filter_map(|(id, conn)| conn.as_ref().map(|conn| (*id, conn)))
+            .filter(|(_, conn)| conn.deadline() <= now)
+            .map(|(id, conn)| (id, conn.expiry()))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -145,9 +238,8 @@ struct Sim<'s> {
     epoch: u64,
     /// The response bodies the client is reading.
     client_streams: BTreeMap<StreamId, ResponseReader>,
-    /// Every open HTTP stream (from the client's POST to the response's end or a close), with
-    /// the proxy's connection when there is a proxy.
-    open: BTreeMap<StreamId, Option<Intermediary<Piece, Time>>>,
+    /// The open HTTP streams, through the proxy if there is one.
+    open: OpenStreams,
     /// Streams the client has given up on (closed or seen cut): later pieces are dropped.
     client_closed: BTreeSet<StreamId>,
     /// Streams the server no longer has (seen closed, or lost in a crash).
@@ -200,7 +292,7 @@ pub fn run(scenario: &Scenario) -> RunResult {
         ),
         epoch: 0,
         client_streams: BTreeMap::new(),
-        open: BTreeMap::new(),
+        open: OpenStreams::default(),
         client_closed: BTreeSet::new(),
         server_closed: BTreeSet::new(),
     };
@@ -293,12 +385,7 @@ impl Sim<'_> {
     }
 
     fn next_timer(&self) -> Option<Time> {
-        let proxy = self
-            .open
-            .values()
-            .flatten()
-            .map(Intermediary::deadline)
-            .min();
+        let proxy = self.open.deadline();
         [
             self.client.client().poll_timeout(),
             self.server.server().poll_timeout(),
@@ -333,9 +420,7 @@ impl Sim<'_> {
                     Some(s) => {
                         // The proxy stands at the server's end of the one hop: the POST's
                         // bytes pass it as they reach the server (ALB counts them).
-                        if let Some(Some(conn)) = self.open.get_mut(&s) {
-                            conn.from_client(now);
-                        }
+                        self.open.client_bytes(s, now);
                         self.server.post(now, s, &bytes, None, &mut self.rec)
                     }
                 }
@@ -344,7 +429,7 @@ impl Sim<'_> {
                 if epoch == self.epoch && self.server_closed.insert(stream) {
                     self.server
                         .stream_closed(self.rec.now, stream, by, &mut self.rec);
-                    self.open.remove(&stream);
+                    self.open.close(stream);
                 }
             }
             // Bytes written before a crash are still in the pipe: they are delivered.
@@ -400,7 +485,7 @@ impl Sim<'_> {
                 reason: reason.map(str::to_owned),
             },
         );
-        self.open.remove(&stream);
+        self.open.close(stream);
         let epoch = self.epoch;
         self.deliver(
             Channel::ToServer(Some(stream)),
@@ -431,7 +516,7 @@ impl Sim<'_> {
         for request in released {
             self.record(Side::Backend, EventKind::Release { request });
         }
-        let open: Vec<StreamId> = self.open.keys().copied().collect();
+        let open = self.open.ids();
         self.epoch += 1;
         self.server
             .restart(Server::new(self.scenario.server_config()));
@@ -444,13 +529,7 @@ impl Sim<'_> {
                     self.server_closed.insert(stream);
                     // What the proxy held goes on before the cut (nginx passes on what it
                     // read when its upstream closes).
-                    let held = self
-                        .open
-                        .remove(&stream)
-                        .flatten()
-                        .map(|mut conn| conn.server_closed())
-                        .unwrap_or_default();
-                    for piece in held {
+                    for piece in self.open.server_gone(stream) {
                         self.deliver(
                             Channel::ToClient(Some(stream)),
                             Action::ToClientHttp { stream, piece },
@@ -564,11 +643,7 @@ impl Sim<'_> {
                 let bytes = wire::encode(&msg)
                     .expect("the client's messages encode")
                     .into_bytes();
-                let conn = self
-                    .scenario
-                    .proxy
-                    .map(|c| Intermediary::new(c, self.rec.now));
-                self.open.insert(stream, conn);
+                self.open.open(stream, self.scenario.proxy, self.rec.now);
                 self.deliver(
                     Channel::ToServer(Some(stream)),
                     Action::ToServer {
@@ -581,7 +656,7 @@ impl Sim<'_> {
             ClientOutput::Close(stream) => {
                 self.client_closed.insert(stream);
                 self.client_streams.remove(&stream);
-                self.open.remove(&stream);
+                self.open.close(stream);
                 self.deliver(
                     Channel::ToServer(Some(stream)),
                     Action::ServerSeesClose {
@@ -653,20 +728,10 @@ impl Sim<'_> {
         if self.server_closed.contains(&stream) {
             return; // the stream is gone; a real write would fail
         }
-        let ends = matches!(part, FromServer::End(_));
-        let mut pieces = Vec::new();
-        match self.open.get_mut(&stream) {
-            Some(Some(conn)) => conn.from_server(self.rec.now, part, &mut pieces),
-            _ => pieces.push(match part {
-                FromServer::Head { part, .. } | FromServer::Body(part) | FromServer::End(part) => {
-                    part
-                }
-            }),
-        }
-        if ends {
-            self.open.remove(&stream);
+        if matches!(part, FromServer::End(_)) {
             self.server_closed.insert(stream);
         }
+        let pieces = self.open.server_sent(stream, self.rec.now, part);
         for p in pieces {
             self.deliver(
                 Channel::ToClient(Some(stream)),
@@ -677,14 +742,7 @@ impl Sim<'_> {
 
     /// Cuts every stream idle for the proxy's timeout.
     fn proxy_timeouts(&mut self) {
-        let idle: Vec<(StreamId, Expiry)> = self
-            .open
-            .iter()
-            .filter_map(|(id, conn)| conn.as_ref().map(|conn| (*id, conn)))
-            .filter(|(_, conn)| conn.deadline() <= self.rec.now)
-            .map(|(id, conn)| (id, conn.expiry()))
-            .collect();
-        for (stream, expiry) in idle {
+        for (stream, expiry) in self.open.expired(self.rec.now) {
             match expiry {
                 Expiry::Answer(status) => {
                     // A gateway timeout answer instead of a bare cut: the client reads a status
@@ -697,7 +755,7 @@ impl Sim<'_> {
                             reason: Some("idle".into()),
                         },
                     );
-                    self.open.remove(&stream);
+                    self.open.close(stream);
                     let epoch = self.epoch;
                     self.deliver(
                         Channel::ToServer(Some(stream)),
@@ -707,20 +765,12 @@ impl Sim<'_> {
                             by: Side::Proxy,
                         },
                     );
-                    self.deliver(
-                        Channel::ToClient(Some(stream)),
-                        Action::ToClientHttp {
-                            stream,
-                            piece: Piece::Status(status, None),
-                        },
-                    );
-                    self.deliver(
-                        Channel::ToClient(Some(stream)),
-                        Action::ToClientHttp {
-                            stream,
-                            piece: Piece::End,
-                        },
-                    );
+                    for piece in Piece::gateway_answer(status) {
+                        self.deliver(
+                            Channel::ToClient(Some(stream)),
+                            Action::ToClientHttp { stream, piece },
+                        );
+                    }
                 }
                 Expiry::Cut => self.cut(stream, Side::Proxy, Some("idle")),
             }

@@ -42,6 +42,8 @@ pub mod http_exchange;
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub(crate) mod http_serve;
 pub(crate) mod intermediary;
+#[cfg(all(test, feature = "turmoil", feature = "live"))]
+mod intermediary_table;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod memory;

@@ -32,7 +32,7 @@
 mod backend;
 mod client;
 mod custom;
-mod proxy;
+pub(super) mod proxy;
 mod server;
 mod tap;
 

@@ -67,12 +67,12 @@ async fn relay(down: turmoil::net::TcpStream, config: ProxyConfig, shared: Share
                     }
                     Ok(n) => n,
                 };
-                let out = conn.from_server(tokio::time::Instant::now(), &up_buf[..n]);
+                let out = conn.server_sent(tokio::time::Instant::now(), &up_buf[..n]);
                 if !out.is_empty() && down_write.write_all(&out).await.is_err() { break }
             }
             n = down_read.read(&mut down_buf) => {
                 let n = match n { Ok(0) | Err(_) => break, Ok(n) => n };
-                conn.from_client(tokio::time::Instant::now());
+                conn.client_sent(tokio::time::Instant::now());
                 if stream.is_some() || head_done {
                     if up_write.write_all(&down_buf[..n]).await.is_err() { break }
                     continue;

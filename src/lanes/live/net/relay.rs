@@ -285,7 +285,7 @@ impl Relay {
                     }
                     let out = match &mut conn {
                         Some(c) => {
-                            let out = c.from_server(last, bytes);
+                            let out = c.server_sent(last, bytes);
                             head_len = c.head_len();
                             out
                         }
@@ -308,7 +308,7 @@ impl Relay {
                     }
                     let f = *faults.get_or_insert_with(|| self.faults());
                     if let Some(c) = &mut conn {
-                        c.from_client(Instant::now());
+                        c.client_sent(Instant::now());
                     }
                     let at = Instant::now() + Duration::from_millis(f.latency_ms);
                     to_up.push_back((at, down_buf[..n].to_vec()));
