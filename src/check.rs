@@ -174,7 +174,8 @@ impl fmt::Display for CheckFailure {
             writeln!(f, "  crash: {crash}")?;
         }
         for v in self.violations() {
-            let spec = oracle::rule_info(v.rule).map_or("", |r| r.spec);
+            let era = self.judged.verdict.era.era;
+            let spec = oracle::rule_info(v.rule).map_or("", |r| r.spec_in(era));
             writeln!(f, "  [{}] {} ({spec}): {}", v.level, v.rule, v.message)?;
         }
         writeln!(f, "scenario: {}", self.scenario)?;

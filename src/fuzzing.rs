@@ -67,6 +67,9 @@ pub fn decode_knobs(data: &[u8]) -> (&[u8], DecodeOptions) {
                 allow_null_error_id: k & 1 != 0,
                 allow_integral_float_ids: k & 2 != 0,
                 require_result_type: k & 4 != 0,
+                // The legacy shapes decode into a request the modern encoder writes back
+                // with the modern keys: this target's round trip holds for the modern era.
+                era: crate::wire::Era::Modern,
             };
             (body, opts)
         }
@@ -481,6 +484,7 @@ pub fn trace_events(input: &ArbTrace) {
                     stream: stream.map(|s| s.0),
                     status: [200, 202, 400, 404, 524][e.request as usize % 5],
                     content_type: None,
+                    headers: None,
                 },
             },
         };

@@ -100,7 +100,9 @@ pub use check::{check_client, check_server, CheckError, CheckFailure, CheckOptio
 #[cfg(feature = "turmoil")]
 pub use lanes::turmoil::{ClientUnderTest, ServerIo, ServerUnderTest, TurmoilOptions};
 pub use model::Transport;
+pub use oracle::EraReading;
 pub use scenario::{ProxyChoice, ProxyConfig, Scenario, ToolCalls};
+pub use wire::{Era, LegacyRevision};
 
 #[cfg(feature = "turmoil")]
 pub mod check;

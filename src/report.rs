@@ -33,7 +33,7 @@ pub fn slice(trace: &Trace, report: &Verdict) -> Vec<usize> {
 pub fn violations_text(report: &Verdict) -> String {
     let mut out = String::new();
     for v in &report.violations {
-        let spec = rule_info(v.rule).map_or("", |r| r.spec);
+        let spec = rule_info(v.rule).map_or("", |r| r.spec_in(report.era.era));
         let _ = writeln!(out, "  {v}  ({spec})");
     }
     out
@@ -141,6 +141,20 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
         ),
         EventKind::Progress { request, progress } => {
             format!("Note over C: app sees progress {progress} for {request} ({at})")
+        }
+        EventKind::Open { stream, method, .. } => {
+            format!("Note over {me}: {method} opens s{stream} ({at})")
+        }
+        EventKind::Sse {
+            stream,
+            event_id,
+            retry_ms,
+        } => {
+            let id = event_id.as_deref().unwrap_or("-");
+            let retry = retry_ms
+                .map(|ms| format!(" retry {ms} ms"))
+                .unwrap_or_default();
+            format!("Note over {me}: SSE event id {id}{retry} s{stream} ({at})")
         }
         EventKind::Fault { fault, stream, ms } => {
             let on = stream.map_or(String::new(), |s| format!(" s{s}"));

@@ -142,6 +142,34 @@ pub enum EventKind {
         /// The `Content-Type`, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content_type: Option<String>,
+        /// The response's headers, names in lower case, when the recorder saw them (the legacy
+        /// era's `mcp-session-id` comes this way).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        headers: Option<BTreeMap<String, String>>,
+    },
+    /// The client opened HTTP stream `stream` with a request that carries no JSON-RPC message
+    /// (legacy era): a `GET` for the server's messages or to resume a stream (with
+    /// `last-event-id`), or a `DELETE` that ends the session.
+    Open {
+        /// The new stream.
+        stream: u64,
+        /// `GET` or `DELETE`.
+        method: String,
+        /// Its headers, names in lower case, when the recorder saw them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        headers: Option<BTreeMap<String, String>>,
+    },
+    /// An SSE event that carried no message (legacy era): the priming event of 2025-11-25 (an
+    /// id and empty data) or an event that only sets `retry`.
+    Sse {
+        /// The HTTP stream.
+        stream: u64,
+        /// Its `id`, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        event_id: Option<String>,
+        /// Its `retry`, in ms, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_ms: Option<u64>,
     },
     /// A fault the driver injected on purpose (live runs), so that a reader of the trace can
     /// tell it from the peer's doing: `stall` (the client stopped reading the server's output
@@ -195,6 +223,10 @@ pub struct WireEvent {
     /// then have nothing to judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
+    /// Streamable HTTP: the `id` of the SSE event that carried the message, if it had one
+    /// (legacy era resumability).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
 }
 
 /// The transport as written in traces.
@@ -276,6 +308,7 @@ impl WireEvent {
             raw,
             policy: None,
             headers: None,
+            event_id: None,
         }
     }
 
@@ -294,6 +327,7 @@ impl WireEvent {
             raw,
             policy: None,
             headers: None,
+            event_id: None,
         }
     }
 

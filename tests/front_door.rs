@@ -287,6 +287,39 @@ fn every_rule_cites_sections_and_invariants_the_digest_has() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// Each rule states its source in every era it applies to, and its legacy column cites only
+/// invariants the legacy digest has (`LA1` to `LE19`).
+#[test]
+fn every_rule_cites_its_source_in_each_of_its_eras() {
+    let digest =
+        fs::read_to_string(root().join("docs/spec/mcp-2025-11-25.md")).expect("the legacy digest");
+    let mut bad = Vec::new();
+    for r in RULES {
+        if r.modern.is_some() == r.spec.is_empty() {
+            bad.push(format!(
+                "{}: a modern level needs a modern source, and only then",
+                r.name
+            ));
+        }
+        if r.legacy.is_some() == r.legacy_spec.is_empty() {
+            bad.push(format!(
+                "{}: a legacy level needs a legacy source, and only then",
+                r.name
+            ));
+        }
+        for word in r.legacy_spec.split(|c: char| !c.is_ascii_alphanumeric()) {
+            let cited = word.len() > 2
+                && word.starts_with('L')
+                && word[1..2].chars().all(|c| ('A'..='E').contains(&c))
+                && word[2..].chars().all(|c| c.is_ascii_digit());
+            if cited && !digest.contains(&format!("**{word}.**")) {
+                bad.push(format!("{}: {word} is not in the legacy digest", r.name));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 /// A rule name taken from a report finds the place that flags it:
 /// `grep -rn RULE src/oracle/rules` lands on a `rule!("RULE")`.
 #[test]
@@ -343,4 +376,21 @@ fn the_coverage_table_names_real_rules_and_traces() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The README's counts of rules and mutants are the catalogs' (it says "**58 rules**").
+#[test]
+fn the_readme_counts_the_catalogs() {
+    let readme = fs::read_to_string(root().join("README.md")).expect("the README");
+    let count = |what: &str| -> Option<usize> {
+        let end = readme.find(&format!(" {what}**"))?;
+        let start = readme[..end].rfind("**")? + 2;
+        readme[start..end].parse().ok()
+    };
+    assert_eq!(count("rules"), Some(RULES.len()), "README's rule count");
+    assert_eq!(
+        count("mutants"),
+        Some(mcp_sim::model::mutant::ALL.len()),
+        "README's mutant count"
+    );
 }

@@ -514,13 +514,14 @@ fn every_case_reports_exactly_its_expected_rules() {
     );
 }
 
-/// A rule that no trace can make fail is a defect: each one has a `-violates` file that
-/// triggers it under the settings the table gives that file.
+/// A rule that no trace can make fail is a defect: each rule of the modern era has a
+/// `-violates` file that triggers it under the settings the table gives that file (the legacy
+/// era's are checked over `tests/traces/legacy/` below).
 #[test]
 fn every_rule_has_a_violating_trace_that_triggers_it() {
     let files = trace_files();
     let mut missing = Vec::new();
-    for info in RULES {
+    for info in RULES.iter().filter(|r| r.modern.is_some()) {
         let violating: Vec<&String> = files
             .iter()
             .filter(|f| parse_name(f) == Some((info.name, true)))
@@ -551,7 +552,7 @@ fn every_rule_has_a_violating_trace_that_triggers_it() {
 #[test]
 fn every_rule_has_a_passing_trace() {
     let mut missing = Vec::new();
-    for info in RULES {
+    for info in RULES.iter().filter(|r| r.modern.is_some()) {
         let passing: Vec<&Case> = CASES
             .iter()
             .filter(|c| parse_name(c.file) == Some((info.name, false)))
@@ -784,4 +785,293 @@ fn from_jsonl_keeps_the_raw_value_member_name() {
     let bad = r#"{"t":1,"side":"client","kind":"outcome","request":{"$serde_json::private::RawValue":"1"},"outcome":"result"}"#;
     let err = Trace::from_jsonl(bad).expect_err("an object is no request id");
     assert_eq!(err.line, 1, "{err}");
+}
+
+/// The legacy era's cases: the traces of `tests/traces/legacy/`, each judged by the era it
+/// speaks (its `initialize` exchange says legacy 2025-11-25).
+#[rustfmt::skip]
+const LEGACY_CASES: &[Case] = &[
+    // message-shape: a correct exchange (initialize, initialized, a call with a progress token,
+    // progress, a server's ping answered by the client, a cancel) passes; a legacy request with
+    // the modern _meta keys, and a server that sends initialize, break it.
+    case("message-shape-passes.jsonl", STRICT, false, &[]),
+    case("message-shape-violates.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-violates-2.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    // initialize-first: a result without serverInfo; a request first after the pipe broke.
+    case("initialize-first-violates.jsonl", STRICT, false, &[(rule::INITIALIZE_FIRST, MUST)]),
+    case("initialize-first-violates-2.jsonl", STRICT, false, &[(rule::INITIALIZE_FIRST, MUST)]),
+    case("initialize-first-passes.jsonl", STRICT, false, &[]),
+    // request-before-initialized: tools/list before the result; a ping before it is fine.
+    case("request-before-initialized-violates.jsonl", STRICT, false, &[(rule::REQUEST_BEFORE_INITIALIZED, SHOULD)]),
+    case("request-before-initialized-passes.jsonl", STRICT, false, &[]),
+    // initialize-cancelled: a timed-out handshake cancelled; closing the connection instead.
+    case("initialize-cancelled-violates.jsonl", STRICT, false, &[(rule::INITIALIZE_CANCELLED, MUST)]),
+    case("initialize-cancelled-passes.jsonl", STRICT, false, &[]),
+    // ping-answered: the client answers the server's ping with an error; a complete run
+    // leaves the client's ping unanswered; both answered with {}.
+    case("ping-answered-violates.jsonl", STRICT, false, &[(rule::PING_ANSWERED, MUST)]),
+    case("ping-answered-violates-2.jsonl", STRICT, true, &[(rule::PING_ANSWERED, MUST)]),
+    case("ping-answered-passes.jsonl", STRICT, true, &[]),
+    // response-after-cancel: a SHOULD in this era (LC10), under either profile.
+    case("response-after-cancel-violates.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("response-after-cancel-passes.jsonl", STRICT, false, &[]),
+    // cancel-on-timeout: no notification on stdio; on HTTP closing the stream alone is not a
+    // cancel (and the server that goes on after it breaks nothing: a disconnect is not a
+    // cancel here); the notification POSTed, answered 202, is.
+    case("cancel-on-timeout-violates.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, SHOULD)]),
+    case("cancel-on-timeout-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, SHOULD)]),
+    case("cancel-on-timeout-passes.jsonl", STRICT, false, &[]),
+    // progress-token-type: a boolean progressToken on a legacy tools/call.
+    case("progress-token-type-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
+    // progress-token-type: a string token (the call refused with -32602 for another reason).
+    case("progress-token-type-passes.jsonl", STRICT, true, &[]),
+    // progress-token-unique: a second call carries the token of a call still outstanding.
+    case("progress-token-unique-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_UNIQUE, MUST)]),
+    // progress-token-unique: the token reused only after the first call ended (legal; policy reuse).
+    case("progress-token-unique-passes.jsonl", STRICT, true, &[(rule::PROGRESS_TOKEN_REUSE, POLICY)]),
+    // progress-unknown-token: progress for a token no request carried.
+    case("progress-unknown-token-violates.jsonl", STRICT, false, &[(rule::PROGRESS_UNKNOWN_TOKEN, MUST)]),
+    // progress-unknown-token: progress for the call's own token.
+    case("progress-unknown-token-passes.jsonl", STRICT, true, &[]),
+    // progress-monotonic: the same progress value twice (strict profile).
+    case("progress-monotonic-violates.jsonl", STRICT, false, &[(rule::PROGRESS_MONOTONIC, MUST)]),
+    // progress-monotonic: 1, 2, 2.5: strictly increasing.
+    case("progress-monotonic-passes.jsonl", STRICT, true, &[]),
+    // progress-after-completion: progress after the call's result (stdio).
+    case("progress-after-completion-violates.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
+    // progress-after-completion: the last progress before the result.
+    case("progress-after-completion-passes.jsonl", STRICT, true, &[]),
+    // duplicate-response: a result, then an error, for the same call.
+    case("duplicate-response-violates.jsonl", STRICT, false, &[(rule::DUPLICATE_RESPONSE, MUST)]),
+    // duplicate-response: one result.
+    case("duplicate-response-passes.jsonl", STRICT, true, &[]),
+    // cancel-unknown-request: notifications/cancelled for an id the client never sent.
+    case("cancel-unknown-request-violates.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    // cancel-unknown-request: the cancel of a call in progress.
+    case("cancel-unknown-request-passes.jsonl", STRICT, true, &[]),
+    // timeout-maximum: no policy, answered after the 30-minute host ceiling (client side only).
+    case("timeout-maximum-violates.jsonl", STRICT, false, &[(rule::TIMEOUT_MAXIMUM, SHOULD)]),
+    // timeout-maximum: answered within the ceiling.
+    case("timeout-maximum-passes.jsonl", STRICT, true, &[]),
+    // timeout-deadline: the idle timer fired at 500 ms against a 1000 ms policy.
+    case("timeout-deadline-violates.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY)]),
+    // timeout-deadline: fired at 1000 ms, cancelled with the notification.
+    case("timeout-deadline-passes.jsonl", STRICT, true, &[]),
+    // declared-deadline (server side only): progress kept coming past the declared 2000 ms maximum, no cancel.
+    case("declared-deadline-violates.jsonl", STRICT, false, &[(rule::DECLARED_DEADLINE, POLICY)]),
+    // declared-deadline: the cancel notification reached the server at the declared maximum.
+    case("declared-deadline-passes.jsonl", STRICT, false, &[]),
+    // late-response-delivered: a result that crossed the timeout's cancel handed to the application.
+    case("late-response-delivered-violates.jsonl", STRICT, false, &[(rule::LATE_RESPONSE_DELIVERED, SHOULD)]),
+    // late-response-delivered: the crossing result dropped; the outcome stays timed_out.
+    case("late-response-delivered-passes.jsonl", STRICT, true, &[]),
+    // work-after-cancel: backend work 1.4 s after the server received the cancel notification.
+    case("work-after-cancel-violates.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
+    // work-after-cancel: the last work within the grace window, then released.
+    case("work-after-cancel-passes.jsonl", STRICT, true, &[]),
+    // resource-leak: backend work, a result, the resource never released.
+    case("resource-leak-violates.jsonl", STRICT, false, &[(rule::RESOURCE_LEAK, SHOULD)]),
+    // resource-leak: released before the result.
+    case("resource-leak-passes.jsonl", STRICT, true, &[]),
+    // single-outcome: result, then lost when the server closed the pipe.
+    case("single-outcome-violates.jsonl", STRICT, false, &[(rule::SINGLE_OUTCOME, POLICY)]),
+    // single-outcome: one outcome per request (initialize included), then the pipe closes.
+    case("single-outcome-passes.jsonl", STRICT, true, &[]),
+    // request-id-unique: resources/read sent under the id of a tools/call still outstanding.
+    case("request-id-unique-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_UNIQUE, MUST)]),
+    // request-id-unique: the two requests under ids 1 and 2 (the handshake used 0).
+    case("request-id-unique-passes.jsonl", STRICT, false, &[]),
+    // request-id-reuse: id 1 reused after its first call was answered.
+    case("request-id-reuse-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_REUSE, POLICY)]),
+    // request-id-reuse: a fresh id for the second call.
+    case("request-id-reuse-passes.jsonl", STRICT, true, &[]),
+    // race-not-graceful: the client drops the pipe on a late result that crossed its cancel, losing call 2.
+    case("race-not-graceful-violates.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+    // race-not-graceful: the late result dropped quietly; the pipe closed once nothing is outstanding.
+    case("race-not-graceful-passes.jsonl", STRICT, true, &[]),
+    // reset-needs-token: reset-on-progress policy on a call without a progressToken.
+    case("reset-needs-token-violates.jsonl", STRICT, false, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
+    // reset-needs-token: the same call with a token, and progress for it.
+    case("reset-needs-token-passes.jsonl", STRICT, true, &[]),
+    // idle-stream-cut (HTTP): a proxy's 60 s idle timeout cuts the silent POST stream before the response.
+    case("idle-stream-cut-violates.jsonl", STRICT, true, &[(rule::IDLE_STREAM_CUT, POLICY)]),
+    // idle-stream-cut (HTTP): the idle cut comes only after the response.
+    case("idle-stream-cut-passes.jsonl", STRICT, true, &[]),
+    // notification-answered: the server answers a cancel (crossing the result) with an id-less error.
+    case("notification-answered-violates.jsonl", STRICT, false, &[(rule::NOTIFICATION_ANSWERED, MUST)]),
+    // notification-answered: only an unreadable line gets an id-less -32700 (the line itself breaks message-shape); the cancel gets nothing.
+    case("notification-answered-passes.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    // progress-token-reuse: a finished call's token on the next call.
+    case("progress-token-reuse-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_REUSE, POLICY)]),
+    // progress-token-reuse: a fresh token for the next call.
+    case("progress-token-reuse-passes.jsonl", STRICT, false, &[]),
+    // wire-integrity: a progress line the server wrote whole is read split in two.
+    case("wire-integrity-violates.jsonl", STRICT, true, &[(rule::WIRE_INTEGRITY, MUST)]),
+    // wire-integrity: the same line read intact.
+    case("wire-integrity-passes.jsonl", STRICT, true, &[]),
+    // The legacy era's HTTP cancels and the server's own requests (found by converting the
+    // modern traces): a cancel POSTed and then work, a result, progress after it; the client's
+    // progress for a server request under an unknown token, after answering it, decreasing,
+    // and a token shared by two outstanding server requests; a server's cancel of a request it
+    // never sent or one already answered; a server id reused while outstanding.
+    case("work-after-cancel-violates-2.jsonl", STRICT, false, &[(rule::WORK_AFTER_CANCEL, SHOULD)]),
+    case("response-after-cancel-violates-2.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("response-after-cancel-violates-3.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("progress-unknown-token-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_UNKNOWN_TOKEN, MUST)]),
+    case("progress-after-completion-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
+    case("progress-monotonic-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_MONOTONIC, MUST)]),
+    case("progress-token-unique-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_UNIQUE, MUST)]),
+    case("cancel-unknown-request-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    case("cancel-unknown-request-violates-3.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    case("request-id-unique-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_UNIQUE, MUST)]),
+    // session-id-sent: a request without the session's id; a request after a 404 before a new
+    // initialize; passing: the id on every request, and a 404 followed by a new session.
+    case("session-id-sent-violates.jsonl", STRICT, false, &[(rule::SESSION_ID_SENT, MUST)]),
+    case("session-id-sent-violates-2.jsonl", STRICT, false, &[(rule::SESSION_ID_SENT, MUST)]),
+    case("session-id-sent-passes.jsonl", STRICT, false, &[]),
+    // protocol-version-header: another version; none at all; the negotiated one.
+    case("protocol-version-header-violates.jsonl", STRICT, false, &[(rule::PROTOCOL_VERSION_HEADER, MUST)]),
+    case("protocol-version-header-violates-2.jsonl", STRICT, false, &[(rule::PROTOCOL_VERSION_HEADER, MUST)]),
+    case("protocol-version-header-passes.jsonl", STRICT, false, &[]),
+    // progress-on-get-stream: a call's progress on the listening GET stream; on its POST's.
+    case("progress-on-get-stream-violates.jsonl", STRICT, false, &[(rule::PROGRESS_ON_GET_STREAM, SHOULD)]),
+    case("progress-on-get-stream-passes.jsonl", STRICT, false, &[]),
+    // disconnect-taken-as-cancel: the backend releases the call as soon as its stream
+    // closes; passing: the work goes on after the close and the result is written.
+    case("disconnect-taken-as-cancel-violates.jsonl", STRICT, false, &[(rule::DISCONNECT_TAKEN_AS_CANCEL, SHOULD)]),
+    case("disconnect-taken-as-cancel-passes.jsonl", STRICT, false, &[]),
+    // event-id-unique: one id on two streams; per-stream ids.
+    case("event-id-unique-violates.jsonl", STRICT, false, &[(rule::EVENT_ID_UNIQUE, MUST)]),
+    case("event-id-unique-passes.jsonl", STRICT, false, &[]),
+    // replay-other-stream: a resume of stream 3 replays stream 4's event, or stream 4's
+    // request's response (which the client then holds twice); passing: stream 3's result.
+    case("replay-other-stream-violates.jsonl", STRICT, false, &[(rule::REPLAY_OTHER_STREAM, MUST)]),
+    case("replay-other-stream-violates-2.jsonl", STRICT, false, &[(rule::REPLAY_OTHER_STREAM, MUST), (rule::DUPLICATE_RESPONSE, MUST)]),
+    case("replay-other-stream-passes.jsonl", STRICT, false, &[]),
+    // replay-exactly-once: the Last-Event-ID event itself replayed; an event replayed twice.
+    case("replay-exactly-once-violates.jsonl", STRICT, false, &[(rule::REPLAY_EXACTLY_ONCE, MUST)]),
+    case("replay-exactly-once-violates-2.jsonl", STRICT, false, &[(rule::REPLAY_EXACTLY_ONCE, MUST)]),
+    case("replay-exactly-once-passes.jsonl", STRICT, false, &[]),
+    // retry-honoured: a resume 400 ms after the break under retry 1000 ms; 1100 ms after it.
+    case("retry-honoured-violates.jsonl", STRICT, false, &[(rule::RETRY_HONOURED, MUST)]),
+    case("retry-honoured-passes.jsonl", STRICT, false, &[]),
+    // priming-event: an SSE response whose first event is progress; one that primes first.
+    case("priming-event-violates.jsonl", STRICT, false, &[(rule::PRIMING_EVENT, SHOULD)]),
+    case("priming-event-passes.jsonl", STRICT, false, &[]),
+];
+
+/// The rules that apply in the legacy era and have no legacy traces yet. The list can only
+/// shrink: a test fails when one of them gains its traces and is still listed.
+const LEGACY_TRACES_PENDING: &[&str] = &[];
+
+fn legacy_dir() -> PathBuf {
+    traces_dir().join("legacy")
+}
+
+fn run_legacy(case: &Case) -> Verdict {
+    let path = legacy_dir().join(case.file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let trace = Trace::from_jsonl(&text).unwrap_or_else(|e| panic!("legacy/{}: {e}", case.file));
+    oracle::check(&trace, &config(case.profile, case.complete))
+}
+
+#[test]
+fn every_legacy_case_is_judged_as_legacy_and_reports_exactly_its_expected_rules() {
+    let mut failures = Vec::new();
+    for case in LEGACY_CASES {
+        let report = run_legacy(case);
+        if report.era.era != mcp_sim::Era::LEGACY {
+            failures.push(format!(
+                "legacy/{}: judged as {}",
+                case.file,
+                report.era.describe()
+            ));
+        }
+        let got = reported(&report);
+        let want: BTreeSet<(&str, Level)> = case.expect.iter().copied().collect();
+        if got != want {
+            let lines: Vec<String> = report
+                .violations
+                .iter()
+                .map(|v| format!("    {v}"))
+                .collect();
+            failures.push(format!(
+                "legacy/{}: expected {want:?}, got {got:?}\n{}",
+                describe(case),
+                lines.join("\n")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every rule that applies in the legacy era has a legacy trace that breaks it and one that
+/// does not, or is named in [`LEGACY_TRACES_PENDING`]; every file of the folder is a case.
+#[test]
+fn every_legacy_rule_has_legacy_traces_or_is_pending() {
+    let mut files: Vec<String> = std::fs::read_dir(legacy_dir())
+        .expect("tests/traces/legacy exists")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut problems = Vec::new();
+    for file in &files {
+        if !LEGACY_CASES.iter().any(|c| c.file == file) {
+            problems.push(format!("legacy/{file} is not in LEGACY_CASES"));
+        }
+    }
+    for info in RULES {
+        let cases_of = |violates: bool| -> Vec<&Case> {
+            LEGACY_CASES
+                .iter()
+                .filter(|c| parse_name(c.file) == Some((info.name, violates)))
+                .collect()
+        };
+        let (violating, passing) = (cases_of(true), cases_of(false));
+        let pending = LEGACY_TRACES_PENDING.contains(&info.name);
+        match info.legacy {
+            None if !violating.is_empty() || !passing.is_empty() || pending => {
+                problems.push(format!(
+                    "{}: not a legacy rule, yet has legacy traces or is pending",
+                    info.name
+                ));
+            }
+            None => {}
+            Some(_) if pending && (!violating.is_empty() || !passing.is_empty()) => {
+                problems.push(format!(
+                    "{}: has legacy traces now; take it off the pending list",
+                    info.name
+                ));
+            }
+            Some(_) if pending => {}
+            Some(_) => {
+                if !violating.iter().any(|c| run_legacy(c).violates(info.name)) {
+                    problems.push(format!("{}: no legacy trace breaks it", info.name));
+                }
+                if passing.is_empty() || passing.iter().any(|c| run_legacy(c).violates(info.name)) {
+                    problems.push(format!("{}: no legacy trace passes it", info.name));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A modern trace judged as legacy (`check-trace --era legacy`) is not silently accepted: its
+/// requests carry the modern `_meta` keys, which the legacy shapes do not allow, and there is
+/// no handshake.
+#[test]
+fn a_modern_trace_judged_as_legacy_breaks_the_legacy_shapes() {
+    let trace = load("cancel-on-timeout-passes.jsonl");
+    let config = OracleConfig {
+        era: Some(mcp_sim::Era::LEGACY),
+        ..config(STRICT, false)
+    };
+    let verdict = oracle::check(&trace, &config);
+    assert!(verdict.violates(rule::MESSAGE_SHAPE), "{verdict:?}");
+    assert_eq!(
+        oracle::check(&trace, &OracleConfig::default()).era.era,
+        mcp_sim::Era::Modern
+    );
 }

@@ -425,10 +425,12 @@ fn rmcp_client_calls_with_progress_cancel_and_timeout() {
 
 /// rmcp 3.11's default client lifecycle (`ServiceExt::serve`, `serve_client`, i.e.
 /// `ClientLifecycleMode::Initialize`) opens with a legacy `initialize` whose params carry
-/// `protocolVersion: "2026-07-28"` and no `_meta`. The reference server answers -32602
-/// (`missing-meta`), startup fails, and the oracle flags the request as `message-shape` (MUST:
-/// a 2026-07-28 request carries `_meta`). `ClientLifecycleMode::Auto` opens with
-/// `server/discover` instead and starts. Seed 1.
+/// `protocolVersion: "2026-07-28"` and no `_meta`. The reference server speaks 2026-07-28 only:
+/// it answers -32602 (`missing-meta`) and startup fails. The oracle judges the trace by the era
+/// it opens, legacy (its `initialize`), where proposing one's newest version in `initialize` is
+/// how negotiation works and an error answer is the server's to give: no rule is broken.
+/// `ClientLifecycleMode::Auto` opens with `server/discover` instead, is judged as 2026-07-28
+/// and starts. Seed 1.
 #[test]
 fn rmcp_client_default_lifecycle_sends_a_legacy_initialize() {
     let o = observe_with(1, false, ClientLifecycleMode::Initialize);
@@ -443,7 +445,26 @@ fn rmcp_client_default_lifecycle_sends_a_legacy_initialize() {
     assert_eq!(got[0]["params"]["protocolVersion"], "2026-07-28");
     assert!(got[0]["params"].get("_meta").is_none());
     assert!(o.run.complete);
-    let rules: Vec<_> = musts(&o).iter().map(|v| v.rule).collect();
+    let config = o.run.oracle_config(&o.scenario);
+    let verdict = oracle::check(&o.run.trace, &config);
+    assert_eq!(
+        verdict.era.era,
+        mcp_sim::Era::LEGACY,
+        "{}",
+        verdict.era.describe()
+    );
+    assert!(musts(&o).is_empty(), "{:?}", musts(&o));
+    // Judged as 2026-07-28 instead, the same request breaks the modern shapes.
+    let modern = oracle::OracleConfig {
+        era: Some(mcp_sim::Era::Modern),
+        ..config
+    };
+    let rules: Vec<_> = oracle::check(&o.run.trace, &modern)
+        .violations
+        .iter()
+        .filter(|v| v.level == Level::Must)
+        .map(|v| v.rule)
+        .collect();
     assert_eq!(rules, ["message-shape"]);
 
     let auto = ClientLifecycleMode::Auto {

@@ -69,11 +69,15 @@ pub(crate) fn json_verdict(trace: &mcp_sim::trace::Trace, verdict: &Verdict) -> 
     struct JsonVerdict<'a> {
         ok: bool,
         events: usize,
+        era: &'static str,
+        era_reading: String,
         violations: Vec<JsonViolation<'a>>,
     }
     let out = JsonVerdict {
         ok: !verdict.has_must(),
         events: trace.events.len(),
+        era: verdict.era.era.version(),
+        era_reading: verdict.era.describe(),
         violations: json_violations(verdict),
     };
     serde_json::to_string(&out).expect("verdict serializes")

@@ -104,6 +104,33 @@ fn check_trace_exit_codes_and_json() {
     assert!(String::from_utf8_lossy(&unreadable.stderr).contains("line 1"));
 }
 
+/// A trace is judged by the era it speaks, and says so; `--era` overrides the reading, and an
+/// era that does not exist is refused with its name.
+#[test]
+fn check_trace_reads_the_era_and_takes_it_from_the_command_line() {
+    let legacy = traces().join("legacy").join("message-shape-passes.jsonl");
+    let legacy = legacy.to_str().unwrap();
+    let out = mcp_sim(&["check-trace", legacy, "--format", "json"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["era"], "2025-11-25");
+    assert!(v["era_reading"]
+        .as_str()
+        .unwrap()
+        .contains("initialize exchange at #0"));
+    let text = mcp_sim(&["check-trace", legacy], b"");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("era: legacy 2025-11-25"));
+
+    // Judged as 2026-07-28, the same handshake breaks the modern shapes.
+    let modern = mcp_sim(&["check-trace", legacy, "--era", "modern"], b"");
+    assert_eq!(modern.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&modern.stdout).contains("missing-meta"));
+
+    let unknown = mcp_sim(&["check-trace", legacy, "--era", "2024-11-05"], b"");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("2024-11-05"));
+}
+
 #[test]
 fn sweep_and_replay_agree() {
     let dir = std::env::temp_dir().join("mcp-sim-cli-test-reports");

@@ -277,6 +277,7 @@ impl ClientDriver {
                 stream: Some(stream.0),
                 status,
                 content_type,
+                headers: None,
             },
         );
     }

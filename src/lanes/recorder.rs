@@ -172,6 +172,7 @@ fn server_transmit_events(transport: Transport, t: &ServerTransmit) -> [Option<E
         stream: Some(stream.0),
         status,
         content_type: content_type.map(Into::into),
+        headers: None,
     };
     let send = |stream: Option<StreamId>, msg: &Message| {
         EventKind::Send(WireEvent::message(transport, stream, msg))

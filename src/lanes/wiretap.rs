@@ -251,6 +251,7 @@ impl HttpTap {
                         stream,
                         status: head.status.unwrap_or_default(),
                         content_type: head.content_type.clone(),
+                        headers: None,
                     });
                     let sse = is_event_stream(head.content_type.as_deref())
                         .then(|| SseDecoder::new(SseOptions::default()));

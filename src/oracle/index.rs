@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::OracleConfig;
 use crate::model::{TimeoutPolicy, Transport};
 use crate::trace::{EventKind, Side, Trace, WireEvent, FAULT_STALL};
+use crate::wire::Era;
 use crate::wire::{
     DecodeError, Message, ProgressToken, RequestId, META_SUBSCRIPTION_ID, METHOD_LISTEN,
 };
@@ -91,6 +92,8 @@ impl Req {
 
 pub(crate) struct Index<'t> {
     pub trace: &'t Trace,
+    /// The era the trace is judged by: in the legacy era a closed HTTP stream is not a cancel.
+    pub era: Era,
     /// Decoded message of each `send`/`recv` event.
     pub msgs: Vec<Option<Result<Message, DecodeError>>>,
     pub sides: BTreeSet<Side>,
@@ -123,6 +126,7 @@ impl<'t> Index<'t> {
         let sides = trace.events.iter().map(|e| e.side).collect();
         let mut index = Index {
             trace,
+            era: config.decode.era,
             msgs,
             sides,
             requests: Vec::new(),
@@ -311,8 +315,12 @@ impl<'t> Index<'t> {
                 let Some(&r) = self.by_stream.get(s) else {
                     return;
                 };
+                let modern = self.era == Era::Modern;
                 let req = &mut self.requests[r];
                 req.closes.push(i);
+                if !modern {
+                    return;
+                }
                 if side == Side::Server
                     && req.server_cancel_seen.is_none()
                     && req.responses.is_empty()
@@ -355,7 +363,10 @@ impl<'t> Index<'t> {
                     self.stalls.push((t, t + ms.unwrap_or(0)));
                 }
             }
-            EventKind::Comment { .. } | EventKind::Status { .. } => {}
+            EventKind::Comment { .. }
+            | EventKind::Status { .. }
+            | EventKind::Open { .. }
+            | EventKind::Sse { .. } => {}
         }
     }
 

@@ -56,15 +56,17 @@ macro_rules! rule {
 }
 
 pub mod coverage;
+mod era;
 mod index;
 mod rules;
 
+pub use era::{EraReading, EraSource};
 pub use rules::CANCEL_REACTION_MS;
 
 use std::fmt;
 
 use crate::trace::Trace;
-use crate::wire::DecodeOptions;
+use crate::wire::{DecodeOptions, Era};
 
 /// How binding a rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -99,118 +101,193 @@ impl fmt::Display for Level {
 pub struct RuleInfo {
     /// The stable name.
     pub name: &'static str,
-    /// The level under the strict profile.
-    pub level: Level,
-    /// Where the rule comes from (sections of docs/spec/mcp-2026-07-28.md and its §9 invariants).
+    /// The level in the modern era (2026-07-28) under the strict profile; `None` where the
+    /// rule does not apply in it.
+    pub modern: Option<Level>,
+    /// The level in the legacy era (2025-03-26 to 2025-11-25); `None` where it does not apply.
+    pub legacy: Option<Level>,
+    /// Where the rule comes from in the modern era (sections of docs/spec/mcp-2026-07-28.md
+    /// and its §9 invariants).
     pub spec: &'static str,
+    /// Where it comes from in the legacy era (the invariants LA1-LE19 of
+    /// docs/spec/mcp-2025-11-25.md).
+    pub legacy_spec: &'static str,
     /// What the rule demands.
     pub summary: &'static str,
 }
 
+impl RuleInfo {
+    /// The rule's level in `era`, `None` where it does not apply.
+    pub fn level_in(&self, era: Era) -> Option<Level> {
+        match era {
+            Era::Modern => self.modern,
+            Era::Legacy(_) => self.legacy,
+        }
+    }
+
+    /// Its level in the modern era, or in the legacy era for a rule of that era only.
+    pub fn level(&self) -> Level {
+        self.modern
+            .or(self.legacy)
+            .expect("every rule applies in some era")
+    }
+
+    /// Where it comes from in `era`.
+    pub fn spec_in(&self, era: Era) -> &'static str {
+        match era {
+            Era::Modern => self.spec,
+            Era::Legacy(_) => self.legacy_spec,
+        }
+    }
+}
+
+/// A catalog level: `No` where the rule does not apply in that era.
+macro_rules! era_level {
+    (No) => {
+        None
+    };
+    ($level:ident) => {
+        Some(Level::$level)
+    };
+}
+
 macro_rules! catalog {
-    ($($ident:ident = $name:literal, $level:ident, $spec:literal, $summary:literal;)*) => {
+    ($($ident:ident = $name:literal, $modern:ident, $legacy:ident, $spec:literal, $legacy_spec:literal, $summary:literal;)*) => {
         /// Stable rule names, as constants for matching.
         pub mod rule {
             $(#[doc = $summary] pub const $ident: &str = $name;)*
         }
         /// The rule catalog, in a fixed order.
         pub const RULES: &[RuleInfo] = &[
-            $(RuleInfo { name: $name, level: Level::$level, spec: $spec, summary: $summary },)*
+            $(RuleInfo {
+                name: $name,
+                modern: era_level!($modern),
+                legacy: era_level!($legacy),
+                spec: $spec,
+                legacy_spec: $legacy_spec,
+                summary: $summary,
+            },)*
         ];
     };
 }
 
 catalog! {
-    MESSAGE_SHAPE = "message-shape", Must, "§1.1-1.2, §9 A1-A8",
+    MESSAGE_SHAPE = "message-shape", Must, Must, "§1.1-1.2, §9 A1-A8", "LA1, §2: the era's shapes",
         "every message decodes strictly; clients send only requests and cancellations, servers never send requests, server results carry resultType";
-    PROGRESS_TOKEN_TYPE = "progress-token-type", Must, "§2.1, §9 B11",
+    PROGRESS_TOKEN_TYPE = "progress-token-type", Must, Must, "§2.1, §9 B11", "LB7",
         "a progressToken is a string or an integer";
-    PROGRESS_TOKEN_UNIQUE = "progress-token-unique", Must, "§2.1, §9 B12",
+    PROGRESS_TOKEN_UNIQUE = "progress-token-unique", Must, Must, "§2.1, §9 B12", "LB7",
         "no two outstanding requests of the client carry the same progressToken";
-    PROGRESS_UNKNOWN_TOKEN = "progress-unknown-token", Must, "§2.3 item 1, §9 B14",
+    PROGRESS_UNKNOWN_TOKEN = "progress-unknown-token", Must, Must, "§2.3 item 1, §9 B14", "LB7",
         "progress names only a token of a request the server has received";
-    PROGRESS_MONOTONIC = "progress-monotonic", Must, "§2.2, §9 B15",
+    PROGRESS_MONOTONIC = "progress-monotonic", Must, Must, "§2.2, §9 B15", "LB7",
         "progress strictly increases per request (lenient profile: never decreases)";
-    PROGRESS_AFTER_COMPLETION = "progress-after-completion", Must, "§2.3 item 5, §9 B16",
+    PROGRESS_AFTER_COMPLETION = "progress-after-completion", Must, Must, "§2.3 item 5, §9 B16", "LB7",
         "no progress for a request after the server sent its final response";
-    PROGRESS_STREAM = "progress-stream", Must, "§2.4, §9 B17-B18",
+    PROGRESS_STREAM = "progress-stream", Must, No, "§2.4, §9 B17-B18", "",
         "on HTTP, progress travels only on its own request's stream and never carries a subscriptionId";
-    RESPONSE_AFTER_CANCEL = "response-after-cancel", Must, "§3.3 item 6, §5.1, §9 C26",
+    RESPONSE_AFTER_CANCEL = "response-after-cancel", Must, Should, "§3.3 item 6, §5.1, §9 C26", "LC10",
         "after the server received a stdio cancel it sends nothing more for that request (lenient profile: SHOULD)";
-    DUPLICATE_RESPONSE = "duplicate-response", Must, "§1.2, §9 E44",
+    DUPLICATE_RESPONSE = "duplicate-response", Must, Must, "§1.2, §9 E44", "JSON-RPC 2.0, as modern E44",
         "a request gets at most one response";
-    SERVER_CANCEL_NOT_LISTEN = "server-cancel-not-listen", Must, "§3.2, §9 C29",
+    SERVER_CANCEL_NOT_LISTEN = "server-cancel-not-listen", Must, No, "§3.2, §9 C29", "",
         "a server sends notifications/cancelled only for an open subscriptions/listen request";
-    CANCEL_UNKNOWN_REQUEST = "cancel-unknown-request", Must, "§3.3 item 1, §9 C22, C32",
+    CANCEL_UNKNOWN_REQUEST = "cancel-unknown-request", Must, Must, "§3.3 item 1, §9 C22, C32", "LC9",
         "a client cancels only a request it sent and still believes in progress (not answered, not already cancelled)";
-    CANCEL_ON_TIMEOUT = "cancel-on-timeout", Must, "§3.2, §4, §9 C23, D35",
+    CANCEL_ON_TIMEOUT = "cancel-on-timeout", Must, Should, "§3.2, §4, §9 C23, D35", "LD14, LC11: the notification on every transport",
         "a client that abandons a request (timeout or cancel) cancels it on the wire: stdio notifications/cancelled (MUST), HTTP closing its stream (SHOULD)";
-    TIMEOUT_MAXIMUM = "timeout-maximum", Should, "§4, §9 D34, D37",
+    TIMEOUT_MAXIMUM = "timeout-maximum", Should, Should, "§4, §9 D34, D37", "LD14",
         "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
-    TIMEOUT_DEADLINE = "timeout-deadline", Policy, "§4, §9 D36",
+    TIMEOUT_DEADLINE = "timeout-deadline", Policy, Policy, "§4, §9 D36", "LD14",
         "the client's timer honours the request's recorded policy: idle deadline from the send or the last valid progress, hard maximum from the send";
-    HTTP_REQUEST_HEADERS = "http-request-headers", Must, "§5.2, §9 E41",
+    HTTP_REQUEST_HEADERS = "http-request-headers", Must, No, "§5.2, §9 E41", "",
         "a request POST carries Accept with both media types, MCP-Protocol-Version equal to the body's protocolVersion, Mcp-Method equal to its method, and Mcp-Name where required";
-    HTTP_STATUS = "http-status", Must, "§5.2, §8, §9 E41-E43, I63",
+    HTTP_STATUS = "http-status", Must, No, "§5.2, §8, §9 E41-E43, I63", "",
         "answers come with their status: mismatched headers 400 with -32020, -32601 with 404, -32020/-32021/-32022 with 400, an accepted notification 202, a request's 200 as JSON or an event stream";
-    DECLARED_DEADLINE = "declared-deadline", Policy, "§4, §9 D35-D36",
+    DECLARED_DEADLINE = "declared-deadline", Policy, Policy, "§4, §9 D35-D36", "LD14",
         "seen from the server, for a client whose timeout policy was declared: a request still running at its deadline (idle from receipt or the last progress sent, maximum from receipt) is cancelled on the wire within the grace window";
-    LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, "§3.3 item 5, §9 C27",
+    LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, Should, "§3.3 item 5, §9 C27", "LC12",
         "after the client abandoned a request, no response or progress for it reaches the application";
-    DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, "§3.2, §5.2, §9 C25",
+    DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, No, "§3.2, §5.2, §9 C25", "",
         "on HTTP, after a request's stream closed the server sends nothing more for it and its work stops within the grace window";
-    WORK_AFTER_CANCEL = "work-after-cancel", Should, "§3.3 items 3 and 6, §9 C26",
+    WORK_AFTER_CANCEL = "work-after-cancel", Should, Should, "§3.3 items 3 and 6, §9 C26", "LC10: after the cancel notification, on every transport",
         "on stdio, the backend does no work for a request later than the grace window after the server received its cancel";
-    RESOURCE_LEAK = "resource-leak", Should, "§3.3 item 3",
+    RESOURCE_LEAK = "resource-leak", Should, Should, "§3.3 item 3", "LC10",
         "a request that did backend work releases its resource once it ends";
-    SINGLE_OUTCOME = "single-outcome", Policy, "§3.3 item 7, §9 C28",
+    SINGLE_OUTCOME = "single-outcome", Policy, Policy, "§3.3 item 7, §9 C28", "LC12",
         "the client application is told exactly one outcome per request (at most one; exactly one once the run is complete)";
-    REQUEST_ID_UNIQUE = "request-id-unique", Must, "§1.2, §9 A9",
+    REQUEST_ID_UNIQUE = "request-id-unique", Must, Must, "§1.2, §9 A9", "JSON-RPC 2.0, as modern A9",
         "a client never sends a request whose id equals an outstanding request's id";
-    REQUEST_ID_REUSE = "request-id-reuse", Policy, "§1.2, §6, §9 A9",
+    REQUEST_ID_REUSE = "request-id-reuse", Policy, Policy, "§1.2, §6, §9 A9", "as modern A9",
         "a client never reuses a request id within a run, even after the first request ended";
-    LISTEN_ACK_FIRST = "listen-ack-first", Must, "§7.1, §9 G52",
+    LISTEN_ACK_FIRST = "listen-ack-first", Must, No, "§7.1, §9 G52", "",
         "the first server message tagged with a subscription id is its acknowledgement";
-    RACE_NOT_GRACEFUL = "race-not-graceful", Must, "§3.3 item 7, §9 C28",
+    RACE_NOT_GRACEFUL = "race-not-graceful", Must, Must, "§3.3 item 7, §9 C28", "LC12",
         "the client copes with races: a late response or progress never makes it drop its connection, and it gives up a request as lost only when the server or an intermediary closed it";
-    RESET_NEEDS_TOKEN = "reset-needs-token", Policy, "§2.1, §4",
+    RESET_NEEDS_TOKEN = "reset-needs-token", Policy, Policy, "§2.1, §4", "LB7, LD14",
         "a request whose timer resets on progress carries a progressToken (without one no progress can come)";
-    IDLE_STREAM_CUT = "idle-stream-cut", Policy, "§5.2 (keep-alives), intermediaries §1",
+    IDLE_STREAM_CUT = "idle-stream-cut", Policy, Policy, "§5.2 (keep-alives), intermediaries §1", "intermediaries §1",
         "no stream with an outstanding request stays silent until an intermediary's idle timeout cuts it";
-    NOTIFICATION_ANSWERED = "notification-answered", Must, "§8, §9 A10",
+    NOTIFICATION_ANSWERED = "notification-answered", Must, Must, "§8, §9 A10", "JSON-RPC 2.0, as modern A10",
         "on stdio the server never answers a notification: no error without an id when everything the client wrote was readable";
-    PROGRESS_TOKEN_REUSE = "progress-token-reuse", Policy, "§2.1, §6, §9 F51",
+    PROGRESS_TOKEN_REUSE = "progress-token-reuse", Policy, Policy, "§2.1, §6, §9 F51", "as modern F51",
         "a client never reuses a progressToken within a run, even after the request that carried it ended (every retry gets a fresh one)";
-    ERROR_CODE_RESERVED = "error-code-reserved", Must, "§8, §9 I62",
+    ERROR_CODE_RESERVED = "error-code-reserved", Must, No, "§8, §9 I62", "",
         "a server never sends -32002, -32042 or an undefined code of -32020..-32099 (MUST NOT), and avoids the legacy -32000..-32019 (SHOULD NOT)";
-    TASK_NOT_NEGOTIATED = "task-not-negotiated", Must, "§7.3, §9 H58",
+    TASK_NOT_NEGOTIATED = "task-not-negotiated", Must, No, "§7.3, §9 H58", "",
         "a CreateTaskResult answers only a tools/call that declared the Tasks extension in its own clientCapabilities";
-    TASK_ACK = "task-ack", Must, "§7.3, §9 H61",
+    TASK_ACK = "task-ack", Must, No, "§7.3, §9 H61", "",
         "tasks/cancel and tasks/update are acknowledged with an empty result of resultType complete";
-    TASK_TERMINAL = "task-terminal", Must, "§7.3, §9 H61",
+    TASK_TERMINAL = "task-terminal", Must, No, "§7.3, §9 H61", "",
         "a task reported completed, failed or cancelled never reports another status";
-    TASK_UNKNOWN = "task-unknown", Must, "§7.3, §8",
+    TASK_UNKNOWN = "task-unknown", Must, No, "§7.3, §8", "",
         "a tasks/get, tasks/cancel or tasks/update of a task never announced or past its ttlMs gets -32602, never a result";
-    TASK_POLL_INTERVAL = "task-poll-interval", Should, "§7.3, §9 H60",
+    TASK_POLL_INTERVAL = "task-poll-interval", Should, No, "§7.3, §9 H60", "",
         "a client polls one task with tasks/get no faster than the pollIntervalMs it was last given";
-    TASK_CANCELLED_UNASKED = "task-cancelled-unasked", Should, "§6, §7.3",
+    TASK_CANCELLED_UNASKED = "task-cancelled-unasked", Should, No, "§6, §7.3", "",
         "a task ends cancelled only after a tasks/cancel asked for it: a closed stream or a lost connection does not cancel a task";
-    TASK_WORK_AFTER_CANCELLED = "task-work-after-cancelled", Should, "§7.3, §3.3 item 3",
+    TASK_WORK_AFTER_CANCELLED = "task-work-after-cancelled", Should, No, "§7.3, §3.3 item 3", "",
         "once a task was reported cancelled, its backend work stops within the grace window";
-    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, "§7.3, §9 C31",
+    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, No, "§7.3, §9 C31", "",
         "a client never sends notifications/cancelled for a task (or the call that became one); tasks are cancelled with tasks/cancel";
-    INPUT_REQUIRED_SHAPE = "input-required-shape", Must, "§7.2, §9 F50",
+    INPUT_REQUIRED_SHAPE = "input-required-shape", Must, No, "§7.2, §9 F50", "",
         "input_required answers only tools/call, prompts/get or resources/read, and carries inputRequests or requestState";
-    INPUT_REQUIRED_RETRY = "input-required-retry", Must, "§7.2, §9 F49",
+    INPUT_REQUIRED_RETRY = "input-required-retry", Must, No, "§7.2, §9 F49", "",
         "the retry after input_required has a new id and echoes requestState exactly, or omits it when none was given";
-    LISTEN_TAGGED = "listen-tagged", Must, "§7.1, §9 G53, G56",
+    LISTEN_TAGGED = "listen-tagged", Must, No, "§7.1, §9 G53, G56", "",
         "every notification of a subscription, and the result that ends it, carries its subscriptionId";
-    LISTEN_FILTER = "listen-filter", Must, "§7.1, §9 G53-G54",
+    LISTEN_FILTER = "listen-filter", Must, No, "§7.1, §9 G53-G54", "",
         "a subscription carries only the notification types its filter asked for, never progress or notifications/message, and is acknowledged with no more than was asked";
-    LISTEN_REOPENED = "listen-reopened", Must, "§7.1, §9 G57",
+    LISTEN_REOPENED = "listen-reopened", Must, No, "§7.1, §9 G57", "",
         "on stdio, a client that goes on after the server's pipe broke re-opens, under a new id, every subscription it still wanted";
-    WIRE_INTEGRITY = "wire-integrity", Must, "§5.1, §5.2, §9 E40, E44",
+    WIRE_INTEGRITY = "wire-integrity", Must, Must, "§5.1, §5.2, §9 E40, E44", "§5, §6: framing, as modern E40",
         "every message the client reads is one the server wrote intact: framing never splits or corrupts a message";
+    INITIALIZE_FIRST = "initialize-first", No, Must, "", "LA1",
+        "the first request of a connection is initialize, and its result carries protocolVersion, capabilities and serverInfo";
+    REQUEST_BEFORE_INITIALIZED = "request-before-initialized", No, Should, "", "LA2",
+        "before the initialize result the client sends no request other than ping";
+    INITIALIZE_CANCELLED = "initialize-cancelled", No, Must, "", "LA3, LC9",
+        "the client never cancels initialize (a handshake that timed out closes the connection instead)";
+    PING_ANSWERED = "ping-answered", No, Must, "", "LA4",
+        "a ping is answered with an empty result (once the run is complete, every ping is answered)";
+    SESSION_ID_SENT = "session-id-sent", No, Must, "", "LA5",
+        "on HTTP, once the initialize response issued an Mcp-Session-Id, every later request carries it, and after a 404 the client initializes again before anything else";
+    PROTOCOL_VERSION_HEADER = "protocol-version-header", No, Must, "", "LA6",
+        "on HTTP (2025-06-18 and later), every request after initialize carries MCP-Protocol-Version equal to the negotiated version";
+    PROGRESS_ON_GET_STREAM = "progress-on-get-stream", No, Should, "", "LB8",
+        "progress for a request travels on its POST's stream, not on a GET stream the client opened to listen";
+    DISCONNECT_TAKEN_AS_CANCEL = "disconnect-taken-as-cancel", No, Should, "", "LC11",
+        "on HTTP a closed stream is not a cancel: a server that saw no cancel does not drop the request (release it without answering) because its stream closed";
+    EVENT_ID_UNIQUE = "event-id-unique", No, Must, "", "LE15",
+        "SSE event ids are unique across all streams of the session (a resumed stream's replay aside)";
+    REPLAY_OTHER_STREAM = "replay-other-stream", No, Must, "", "LE16",
+        "a stream resumed with Last-Event-ID replays only messages of the stream that event came from";
+    REPLAY_EXACTLY_ONCE = "replay-exactly-once", No, Must, "", "LE17",
+        "a resumed stream replays nothing at or before Last-Event-ID, and no event twice";
+    RETRY_HONOURED = "retry-honoured", No, Must, "", "LE18",
+        "(2025-11-25) the client resumes a stream no sooner than the retry the server set on it after the stream broke";
+    PRIMING_EVENT = "priming-event", No, Should, "", "LE19",
+        "(2025-11-25) each SSE response stream opens with a priming event (an event id, no data) before any message";
 }
 
 /// `name` itself when it is in the catalog; a compile-time error (in const context) when not.
@@ -269,8 +346,11 @@ pub struct OracleConfig {
     /// The run ended with every request settled: apply the liveness checks (every request has
     /// an outcome, every resource is released).
     pub complete: bool,
-    /// How to decode messages in the trace.
+    /// How to decode messages in the trace (its era is set from [`OracleConfig::era`] or the
+    /// trace's own).
     pub decode: DecodeOptions,
+    /// The era to judge by; `None` reads it from the trace ([`EraReading::of_trace`]).
+    pub era: Option<Era>,
 }
 
 impl Default for OracleConfig {
@@ -284,6 +364,7 @@ impl Default for OracleConfig {
             max_request_ms: 30 * 60 * 1000,
             complete: false,
             decode: DecodeOptions::default(),
+            era: None,
         }
     }
 }
@@ -320,6 +401,8 @@ impl fmt::Display for Violation {
 pub struct Verdict {
     /// Every violation, ordered by decisive event, then rule name.
     pub violations: Vec<Violation>,
+    /// The era the trace was judged by, and why.
+    pub era: EraReading,
 }
 
 impl Verdict {
@@ -341,9 +424,23 @@ impl Verdict {
 
 /// Checks every rule over `trace`.
 pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
+    let era = match config.era {
+        Some(era) => EraReading {
+            era,
+            source: EraSource::Given,
+        },
+        None => EraReading::of_trace(trace),
+    };
+    let config = &OracleConfig {
+        decode: DecodeOptions {
+            era: era.era,
+            ..config.decode
+        },
+        ..*config
+    };
     let index = index::Index::build(trace, config);
     let mut violations = rules::check_all(&index, config);
     violations.sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
     violations.dedup();
-    Verdict { violations }
+    Verdict { violations, era }
 }

@@ -30,6 +30,7 @@ use super::error::{DecodeError, Rule};
 use super::json::{self, pick, Limits, Picked, Scalar, Watch};
 use super::message::*;
 use super::{ProgressToken, RequestId};
+use crate::wire::Era;
 
 /// Strictness knobs for the points the spec leaves open (docs/spec/mcp-2026-07-28.md Appendix B) plus the limits.
 ///
@@ -47,6 +48,10 @@ pub struct DecodeOptions {
     /// Reject results without `resultType`. Servers MUST send it, but clients MUST accept its
     /// absence as `complete` (§1.2), so this is off by default.
     pub require_result_type: bool,
+    /// The era whose shapes to read. A legacy request's `params` and `_meta` are optional and
+    /// `_meta` carries none of the modern keys (the version was negotiated by `initialize`);
+    /// the request's [`RequestMeta::protocol_version`] is the era's revision.
+    pub era: Era,
 }
 
 const ENVELOPE: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
@@ -91,7 +96,12 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
 fn decode_message(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, DecodeError> {
     json::check_limits(bytes, &opts.limits)?;
     let d = Decoder { opts };
-    let envelope = match read_envelope(bytes, d) {
+    // The shortcut reads a modern request's `_meta`; a legacy one takes the general path.
+    let shortcut = match opts.era {
+        Era::Modern => read_envelope(bytes, d),
+        Era::Legacy(_) => None,
+    };
+    let envelope = match shortcut {
         Some(envelope) => envelope,
         None => pick_envelope(bytes)?,
     };
@@ -609,6 +619,14 @@ impl Decoder<'_> {
                 }))
             }
             Some(p) => p.raw(),
+            None if self.opts.era.is_legacy() => {
+                return Ok(Message::Request(Request {
+                    id,
+                    method,
+                    meta: self.legacy_meta(Map::new())?,
+                    params: Map::new(),
+                }))
+            }
             None => {
                 return Err(DecodeError::new(
                     Rule::MissingMeta,
@@ -618,6 +636,26 @@ impl Decoder<'_> {
             }
         };
         let mut params = watched_object(params, "params", &REQUEST_PARAMS)?;
+        if self.opts.era.is_legacy() {
+            let meta = match params.remove("_meta") {
+                Some(Value::Object(m)) => m,
+                Some(other) => {
+                    return Err(wrong_type(
+                        "params._meta",
+                        "an object",
+                        &Scalar::from_value(&other),
+                    ))
+                }
+                None => Map::new(),
+            };
+            let meta = self.legacy_meta(meta)?;
+            return Ok(Message::Request(Request {
+                id,
+                method,
+                meta,
+                params,
+            }));
+        }
         let meta = match params.remove("_meta") {
             Some(Value::Object(m)) => m,
             Some(other) => {
@@ -642,6 +680,40 @@ impl Decoder<'_> {
             meta,
             params,
         }))
+    }
+
+    /// `_meta.progressToken`, taken out of `meta` when present.
+    fn meta_progress_token(
+        &self,
+        meta: &mut Map<String, Value>,
+    ) -> Result<Option<ProgressToken>, DecodeError> {
+        match meta.remove(META_PROGRESS_TOKEN) {
+            Some(v) => Ok(Some(
+                self.token(&Scalar::from_value(&v), "params._meta.progressToken")?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// A legacy request's `_meta`: an optional progress token and anything else, but none of
+    /// the modern protocol keys.
+    fn legacy_meta(&self, mut meta: Map<String, Value>) -> Result<RequestMeta, DecodeError> {
+        for key in [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES] {
+            if meta.contains_key(key) {
+                return Err(DecodeError::new(
+                    Rule::ModernMetaInLegacy,
+                    format!("params._meta.{key}"),
+                    "a legacy request carries no modern _meta keys: initialize negotiated the version and capabilities",
+                ));
+            }
+        }
+        let progress_token = self.meta_progress_token(&mut meta)?;
+        Ok(RequestMeta {
+            protocol_version: Cow::Borrowed(self.opts.era.version()),
+            client_capabilities: Map::new(),
+            progress_token,
+            other: meta,
+        })
     }
 
     fn request_meta(&self, mut meta: Map<String, Value>) -> Result<RequestMeta, DecodeError> {
@@ -679,10 +751,7 @@ impl Decoder<'_> {
                 ))
             }
         };
-        let progress_token = match meta.remove(META_PROGRESS_TOKEN) {
-            Some(v) => Some(self.token(&Scalar::from_value(&v), "params._meta.progressToken")?),
-            None => None,
-        };
+        let progress_token = self.meta_progress_token(&mut meta)?;
         Ok(RequestMeta {
             protocol_version,
             client_capabilities,

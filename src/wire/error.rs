@@ -56,6 +56,9 @@ pub enum Rule {
     PositionalParams,
     /// A request lacks `_meta` or one of its required keys (§1.5; answered with -32602).
     MissingMeta,
+    /// A legacy request carries the modern `_meta` protocol keys (docs/spec/mcp-2025-11-25.md
+    /// LA1: the version and capabilities were negotiated by `initialize`).
+    ModernMetaInLegacy,
     /// A stdio line is empty (strict framing, Appendix B).
     BlankLine,
     /// A stdio line ends in CR LF (strict framing, Appendix B).
@@ -90,6 +93,7 @@ impl Rule {
             Rule::MissingResultType => "missing-result-type",
             Rule::PositionalParams => "positional-params",
             Rule::MissingMeta => "missing-meta",
+            Rule::ModernMetaInLegacy => "modern-meta-in-legacy",
             Rule::BlankLine => "blank-line",
             Rule::CrLf => "crlf",
             Rule::LineTooLong => "line-too-long",
@@ -149,7 +153,7 @@ impl DecodeError {
             | Rule::CrLf
             | Rule::LineTooLong
             | Rule::Truncated => codes::PARSE_ERROR,
-            Rule::MissingMeta => codes::INVALID_PARAMS,
+            Rule::MissingMeta | Rule::ModernMetaInLegacy => codes::INVALID_PARAMS,
             Rule::NotificationWithId => codes::METHOD_NOT_FOUND,
             _ if self.path.starts_with("params") => codes::INVALID_PARAMS,
             _ => codes::INVALID_REQUEST,

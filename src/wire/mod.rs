@@ -15,6 +15,7 @@
 
 mod decode;
 mod encode;
+mod era;
 mod error;
 pub mod http;
 mod id;
@@ -23,6 +24,7 @@ mod message;
 
 pub use decode::{decode, decode_with, DecodeOptions};
 pub use encode::{encode, encode_with, to_value};
+pub use era::{Era, LegacyRevision, UnknownEra};
 pub use error::{DecodeError, EncodeError, Rule};
 pub use id::{ProgressToken, RequestId};
 pub use json::Limits;

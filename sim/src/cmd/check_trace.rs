@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::report;
 use mcp_sim::trace::Trace;
+use mcp_sim::Era;
 
 use crate::args::{json_verdict, oracle_config, Format, ProfileArg};
 
@@ -32,6 +33,10 @@ pub struct Args {
     /// Print a Mermaid sequence diagram of the violations (text format).
     #[arg(long)]
     mermaid: bool,
+    /// Judge by this era instead of the one the trace speaks: `modern`, `legacy` or a revision
+    /// (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26).
+    #[arg(long)]
+    era: Option<Era>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -61,6 +66,7 @@ pub fn run(args: &Args) -> ExitCode {
     let config = OracleConfig {
         max_request_ms: args.max_request_ms,
         complete: args.complete,
+        era: args.era,
         ..oracle_config(args.profile, args.grace_ms)
     };
     let verdict = oracle::check(&trace, &config);
@@ -74,6 +80,7 @@ pub fn run(args: &Args) -> ExitCode {
                 trace.events.len(),
                 verdict.violations.len()
             );
+            println!("era: {}", verdict.era.describe());
             print!("{}", report::violations_text(&verdict));
             if args.mermaid && !verdict.is_clean() {
                 println!(

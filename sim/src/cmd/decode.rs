@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use mcp_sim::framing::ndjson::{LineDecoder, LineOptions};
 use mcp_sim::framing::FrameError;
 use mcp_sim::wire::{self, DecodeError, DecodeOptions, Limits};
+use mcp_sim::Era;
 use serde::Serialize;
 
 /// Strictness knobs; the default is the 2026-07-28 schema as written.
@@ -25,6 +26,10 @@ pub struct Args {
     /// Reject results without `resultType` (what a server MUST send).
     #[arg(long)]
     require_result_type: bool,
+    /// Read the shapes of this era: `modern` (2026-07-28) or `legacy` (a request's `_meta` is
+    /// optional and carries no modern keys), or a revision's date.
+    #[arg(long, default_value = "modern")]
+    era: Era,
     /// Strip CR before LF instead of rejecting the line.
     #[arg(long)]
     allow_crlf: bool,
@@ -49,6 +54,7 @@ pub fn run(args: &Args) -> ExitCode {
         allow_null_error_id: args.allow_null_error_id,
         allow_integral_float_ids: args.allow_integral_float_ids,
         require_result_type: args.require_result_type,
+        era: args.era,
     };
     let mut lines = LineDecoder::new(LineOptions {
         max_line_bytes: limits.max_message_bytes,

@@ -232,8 +232,11 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
     let Some(point) = cancel_point(s, r) else {
         return;
     };
+    // In the legacy era the cancel is the notification on every transport, and what may not
+    // follow it is the same on both (LC10).
+    let http_modern = r.transport == Some(Transport::Http) && !s.ix.era.is_legacy();
     let (rule, level) = match r.transport {
-        Some(Transport::Http) => (rule!("disconnect-is-cancel"), Level::Must),
+        Some(Transport::Http) if http_modern => (rule!("disconnect-is-cancel"), Level::Must),
         _ => match s.config.profile {
             Profile::Strict => (rule!("response-after-cancel"), Level::Must),
             Profile::Lenient => (rule!("response-after-cancel"), Level::Should),
@@ -263,9 +266,10 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
             s.name(r),
             s.t(w) - (limit - s.config.grace_ms)
         );
-        let (rule, level) = match r.transport {
-            Some(Transport::Http) => (rule!("disconnect-is-cancel"), Level::Must),
-            _ => (rule!("work-after-cancel"), Level::Should),
+        let (rule, level) = if http_modern {
+            (rule!("disconnect-is-cancel"), Level::Must)
+        } else {
+            (rule!("work-after-cancel"), Level::Should)
         };
         s.flag(rule, level, vec![anchor, w], msg);
     }
@@ -288,11 +292,18 @@ pub(super) fn cancel_on_timeout(s: &mut Sink<'_, '_>, r: &Req) {
     if r.client_response.is_some_and(|resp| resp <= a) {
         return;
     }
+    // A legacy handshake that timed out is never cancelled (LA3): the client closes instead.
+    if ix.era.is_legacy() && r.method == "initialize" {
+        return;
+    }
     let deadline = s.t(a) + s.config.grace_ms;
     if r.client_cancels.iter().any(|&c| s.t(c) <= deadline) {
         return;
     }
+    // In the legacy era the cancel is the notification on every transport (LD14); the
+    // catalog's legacy level (SHOULD) applies.
     let (level, how) = match r.transport {
+        _ if ix.era.is_legacy() => (Level::Must, "sending notifications/cancelled"),
         Some(Transport::Http) => (Level::Should, "closing its stream"),
         _ => (Level::Must, "sending notifications/cancelled"),
     };

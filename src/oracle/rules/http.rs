@@ -65,6 +65,7 @@ pub(super) fn http_status(s: &mut Sink<'_, '_>) {
                 stream: Some(st),
                 status,
                 content_type,
+                ..
             } => {
                 streams.entry(*st).or_default().status.get_or_insert((
                     i,

@@ -29,25 +29,49 @@ pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
             }
             Ok(m) => m,
         };
-        let problem = match (from, msg) {
-            (Side::Client, Message::Progress(_)) => {
-                Some("clients do not send notifications/progress in 2026-07-28")
-            }
-            (Side::Client, Message::Notification(_)) => {
-                Some("the only notification a client sends is notifications/cancelled")
-            }
-            (Side::Client, Message::Result(_) | Message::Error(_)) => {
-                Some("clients never send responses")
-            }
-            (Side::Server, Message::Request(_)) => Some("servers never send requests"),
-            (Side::Server, Message::Result(r)) if r.result_type.is_none() => {
-                Some("server results MUST carry resultType")
-            }
-            _ => None,
+        let problem = if s.ix.era.is_legacy() {
+            legacy_shape_problem(from, msg)
+        } else {
+            modern_shape_problem(from, msg)
         };
         if let Some(p) = problem {
             s.flag(rule!("message-shape"), Level::Must, vec![i], p.into());
         }
+    }
+}
+
+/// What the modern era forbids of a well-formed message from `from` (§1.1-1.2).
+fn modern_shape_problem(from: Side, msg: &Message) -> Option<&'static str> {
+    match (from, msg) {
+        (Side::Client, Message::Progress(_)) => {
+            Some("clients do not send notifications/progress in 2026-07-28")
+        }
+        (Side::Client, Message::Notification(_)) => {
+            Some("the only notification a client sends is notifications/cancelled")
+        }
+        (Side::Client, Message::Result(_) | Message::Error(_)) => {
+            Some("clients never send responses")
+        }
+        (Side::Server, Message::Request(_)) => Some("servers never send requests"),
+        (Side::Server, Message::Result(r)) if r.result_type.is_none() => {
+            Some("server results MUST carry resultType")
+        }
+        _ => None,
+    }
+}
+
+/// What the legacy era forbids of a well-formed message from `from`: either side may send
+/// requests, notifications, progress and answers (docs/spec/mcp-2025-11-25.md §2-§4), but the
+/// handshake's messages go one way only.
+fn legacy_shape_problem(from: Side, msg: &Message) -> Option<&'static str> {
+    match (from, msg) {
+        (Side::Server, Message::Request(r)) if r.method == "initialize" => {
+            Some("only the client sends initialize")
+        }
+        (Side::Server, Message::Notification(n)) if n.method == "notifications/initialized" => {
+            Some("only the client sends notifications/initialized")
+        }
+        _ => None,
     }
 }
 

@@ -1,14 +1,21 @@
 //! The rules, one small function each, grouped by the section of the 2026-07-28 digest they
 //! enforce: [`messages`] (§1, §8), [`progress`] (§2), [`cancellation`] (§3), [`timeouts`]
-//! (§4), [`transport`] and [`http`] (§5), [`listen`] (§7.1) and [`tasks`] (§7.2, §7.3). Each
+//! (§4), [`transport`] and [`http`] (§5), [`listen`] (§7.1) and [`tasks`] (§7.2, §7.3), and
+//! the legacy era's handshake in [`lifecycle`] (docs/spec/mcp-2025-11-25.md LA1-LA4), its HTTP
+//! sessions in [`sessions`] (LA5, LA6, LC11) and its resumable streams in [`resumability`]
+//! (LB8, LE15-LE19), and the server's own requests of that era in [`server_requests`]. Each
 //! reads the [`Index`] built once per trace and reports through a [`Sink`]; what they share (who
 //! sent a message, whether a request is outstanding) is here.
 
 mod cancellation;
 mod http;
+mod lifecycle;
 mod listen;
 mod messages;
 mod progress;
+mod resumability;
+mod server_requests;
+mod sessions;
 mod tasks;
 mod timeouts;
 mod transport;
@@ -18,16 +25,25 @@ pub use cancellation::CANCEL_REACTION_MS;
 use super::index::{Index, Req};
 use super::{Level, OracleConfig, Violation};
 use crate::trace::{EventKind, Side};
+use crate::wire::Era;
 use cancellation::{
     after_cancel, cancel_on_timeout, cancel_unknown_request, late_response_delivered,
     race_not_graceful, resource_leak, server_cancel_not_listen, single_outcome,
 };
 use http::{http_request_headers, http_status};
+use lifecycle::{
+    initialize_cancelled, initialize_first, ping_answered, request_before_initialized,
+};
 use listen::{listen_ack_first, listen_filter, listen_reopened, listen_tagged};
 use messages::{
     duplicate_response, error_code_reserved, ids_and_tokens, message_shapes, notification_answered,
 };
 use progress::{progress, reset_needs_token};
+use resumability::{
+    event_id_unique, priming_event, progress_on_get_stream, replays, retry_honoured,
+};
+use server_requests::server_requests_rules;
+use sessions::{disconnect_taken_as_cancel, protocol_version_header, session_id_sent};
 use tasks::{
     cancel_targets_task, input_required_retry, input_required_shape, task_ack, task_not_negotiated,
     task_poll_interval, task_states, task_unknown, Tasks,
@@ -43,7 +59,16 @@ struct Sink<'a, 'c> {
 }
 
 impl Sink<'_, '_> {
+    /// Reports a violation of `rule` at `level`, as the rule's function judged it; in the
+    /// legacy era at the catalog's legacy level where that is weaker, and not at all where the
+    /// rule does not apply in the trace's era.
     fn flag(&mut self, rule: &'static str, level: Level, events: Vec<usize>, message: String) {
+        let info = super::rule_info(rule).expect("rule! names a catalog rule");
+        let level = match (self.ix.era, info.level_in(self.ix.era)) {
+            (_, None) => return,
+            (Era::Modern, Some(_)) => level,
+            (Era::Legacy(_), Some(legacy)) => level.max(legacy),
+        };
         self.out.push(Violation {
             rule,
             level,
@@ -105,6 +130,19 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
     wire_integrity(&mut s);
     http_request_headers(&mut s);
     http_status(&mut s);
+    initialize_first(&mut s);
+    request_before_initialized(&mut s);
+    initialize_cancelled(&mut s);
+    ping_answered(&mut s);
+    server_requests_rules(&mut s);
+    session_id_sent(&mut s);
+    protocol_version_header(&mut s);
+    disconnect_taken_as_cancel(&mut s);
+    progress_on_get_stream(&mut s);
+    event_id_unique(&mut s);
+    replays(&mut s);
+    retry_honoured(&mut s);
+    priming_event(&mut s);
     s.out
 }
 
@@ -117,6 +155,15 @@ fn sender(ix: &Index<'_>, i: usize) -> Option<Side> {
         (EventKind::Recv(_), Side::Client) if !ix.has(Side::Server) => Some(Side::Server),
         (EventKind::Recv(_), Side::Server) if !ix.has(Side::Client) => Some(Side::Client),
         _ => None,
+    }
+}
+
+/// `side` when it was recorded, else the other end: whose view of an event to use.
+fn view(ix: &Index<'_>, side: Side) -> Side {
+    match side {
+        Side::Client if !ix.has(Side::Client) => Side::Server,
+        Side::Server if !ix.has(Side::Server) => Side::Client,
+        side => side,
     }
 }
 

@@ -1,0 +1,134 @@
+//! How a trace says which protocol era it speaks (see [`Era`]): its `initialize` exchange, or
+//! the modern `_meta` protocol version, read before anything else is judged.
+
+use serde_json::Value;
+
+use crate::trace::{EventKind, Side, Trace};
+use crate::wire::{Era, META_PROTOCOL_VERSION};
+
+/// How the era of a trace was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraSource {
+    /// The caller said so (`check-trace --era`, `OracleConfig::era`).
+    Given,
+    /// The `initialize` exchange at this event: the version its result negotiated, else the
+    /// one its request asked for.
+    Initialize(usize),
+    /// A request at this event carries the modern `_meta` protocol version.
+    ModernMeta(usize),
+    /// Nothing in the trace says: no `initialize`, no modern `_meta`.
+    Assumed,
+}
+
+/// The era a trace is judged by, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EraReading {
+    /// The era.
+    pub era: Era,
+    /// Why.
+    pub source: EraSource,
+}
+
+impl Default for EraReading {
+    /// Modern, assumed.
+    fn default() -> Self {
+        EraReading {
+            era: Era::Modern,
+            source: EraSource::Assumed,
+        }
+    }
+}
+
+impl EraReading {
+    /// The era `trace` speaks, read from its messages: the first `initialize` request (legacy,
+    /// at the version its result negotiated) or the first request with the modern `_meta`
+    /// protocol version, whichever comes first. A trace with neither is assumed modern, and
+    /// says so.
+    pub fn of_trace(trace: &Trace) -> EraReading {
+        for (i, event) in trace.events.iter().enumerate() {
+            let (EventKind::Send(w) | EventKind::Recv(w)) = &event.kind else {
+                continue;
+            };
+            let Some(msg) = w.msg.as_ref() else { continue };
+            let Some(method) = msg.get("method").and_then(Value::as_str) else {
+                continue;
+            };
+            if msg.get("id").is_none() {
+                continue;
+            }
+            let params = msg.get("params");
+            if method == "initialize" {
+                let asked = params
+                    .and_then(|p| p.get("protocolVersion"))
+                    .and_then(Value::as_str);
+                let agreed = negotiated(trace, i, msg.get("id"));
+                let era = agreed
+                    .or(asked)
+                    .and_then(Era::from_version)
+                    .filter(|e| e.is_legacy())
+                    .unwrap_or(Era::LEGACY);
+                return EraReading {
+                    era,
+                    source: EraSource::Initialize(i),
+                };
+            }
+            let modern = params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(META_PROTOCOL_VERSION))
+                .is_some();
+            if modern {
+                return EraReading {
+                    era: Era::Modern,
+                    source: EraSource::ModernMeta(i),
+                };
+            }
+        }
+        EraReading {
+            era: Era::Modern,
+            source: EraSource::Assumed,
+        }
+    }
+
+    /// What the verdict says about the era: `legacy 2025-11-25 (the initialize exchange at
+    /// #0)`.
+    pub fn describe(&self) -> String {
+        let why = match self.source {
+            EraSource::Given => "given".to_owned(),
+            EraSource::Initialize(i) => format!("the initialize exchange at #{i}"),
+            EraSource::ModernMeta(i) => format!("the _meta protocol version at #{i}"),
+            EraSource::Assumed => {
+                "assumed: no initialize and no _meta protocol version in the trace".to_owned()
+            }
+        };
+        format!("{} ({why})", self.era)
+    }
+}
+
+/// The `protocolVersion` of the result answering the `initialize` with `id` sent at event
+/// `from`, in the server's view first (its send, else the client's receipt).
+fn negotiated<'t>(trace: &'t Trace, from: usize, id: Option<&Value>) -> Option<&'t str> {
+    let id = id?;
+    let mut found = None;
+    for event in &trace.events[from..] {
+        let (EventKind::Send(w) | EventKind::Recv(w)) = &event.kind else {
+            continue;
+        };
+        let Some(msg) = w.msg.as_ref() else { continue };
+        let from_server = matches!(
+            (&event.kind, event.side),
+            (EventKind::Send(_), Side::Server) | (EventKind::Recv(_), Side::Client)
+        );
+        if !from_server || msg.get("id") != Some(id) || msg.get("method").is_some() {
+            continue;
+        }
+        let version = msg
+            .get("result")
+            .and_then(|r| r.get("protocolVersion"))
+            .and_then(Value::as_str);
+        if version.is_some() {
+            found = version;
+            break;
+        }
+    }
+    found
+}

@@ -1,0 +1,187 @@
+//! The legacy era's lifecycle (docs/spec/mcp-2025-11-25.md §2, §6, LA1-LA4): the handshake
+//! comes first, nothing but `ping` goes before its result, `initialize` is never cancelled,
+//! and a `ping` is answered with an empty result. In the modern era there is no handshake and
+//! these rules do not apply ([`super::Sink::flag`] drops them).
+
+use super::{sender, Sink};
+
+use crate::oracle::index::Req;
+use crate::oracle::Level;
+use crate::trace::{EventKind, Side};
+use crate::wire::Era;
+use crate::wire::Message;
+
+const INITIALIZE: &str = "initialize";
+const PING: &str = "ping";
+
+/// LA1: the first request of every connection is `initialize`, and its result carries
+/// `protocolVersion`, `capabilities` and `serverInfo`. A connection starts with the trace and
+/// again after the whole connection closed (`close` without a stream: a broken pipe, a
+/// server that restarted).
+pub(super) fn initialize_first(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.era.is_legacy() {
+        return;
+    }
+    let mut fresh = true;
+    for (i, event) in ix.trace.events.iter().enumerate() {
+        if let EventKind::Close { stream: None, .. } = event.kind {
+            fresh = true;
+            continue;
+        }
+        if sender(ix, i) != Some(Side::Client) {
+            continue;
+        }
+        let Some(Message::Request(req)) = ix.msg(i) else {
+            continue;
+        };
+        if fresh && req.method != INITIALIZE {
+            let msg = format!(
+                "the first request of the connection is {}, not initialize",
+                req.method
+            );
+            s.flag(rule!("initialize-first"), Level::Must, vec![i], msg);
+        }
+        fresh = false;
+    }
+    for r in ix.requests.iter().filter(|r| r.method == INITIALIZE) {
+        for &answer in &r.responses {
+            let Some(Message::Result(result)) = ix.msg(answer) else {
+                continue;
+            };
+            let member = |name: &str| result.result.get(name);
+            let missing: Vec<&str> = [
+                (
+                    "protocolVersion (a string)",
+                    member("protocolVersion").is_some_and(|v| v.is_string()),
+                ),
+                (
+                    "capabilities (an object)",
+                    member("capabilities").is_some_and(|v| v.is_object()),
+                ),
+                (
+                    "serverInfo (an object)",
+                    member("serverInfo").is_some_and(|v| v.is_object()),
+                ),
+            ]
+            .into_iter()
+            .filter(|(_, present)| !present)
+            .map(|(name, _)| name)
+            .collect();
+            if !missing.is_empty() {
+                let msg = format!("the initialize result lacks {}", missing.join(", "));
+                s.flag(
+                    rule!("initialize-first"),
+                    Level::Must,
+                    vec![r.created, answer],
+                    msg,
+                );
+            }
+        }
+    }
+}
+
+/// When the initialize request `init` ended for the side that judges it: the client's receipt
+/// of its result when the client was recorded, else the server's answer.
+fn handshake_done(s: &Sink<'_, '_>, init: &Req) -> Option<usize> {
+    if s.ix.has(Side::Client) {
+        init.client_response
+    } else {
+        init.responses.first().copied()
+    }
+}
+
+/// LA2: between `initialize` and its result the client sends no request other than `ping`.
+pub(super) fn request_before_initialized(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.era.is_legacy() {
+        return;
+    }
+    for init in ix.requests.iter().filter(|r| r.method == INITIALIZE) {
+        let done = handshake_done(s, init);
+        // The next initialize starts a new handshake: what follows it is its business.
+        let next = ix
+            .requests
+            .iter()
+            .filter(|r| r.method == INITIALIZE && r.created > init.created)
+            .map(|r| r.created)
+            .min();
+        let until = [done, next].into_iter().flatten().min();
+        for r in ix.requests.iter().filter(|r| {
+            r.created > init.created
+                && until.is_none_or(|u| r.created < u)
+                && r.method != PING
+                && r.method != INITIALIZE
+        }) {
+            let msg = format!(
+                "{} ({}) went out before the initialize result",
+                s.name(r),
+                r.method
+            );
+            s.flag(
+                rule!("request-before-initialized"),
+                Level::Should,
+                vec![init.created, r.created],
+                msg,
+            );
+        }
+    }
+}
+
+/// LA3: the client never cancels `initialize`.
+pub(super) fn initialize_cancelled(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.era.is_legacy() {
+        return;
+    }
+    for init in ix.requests.iter().filter(|r| r.method == INITIALIZE) {
+        if let Some(&cancel) = init.client_cancels.first() {
+            let msg = format!("the client cancelled initialize ({})", s.name(init));
+            s.flag(
+                rule!("initialize-cancelled"),
+                Level::Must,
+                vec![init.created, cancel],
+                msg,
+            );
+        }
+    }
+}
+
+/// LA4: a `ping`, from either side, is answered with an empty result; in a complete run every
+/// ping is answered.
+pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if ix.era == Era::Modern {
+        return;
+    }
+    for i in 0..ix.trace.events.len() {
+        let Some(from) = sender(ix, i) else { continue };
+        let Some(Message::Request(ping)) = ix.msg(i) else {
+            continue;
+        };
+        if ping.method != PING {
+            continue;
+        }
+        let answer = (i + 1..ix.trace.events.len()).find(|&j| {
+            sender(ix, j).is_some_and(|by| by != from)
+                && matches!(ix.msg(j), Some(Message::Result(_) | Message::Error(_)))
+                && ix.msg(j).and_then(Message::id) == Some(&ping.id)
+        });
+        let problem = match answer.map(|j| (j, ix.msg(j))) {
+            Some((j, Some(Message::Result(r)))) if !r.result.is_empty() => {
+                Some((j, "answered with a result that is not empty".to_owned()))
+            }
+            Some((j, Some(Message::Error(e)))) => {
+                Some((j, format!("answered with error {}", e.error.code)))
+            }
+            Some(_) => None,
+            None if s.config.complete => Some((i, "never answered".to_owned())),
+            None => None,
+        };
+        if let Some((j, why)) = problem {
+            let msg = format!("the {} ping {} was {why}", from.as_str(), ping.id);
+            let events = if j == i { vec![i] } else { vec![i, j] };
+            s.flag(rule!("ping-answered"), Level::Must, events, msg);
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The legacy era's resumable streams (docs/spec/mcp-2025-11-25.md §5, LB8, LE15-LE19): event
+//! ids unique across the session, a resume (`GET` with `Last-Event-ID`) that replays only the
+//! broken stream and only what came after that event, the `retry` the client waits, the
+//! priming event of 2025-11-25, and a listening `GET` stream that carries no progress.
+//!
+//! The server's view of what it sent is used (its sends and `sse` events, else the client's
+//! receipts), and the client's view of the `GET`s it opened (else the server's).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{view, Sink};
+
+use crate::oracle::Level;
+use crate::trace::{EventKind, Side};
+use crate::wire::Message;
+use crate::wire::{Era, LegacyRevision};
+
+/// A `GET` the client opened: when, and the `Last-Event-ID` it resumed from, if any.
+struct Get {
+    opened: usize,
+    last_event_id: Option<String>,
+}
+
+/// One SSE event in the server's view: where and with which id.
+struct Sent {
+    event: usize,
+    stream: u64,
+    id: Option<String>,
+    /// It carried a message (not a priming or retry-only event).
+    message: bool,
+}
+
+struct Streams {
+    gets: BTreeMap<u64, Get>,
+    /// Every SSE event the server sent, in order.
+    sent: Vec<Sent>,
+    /// The stream each event id was first sent on, outside resumed streams.
+    origin: BTreeMap<String, u64>,
+}
+
+impl Streams {
+    fn build(s: &Sink<'_, '_>) -> Streams {
+        let ix = s.ix;
+        let server_view = view(ix, Side::Server);
+        let client_view = view(ix, Side::Client);
+        let mut gets = BTreeMap::new();
+        let mut sent = Vec::new();
+        for (i, event) in ix.trace.events.iter().enumerate() {
+            match &event.kind {
+                EventKind::Open {
+                    stream,
+                    method,
+                    headers,
+                } if event.side == client_view && method == "GET" => {
+                    let last_event_id = headers
+                        .as_ref()
+                        .and_then(|h| h.get("last-event-id"))
+                        .cloned();
+                    gets.insert(
+                        *stream,
+                        Get {
+                            opened: i,
+                            last_event_id,
+                        },
+                    );
+                }
+                EventKind::Sse {
+                    stream, event_id, ..
+                } if event.side == server_view => sent.push(Sent {
+                    event: i,
+                    stream: *stream,
+                    id: event_id.clone(),
+                    message: false,
+                }),
+                EventKind::Send(w) | EventKind::Recv(w)
+                    if ix.emissions.binary_search(&i).is_ok() =>
+                {
+                    if let Some(stream) = w.stream {
+                        sent.push(Sent {
+                            event: i,
+                            stream,
+                            id: w.event_id.clone(),
+                            message: true,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut streams = Streams {
+            gets,
+            sent,
+            origin: BTreeMap::new(),
+        };
+        let mut origin = BTreeMap::new();
+        for e in &streams.sent {
+            if let Some(id) = &e.id {
+                if !streams.is_resume(e.stream) {
+                    origin.entry(id.clone()).or_insert(e.stream);
+                }
+            }
+        }
+        streams.origin = origin;
+        streams
+    }
+
+    fn is_resume(&self, stream: u64) -> bool {
+        self.gets
+            .get(&stream)
+            .is_some_and(|g| g.last_event_id.is_some())
+    }
+
+    /// The resumed streams: (stream, its GET, the stream it resumes, the id it resumes from).
+    fn resumes(&self) -> impl Iterator<Item = (u64, &Get, Option<u64>, &str)> + '_ {
+        self.gets.iter().filter_map(|(&stream, get)| {
+            let from = get.last_event_id.as_deref()?;
+            Some((stream, get, self.origin.get(from).copied(), from))
+        })
+    }
+}
+
+/// LB8: no progress on a `GET` stream opened to listen (not to resume).
+pub(super) fn progress_on_get_stream(s: &mut Sink<'_, '_>) {
+    if !s.ix.era.is_legacy() {
+        return;
+    }
+    let streams = Streams::build(s);
+    let listening: BTreeSet<u64> = streams
+        .gets
+        .iter()
+        .filter(|(_, g)| g.last_event_id.is_none())
+        .map(|(&stream, _)| stream)
+        .collect();
+    for e in streams.sent.iter().filter(|e| e.message) {
+        if listening.contains(&e.stream) {
+            if let Some(Message::Progress(p)) = s.ix.msg(e.event) {
+                let msg = format!(
+                    "progress for token {} on GET stream {}, not on its request's POST stream",
+                    p.token, e.stream
+                );
+                s.flag(
+                    rule!("progress-on-get-stream"),
+                    Level::Should,
+                    vec![e.event],
+                    msg,
+                );
+            }
+        }
+    }
+}
+
+/// LE15: an event id is never used twice outside a resumed stream's replay.
+pub(super) fn event_id_unique(s: &mut Sink<'_, '_>) {
+    if !s.ix.era.is_legacy() {
+        return;
+    }
+    let streams = Streams::build(s);
+    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &streams.sent {
+        let Some(id) = e.id.as_deref() else { continue };
+        if streams.is_resume(e.stream) {
+            continue;
+        }
+        if let Some(&earlier) = first.get(id) {
+            let msg = format!("event id {id:?} was used before (at #{earlier})");
+            s.flag(
+                rule!("event-id-unique"),
+                Level::Must,
+                vec![earlier, e.event],
+                msg,
+            );
+        } else {
+            first.insert(id, e.event);
+        }
+    }
+}
+
+/// LE16 and LE17: what a resumed stream replays. Only messages of the stream `Last-Event-ID`
+/// came from (by their ids, and by the request a response or progress belongs to), nothing at
+/// or before that event, and no event twice.
+pub(super) fn replays(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if !ix.era.is_legacy() {
+        return;
+    }
+    let streams = Streams::build(s);
+    for (resumed, _, from_stream, from_id) in streams.resumes() {
+        let Some(origin) = from_stream else { continue };
+        let before: BTreeSet<&str> = streams
+            .sent
+            .iter()
+            .filter(|e| e.stream == origin)
+            .take_while(|e| e.id.as_deref() != Some(from_id))
+            .chain(
+                streams
+                    .sent
+                    .iter()
+                    .filter(|e| e.stream == origin && e.id.as_deref() == Some(from_id)),
+            )
+            .filter_map(|e| e.id.as_deref())
+            .collect();
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in streams.sent.iter().filter(|e| e.stream == resumed) {
+            if let Some(id) = e.id.as_deref() {
+                if let Some(&other) = streams.origin.get(id).filter(|&&o| o != origin) {
+                    let msg = format!(
+                        "stream {resumed} resumed stream {origin} but replays event {id:?} of stream {other}"
+                    );
+                    s.flag(
+                        rule!("replay-other-stream"),
+                        Level::Must,
+                        vec![e.event],
+                        msg,
+                    );
+                }
+                if before.contains(id) {
+                    let msg = format!(
+                        "stream {resumed} replays event {id:?}, at or before Last-Event-ID {from_id:?}"
+                    );
+                    s.flag(
+                        rule!("replay-exactly-once"),
+                        Level::Must,
+                        vec![e.event],
+                        msg,
+                    );
+                }
+                if let Some(&twice) = seen.get(id) {
+                    let msg = format!("stream {resumed} replays event {id:?} twice");
+                    s.flag(
+                        rule!("replay-exactly-once"),
+                        Level::Must,
+                        vec![twice, e.event],
+                        msg,
+                    );
+                }
+                seen.insert(id, e.event);
+            }
+            // A response or progress on the resumed stream belongs to the origin's request.
+            let owner = match ix.msg(e.event) {
+                Some(Message::Progress(p)) => ix.by_token(&p.token, e.event),
+                Some(m @ (Message::Result(_) | Message::Error(_))) => {
+                    m.id().and_then(|id| ix.by_id(id, e.event))
+                }
+                _ => None,
+            };
+            let owner_stream = owner.and_then(|r| ix.requests[r].stream);
+            if let Some(other) = owner_stream.filter(|&o| o != origin) {
+                if !streams.gets.contains_key(&origin) {
+                    let msg = format!(
+                        "stream {resumed} resumed stream {origin} but carries a message of stream {other}'s request"
+                    );
+                    s.flag(
+                        rule!("replay-other-stream"),
+                        Level::Must,
+                        vec![e.event],
+                        msg,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// LE18 (2025-11-25): the client waits at least the stream's `retry` after the stream broke
+/// before it resumes it.
+pub(super) fn retry_honoured(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if ix.era != Era::Legacy(LegacyRevision::V2025_11_25) {
+        return;
+    }
+    let streams = Streams::build(s);
+    let client_view = view(ix, Side::Client);
+    for (_, get, from_stream, _) in streams.resumes() {
+        let Some(origin) = from_stream else { continue };
+        let broke = ix.trace.events[..get.opened]
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, e)| {
+                e.side == client_view
+                    && matches!(e.kind, EventKind::Close { stream: Some(st), .. } if st == origin)
+            });
+        let Some((broke, _)) = broke else { continue };
+        let retry = ix.trace.events[..broke]
+            .iter()
+            .rev()
+            .find_map(|e| match e.kind {
+                EventKind::Sse {
+                    stream,
+                    retry_ms: Some(ms),
+                    ..
+                } if stream == origin => Some(ms),
+                _ => None,
+            });
+        let Some(retry) = retry else { continue };
+        let waited = s.t(get.opened) - s.t(broke);
+        if waited < retry {
+            let msg = format!(
+                "the client resumed stream {origin} {waited} ms after it broke; the server set retry {retry} ms"
+            );
+            s.flag(
+                rule!("retry-honoured"),
+                Level::Must,
+                vec![broke, get.opened],
+                msg,
+            );
+        }
+    }
+}
+
+/// LE19 (2025-11-25): an SSE response stream opens with a priming event (an id, no data)
+/// before its first message.
+pub(super) fn priming_event(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    if ix.era != Era::Legacy(LegacyRevision::V2025_11_25) {
+        return;
+    }
+    let streams = Streams::build(s);
+    let server_view = view(ix, Side::Server);
+    let event_streams: BTreeSet<u64> = ix
+        .trace
+        .events
+        .iter()
+        .filter(|e| e.side == server_view)
+        .filter_map(|e| match &e.kind {
+            EventKind::Status {
+                stream: Some(st),
+                status: 200,
+                content_type: Some(ct),
+                ..
+            } if ct.starts_with("text/event-stream") => Some(*st),
+            _ => None,
+        })
+        .collect();
+    for stream in event_streams {
+        if streams.gets.contains_key(&stream) {
+            continue;
+        }
+        let first = streams.sent.iter().find(|e| e.stream == stream);
+        if let Some(first) = first.filter(|e| e.message || e.id.is_none()) {
+            let msg =
+                format!("stream {stream}'s first event is not a priming event (an id, no data)");
+            s.flag(
+                rule!("priming-event"),
+                Level::Should,
+                vec![first.event],
+                msg,
+            );
+        }
+    }
+}
