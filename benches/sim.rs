@@ -1,7 +1,8 @@
 //! Simulation speed on the documented standard scenario (`Scenario::standard`): seeds per
 //! second, time compression (simulated seconds per wall second) and the harness's overhead
 //! over bare turmoil moving the same bytes at the same times through the same four hosts.
-//! Also the in-memory lane and the cost of a finer tick. One thread; run with
+//! Also the in-memory lane (and, on stdio, its two protocol eras side by side) and the cost of
+//! a finer tick. One thread; run with
 //! `cargo bench --bench sim` (`MCP_SIM_BENCH_SEEDS` sets the seed count, default 200).
 
 use std::collections::BTreeMap;
@@ -11,6 +12,7 @@ use mcp_sim::lanes::memory;
 use mcp_sim::lanes::turmoil::{self as turmoil_lane, TurmoilOptions};
 use mcp_sim::scenario::Scenario;
 use mcp_sim::trace::{EventKind, Side, Trace};
+use mcp_sim::{Era, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 struct Figures {
@@ -62,10 +64,15 @@ fn harness_lane(seeds: u64, tick: Duration) -> (Figures, Vec<Trace>) {
 }
 
 fn memory_lane(seeds: u64) -> Figures {
+    memory_lane_of(seeds, Scenario::standard)
+}
+
+/// The in-memory lane over `scenario(seed)` for each seed.
+fn memory_lane_of(seeds: u64, scenario: impl Fn(u64) -> Scenario) -> Figures {
     let start = Instant::now();
     let mut sim_ms = 0;
     for seed in 0..seeds {
-        sim_ms += memory::run(&Scenario::standard(seed)).stats.sim_ms;
+        sim_ms += memory::run(&scenario(seed)).stats.sim_ms;
     }
     Figures {
         seeds,
@@ -269,4 +276,15 @@ fn main() {
     fine_figures.print("turmoil lane, 1 ms tick");
 
     memory_lane(seeds * 10).print("in-memory lane");
+
+    // The two eras on the same calls and faults, on stdio (where the legacy era runs): the
+    // legacy client's handshake and its shapes cost no speed.
+    memory_lane_of(seeds * 10, |seed| {
+        Scenario::standard(seed).with_transport(Transport::Stdio)
+    })
+    .print("in-memory lane, stdio, 2026-07-28");
+    memory_lane_of(seeds * 10, |seed| {
+        Scenario::standard(seed).in_era(Era::LEGACY)
+    })
+    .print("in-memory lane, stdio, 2025-11-25");
 }

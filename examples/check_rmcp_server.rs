@@ -1,12 +1,15 @@
 //! A user's rmcp server checked with one call, as a user's own test would: only the public
 //! API of mcp-sim, and rmcp's `slow_op` server of `tests/peers/rmcp_slow_op.rs` standing in
-//! for the user's code. `cargo test --workspace` runs its test; `cargo run --example
-//! check_rmcp_server` prints the summary.
+//! for the user's code, in both protocol eras: the reference client speaks 2026-07-28 and,
+//! as a legacy host does, opens with `initialize` (2025-11-25). `cargo test --workspace` runs
+//! its test; `cargo run --example check_rmcp_server` prints the summary.
 
 #[path = "../tests/peers/rmcp_slow_op.rs"]
 mod rmcp_slow_op;
 
-use mcp_sim::{check_server, CheckOptions, CheckSummary, ServerIo, ServerUnderTest, Transport};
+use mcp_sim::{
+    check_server, CheckOptions, CheckSummary, Era, ServerIo, ServerUnderTest, Transport,
+};
 use rmcp::ServiceExt;
 
 /// The user's server on the simulated host: rmcp serving the stdio stream it is handed.
@@ -23,6 +26,7 @@ fn server() -> ServerUnderTest {
 fn check() -> CheckSummary {
     let options = CheckOptions {
         transports: vec![Transport::Stdio],
+        eras: vec![Era::Modern, Era::LEGACY],
         ..CheckOptions::seeds(0..8)
     };
     check_server(&server(), &options).unwrap_or_else(|failure| panic!("{failure}"))
@@ -40,5 +44,5 @@ fn main() {
 #[test]
 fn rmcp_server_passes_the_check() {
     let summary = check();
-    assert_eq!(summary.runs, 8);
+    assert_eq!(summary.runs, 16, "8 seeds in each era");
 }

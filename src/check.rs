@@ -43,6 +43,7 @@ use crate::report;
 use crate::repro::{Repro, ReproEnv, ReproError};
 use crate::run::{judge_with_client, judge_with_server, Judged};
 use crate::scenario::{ProxyChoice, Scenario};
+use crate::wire::Era;
 
 /// Which runs a check makes.
 #[derive(Debug, Clone)]
@@ -59,6 +60,10 @@ pub struct CheckOptions {
     /// The turmoil lane: turmoil's tick and which tool the reference client calls with which
     /// arguments (`ToolCalls`).
     pub turmoil: TurmoilOptions,
+    /// The eras the reference client speaks, each seed in each (default: 2026-07-28 only).
+    /// A legacy run opens with `initialize`, as the legacy hosts do, and is judged by the
+    /// legacy rules; the legacy era runs on stdio, so its HTTP runs are left out.
+    pub eras: Vec<Era>,
 }
 
 impl Default for CheckOptions {
@@ -71,9 +76,13 @@ impl Default for CheckOptions {
             proxy: ProxyChoice::FromSeed,
             faults: true,
             turmoil: TurmoilOptions::default(),
+            eras: vec![Era::Modern],
         }
     }
 }
+
+/// One run of a check: a seed, on a transport, in an era.
+type CheckRun = (u64, Transport, Era);
 
 impl CheckOptions {
     /// The default options over `seeds`.
@@ -84,9 +93,10 @@ impl CheckOptions {
         }
     }
 
-    /// The runs to make, with the turmoil options they run under: `MCP_SIM_SEED` and
-    /// `MCP_SIM_TRANSPORT` narrow them to one, `MCP_SIM_TICK_MS` sets the tick.
-    fn runs(&self) -> Result<(Vec<(u64, Transport)>, TurmoilOptions), ReproError> {
+    /// The runs to make, with the turmoil options they run under: `MCP_SIM_SEED`,
+    /// `MCP_SIM_TRANSPORT` and `MCP_SIM_ERA` narrow them to one, `MCP_SIM_TICK_MS` sets the
+    /// tick.
+    fn runs(&self) -> Result<(Vec<CheckRun>, TurmoilOptions), ReproError> {
         let env = ReproEnv::read()?;
         let seeds: Vec<u64> = match env.seed {
             Some(s) => vec![s],
@@ -96,6 +106,9 @@ impl CheckOptions {
             .into_iter()
             .flat_map(|s| self.transports.iter().map(move |t| (s, *t)))
             .filter(|(_, t)| env.transport.is_none_or(|want| want == *t))
+            .flat_map(|(s, t)| self.eras.iter().map(move |e| (s, t, *e)))
+            .filter(|(_, t, e)| !e.is_legacy() || *t == Transport::Stdio)
+            .filter(|(_, _, e)| env.era.is_none_or(|want| want == *e))
             .collect();
         let mut turmoil = self.turmoil.clone();
         if let Some(tick) = env.tick {
@@ -104,10 +117,11 @@ impl CheckOptions {
         Ok((runs, turmoil))
     }
 
-    fn scenario(&self, seed: u64, transport: Transport) -> Scenario {
+    fn scenario(&self, seed: u64, transport: Transport, era: Era) -> Scenario {
         let mut s = self
             .proxy
-            .apply(Scenario::from_seed(seed).with_transport(transport));
+            .apply(Scenario::from_seed(seed).with_transport(transport))
+            .in_era(era);
         if !self.faults {
             s.faults.clear();
         }
@@ -135,6 +149,8 @@ pub struct CheckFailure {
     pub seed: u64,
     /// Its transport.
     pub transport: Transport,
+    /// The era the reference client spoke.
+    pub era: Era,
     /// The whole scenario.
     pub scenario: Scenario,
     /// The run and its verdict.
@@ -158,6 +174,7 @@ impl CheckFailure {
     pub fn rerun_line(&self) -> String {
         let repro = Repro {
             transport: Some(self.transport),
+            era: self.era,
             ..Repro::seed(self.seed, Lane::Turmoil { tick: self.tick })
         };
         format!(
@@ -169,7 +186,11 @@ impl CheckFailure {
 
 impl fmt::Display for CheckFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "mcp-sim: seed {} on {} fails", self.seed, self.transport)?;
+        write!(f, "mcp-sim: seed {} on {}", self.seed, self.transport)?;
+        if self.era.is_legacy() {
+            write!(f, " ({})", self.era)?;
+        }
+        writeln!(f, " fails")?;
         if let Some(crash) = &self.judged.crash {
             writeln!(f, "  crash: {crash}")?;
         }
@@ -255,16 +276,17 @@ fn check(
 ) -> Result<CheckSummary, CheckError> {
     let (runs, turmoil) = options.runs().map_err(CheckError::Environment)?;
     let mut summary = CheckSummary::default();
-    for (seed, transport) in runs {
+    for (seed, transport, era) in runs {
         if !transports.contains(&transport) {
             continue;
         }
-        let scenario = options.scenario(seed, transport);
+        let scenario = options.scenario(seed, transport, era);
         let judged = judge(&scenario, &turmoil);
         if judged.fails() {
             return Err(CheckError::Failed(Box::new(CheckFailure {
                 seed,
                 transport,
+                era,
                 scenario,
                 judged,
                 tick: turmoil.tick,

@@ -46,14 +46,15 @@ use crate::wire::{self, DecodeOptions, Message};
 
 /// The decoder settings an input of [`decode_bytes`] asks for, and the bytes to decode.
 ///
-/// A last byte in `0x10..=0x1F` is not input but knobs: its low three bits switch on the three
-/// strictness options and bit 3 tight limits (256 bytes, depth 4). No JSON text ends in such a
+/// A last byte in `0x10..=0x2F` is not input but knobs: its low three bits switch on the three
+/// strictness options, bit 3 tight limits (256 bytes, depth 4) and `0x20..=0x2F` the legacy
+/// era's shapes (`decode --era legacy`). No JSON text ends in such a
 /// byte (they are control characters, not whitespace), so every seed is a plain message decoded
 /// with the defaults, and the fuzzer reaches every setting by appending one byte. One execution
 /// is one decode and its round trip.
 pub fn decode_knobs(data: &[u8]) -> (&[u8], DecodeOptions) {
     match data.split_last() {
-        Some((&k @ 0x10..=0x1F, body)) => {
+        Some((&k @ 0x10..=0x2F, body)) => {
             let limits = if k & 8 != 0 {
                 wire::Limits {
                     max_message_bytes: 256,
@@ -67,9 +68,13 @@ pub fn decode_knobs(data: &[u8]) -> (&[u8], DecodeOptions) {
                 allow_null_error_id: k & 1 != 0,
                 allow_integral_float_ids: k & 2 != 0,
                 require_result_type: k & 4 != 0,
-                // The legacy shapes decode into a request the modern encoder writes back
-                // with the modern keys: this target's round trip holds for the modern era.
-                era: crate::wire::Era::Modern,
+                // 0x20..=0x2F: the legacy shapes, which the encoder writes back as they came
+                // (a legacy request's version is its era's).
+                era: if k >= 0x20 {
+                    crate::wire::Era::LEGACY
+                } else {
+                    crate::wire::Era::Modern
+                },
             };
             (body, opts)
         }
@@ -224,17 +229,27 @@ impl<'a> Arbitrary<'a> for ArbMessage {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         use crate::wire::*;
         let msg = match u.int_in_range(0..=5)? {
-            0 => Message::Request(Request {
-                id: u.arbitrary()?,
-                method: wire::request_method_of(u.arbitrary()?),
-                meta: RequestMeta {
-                    protocol_version: wire::protocol_version_of(u.arbitrary()?),
-                    client_capabilities: arb_map(u, 2)?,
-                    progress_token: u.arbitrary()?,
-                    other: arb_map(u, 2)?,
-                },
-                params: arb_map(u, 3)?,
-            }),
+            0 => {
+                // A legacy request has its era's version and no capabilities in `_meta`.
+                let legacy: bool = u.arbitrary()?;
+                let (protocol_version, client_capabilities) = if legacy {
+                    (Era::LEGACY.version().into(), Map::new())
+                } else {
+                    (wire::protocol_version_of(u.arbitrary()?), arb_map(u, 2)?)
+                };
+                Message::Request(Request {
+                    id: u.arbitrary()?,
+                    method: wire::request_method_of(u.arbitrary()?),
+                    meta: RequestMeta {
+                        protocol_version,
+                        client_capabilities,
+                        progress_token: u.arbitrary()?,
+                        other: arb_map(u, 2)?,
+                        legacy,
+                    },
+                    params: arb_map(u, 3)?,
+                })
+            }
             1 => Message::Progress(Progress {
                 token: u.arbitrary()?,
                 progress: u.arbitrary()?,
@@ -319,7 +334,15 @@ pub fn roundtrip(msg: &ArbMessage) {
     let msg = &msg.0;
     match wire::encode(msg) {
         Ok(text) => {
-            let back = wire::decode(text.as_bytes())
+            let era = match msg {
+                Message::Request(r) if r.meta.legacy => wire::Era::LEGACY,
+                _ => wire::Era::Modern,
+            };
+            let opts = DecodeOptions {
+                era,
+                ..DecodeOptions::default()
+            };
+            let back = wire::decode_with(text.as_bytes(), &opts)
                 .unwrap_or_else(|e| panic!("encoded {text} does not decode: {e}"));
             assert!(back == *msg, "round trip changed {msg:?} into {back:?}");
             let mut framed = sse::encode_event(&text).into_bytes();

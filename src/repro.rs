@@ -1,7 +1,7 @@
 //! The reproduction contract: which run a seed names, and the two lines that run it again.
 //!
-//! A failing run is reproduced from five knobs: the seed, the transport (or the seed's own),
-//! the lane with its tick, the intermediary (or the seed's own) and the mutant. [`Repro`] holds
+//! A failing run is reproduced from six knobs: the seed, the transport (or the seed's own),
+//! the lane with its tick, the intermediary (or the seed's own), the mutant and the era. [`Repro`] holds
 //! them; it builds the run's [`Scenario`] the way every sweep, replay, mutant hunt and check
 //! does, and prints the two lines that rerun it with every knob the run used:
 //!
@@ -20,6 +20,7 @@
 //! | `MCP_SIM_TICK_MS` | turmoil's tick in ms, at least 1 (default 10; turmoil lane only) |
 //! | `MCP_SIM_PROXY` | `nginx`, `alb`, `cloudflare`, `custom:SECONDS`, `custom:MSms` or `none` |
 //! | `MCP_SIM_MUTANT` | a mutant's name (`mcp-sim mutants --list`) |
+//! | `MCP_SIM_ERA` | `modern` (default), `legacy` or a legacy revision (`2025-06-18`) |
 
 use std::fmt;
 use std::time::Duration;
@@ -29,6 +30,7 @@ use crate::model::{Mutant, Transport};
 use crate::mutants;
 use crate::run::{self, Judged};
 use crate::scenario::{ProxyChoice, Scenario};
+use crate::wire::Era;
 
 /// The variable naming the seed.
 pub const SEED_VAR: &str = "MCP_SIM_SEED";
@@ -40,6 +42,8 @@ pub const TICK_VAR: &str = "MCP_SIM_TICK_MS";
 pub const PROXY_VAR: &str = "MCP_SIM_PROXY";
 /// The variable naming the mutant.
 pub const MUTANT_VAR: &str = "MCP_SIM_MUTANT";
+/// The variable naming the era.
+pub const ERA_VAR: &str = "MCP_SIM_ERA";
 
 /// turmoil's default tick, which the lines leave out.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(10);
@@ -57,6 +61,8 @@ pub struct Repro {
     pub proxy: ProxyChoice,
     /// A mutant instead of the reference peers.
     pub mutant: Option<Mutant>,
+    /// The era the client speaks ([`Scenario::in_era`]).
+    pub era: Era,
 }
 
 impl Repro {
@@ -68,6 +74,7 @@ impl Repro {
             lane,
             proxy: ProxyChoice::FromSeed,
             mutant: None,
+            era: Era::Modern,
         }
     }
 
@@ -81,7 +88,7 @@ impl Repro {
         if let Some(t) = self.transport {
             s = s.with_transport(t);
         }
-        self.proxy.apply(s)
+        self.proxy.apply(s).in_era(self.era)
     }
 
     /// Runs and judges it.
@@ -113,6 +120,9 @@ impl Repro {
         }
         if let Some(m) = self.mutant {
             out.push(("--mutant", MUTANT_VAR, m.to_string()));
+        }
+        if self.era != Era::Modern {
+            out.push(("--era", ERA_VAR, self.era.version().to_string()));
         }
         out
     }
@@ -171,6 +181,8 @@ pub struct ReproEnv {
     pub proxy: Option<ProxyChoice>,
     /// `MCP_SIM_MUTANT`.
     pub mutant: Option<Mutant>,
+    /// `MCP_SIM_ERA`.
+    pub era: Option<Era>,
 }
 
 impl ReproEnv {
@@ -229,6 +241,12 @@ impl ReproEnv {
                 ProxyChoice::parse,
             )?,
             mutant: parse(&get, MUTANT_VAR, "a mutant's name", Mutant::from_name)?,
+            era: parse(
+                &get,
+                ERA_VAR,
+                "modern, legacy, 2026-07-28, 2025-11-25, 2025-06-18 or 2025-03-26",
+                |v| v.parse().ok(),
+            )?,
         })
     }
 
@@ -254,6 +272,7 @@ impl ReproEnv {
             lane,
             proxy: self.proxy.unwrap_or(ProxyChoice::FromSeed),
             mutant: self.mutant,
+            era: self.era.unwrap_or(Era::Modern),
         })
     }
 }

@@ -704,3 +704,100 @@ fn the_client_polls_a_task_at_its_interval_and_cancels_it_by_request() {
         }]
     );
 }
+
+/// The legacy era (docs/spec/mcp-2025-11-25.md §2): the client opens with `initialize` and
+/// holds its requests until the result, then sends `notifications/initialized` and the
+/// requests, in the legacy shape; the dual-era server answers `initialize` at the version asked
+/// for and `ping` with an empty result, and its results carry no `resultType`.
+#[test]
+fn a_legacy_client_and_the_dual_era_server_shake_hands_before_anything_else() {
+    let legacy = ClientConfig {
+        era: wire::Era::LEGACY,
+        ..ClientConfig::new(Transport::Stdio)
+    };
+    let mut c = Client::new(legacy);
+    let call = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Line(Message::Request(init))] = &t[..] else {
+        panic!("only initialize goes out first: {t:?}");
+    };
+    assert_eq!(init.method, "initialize");
+    assert!(init.meta.legacy);
+    let text = wire::encode(&Message::Request(init.clone())).unwrap();
+    assert!(!text.contains("io.modelcontextprotocol"), "{text}");
+
+    let mut s = Server::new(ServerConfig::new(Transport::Stdio));
+    s.handle_message(ms(1), None, Message::Request(init.clone()));
+    let (answer, _) = drain_server(&mut s);
+    let [ServerTransmit::Line(Message::Result(r))] = &answer[..] else {
+        panic!("{answer:?}");
+    };
+    assert_eq!(r.result_type, None, "a legacy result has no resultType");
+    assert_eq!(r.result["protocolVersion"], "2025-11-25");
+    assert_eq!(s.era(), Some(wire::Era::LEGACY));
+
+    c.handle_message(ms(2), None, Message::Result(r.clone()));
+    let (t, e) = drain_client(&mut c);
+    assert!(
+        matches!(&t[0], ClientTransmit::Line(Message::Notification(n)) if n.method == "notifications/initialized")
+    );
+    let ClientTransmit::Line(Message::Request(tool)) = &t[1] else {
+        panic!("then the held call: {t:?}");
+    };
+    assert_eq!(tool.id, call);
+    assert!(tool.meta.legacy);
+    assert!(e.contains(&ClientEvent::Outcome {
+        request: init.id.clone(),
+        outcome: Outcome::Result
+    }));
+
+    let ping = wire::decode_with(
+        br#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#,
+        &wire::DecodeOptions {
+            era: wire::Era::LEGACY,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.handle_message(ms(3), None, ping);
+    let (answer, _) = drain_server(&mut s);
+    assert!(
+        matches!(&answer[..], [ServerTransmit::Line(Message::Result(r))]
+        if r.result.is_empty() && r.result_type.is_none())
+    );
+}
+
+/// A legacy client never cancels `initialize` (LA3): when the handshake times out it drops the
+/// connection and starts another, its calls still waiting; a call that gives up while it
+/// waits sends nothing (it never went out).
+#[test]
+fn a_legacy_handshake_that_times_out_is_not_cancelled() {
+    let mut c = Client::new(ClientConfig {
+        era: wire::Era::LEGACY,
+        ..ClientConfig::new(Transport::Stdio)
+    });
+    let call = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(100))),
+    );
+    drain_client(&mut c);
+    let deadline = ms(0) + client::HANDSHAKE_TIMEOUT;
+    assert_eq!(c.poll_timeout(), Some(deadline));
+    c.handle_timeout(deadline);
+    let (t, _) = drain_client(&mut c);
+    assert!(matches!(t[0], ClientTransmit::Disconnect), "{t:?}");
+    assert!(matches!(&t[1], ClientTransmit::Line(Message::Request(r)) if r.method == "initialize"));
+    assert!(t
+        .iter()
+        .all(|x| !matches!(x, ClientTransmit::Line(Message::Cancelled(_)))));
+    c.cancel(ms(40_000), &call).unwrap();
+    let (t, e) = drain_client(&mut c);
+    assert!(t.is_empty(), "nothing to cancel on the wire: {t:?}");
+    assert!(e.contains(&ClientEvent::Outcome {
+        request: call,
+        outcome: Outcome::Cancelled
+    }));
+}

@@ -71,6 +71,7 @@ fn crossing(transport: Transport, cancel_ms: u64) -> Scenario {
         calls: vec![call],
         faults: vec![],
         mutants: mcp_sim::mutants::MutantSet::NONE,
+        era: mcp_sim::Era::Modern,
     }
 }
 
@@ -216,4 +217,24 @@ fn tasks_survive_the_faults_that_kill_calls() {
         done(&tasks),
         done(&calls)
     );
+}
+
+/// The legacy era on the in-memory lane: every seed's client opens with `initialize`, the
+/// trace is judged by the legacy rules, no rule at all is broken, and a seed replays to the
+/// same digest.
+#[test]
+fn legacy_seeds_are_judged_as_legacy_clean_and_deterministic() {
+    for seed in 0..common::seed_count(500) {
+        let scenario = Scenario::from_seed(seed).in_era(mcp_sim::Era::LEGACY);
+        let judged = mcp_sim::run::judge(&scenario, Lane::Memory);
+        assert_eq!(judged.verdict.era.era, mcp_sim::Era::LEGACY, "seed {seed}");
+        assert!(
+            judged.verdict.violations.is_empty(),
+            "seed {seed}: {:?}",
+            judged.verdict.violations
+        );
+        assert!(!judged.fails(), "seed {seed}");
+        let again = memory::run(&scenario).trace.digest();
+        assert_eq!(judged.run.trace.digest(), again, "seed {seed}");
+    }
 }

@@ -45,3 +45,29 @@ fn seeds_replay_to_identical_traces() {
 fn replay_one_seed() {
     common::replay_from_env(Lane::turmoil());
 }
+
+/// The legacy era on the turmoil lane: judged by the legacy rules, no rule broken, the same
+/// digest twice.
+#[test]
+fn legacy_seeds_on_turmoil_are_clean_and_replay_identically() {
+    for seed in 0..common::seed_count(12) {
+        let scenario = Scenario::from_seed(seed).in_era(mcp_sim::Era::LEGACY);
+        let judged = mcp_sim::run::judge(
+            &scenario,
+            mcp_sim::lanes::Lane::Turmoil {
+                tick: TurmoilOptions::default().tick,
+            },
+        );
+        assert_eq!(judged.verdict.era.era, mcp_sim::Era::LEGACY, "seed {seed}");
+        assert!(
+            judged.verdict.violations.is_empty(),
+            "seed {seed}: {:?}",
+            judged.verdict.violations
+        );
+        let again = turmoil_lane::run(&scenario, &TurmoilOptions::default())
+            .expect("second run")
+            .trace
+            .digest();
+        assert_eq!(judged.run.trace.digest(), again, "seed {seed}");
+    }
+}

@@ -183,6 +183,7 @@ fn arb_request() -> BoxedStrategy<Request> {
                 client_capabilities,
                 progress_token,
                 other,
+                legacy: false,
             },
         );
     (arb_request_id(), arb_method(), meta, arb_map())

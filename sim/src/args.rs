@@ -11,6 +11,7 @@ use mcp_sim::mutants::Mutant;
 use mcp_sim::oracle::{OracleConfig, Profile, Verdict};
 use mcp_sim::repro::{Repro, DEFAULT_TICK};
 use mcp_sim::scenario::ProxyChoice;
+use mcp_sim::Era;
 use serde::Serialize;
 
 /// Which reading of the spec's ambiguous points to judge by.
@@ -182,6 +183,10 @@ pub struct Overrides {
     /// Run a mutant (see `mcp-sim mutants`) instead of the reference peers.
     #[arg(long)]
     pub(crate) mutant: Option<String>,
+    /// The era the client speaks: `modern` (2026-07-28) or `legacy` (2025-11-25, or a
+    /// revision's date); the reference server speaks both. The legacy era runs on stdio.
+    #[arg(long, default_value = "modern")]
+    pub(crate) era: Era,
 }
 
 impl Overrides {
@@ -189,6 +194,13 @@ impl Overrides {
     pub(crate) fn validate(&self) -> Result<(), String> {
         self.proxy()?;
         self.mutant()?;
+        if self.era.is_legacy() && matches!(self.transport, TransportArg::Http | TransportArg::Both)
+        {
+            return Err(format!(
+                "the legacy era ({}) is simulated on stdio only: drop --transport http",
+                self.era
+            ));
+        }
         Ok(())
     }
 
@@ -228,6 +240,7 @@ impl Overrides {
             lane: self.lane.lane(),
             proxy: self.proxy().unwrap_or_default(),
             mutant: self.mutant().ok().flatten(),
+            era: self.era,
         }
     }
 
@@ -244,6 +257,9 @@ impl Overrides {
         }
         if let Some(m) = &self.mutant {
             let _ = write!(out, " --mutant {m}");
+        }
+        if self.era != Era::Modern {
+            let _ = write!(out, " --era {}", self.era.version());
         }
         out
     }

@@ -131,6 +131,46 @@ fn check_trace_reads_the_era_and_takes_it_from_the_command_line() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("2024-11-05"));
 }
 
+/// `--era legacy` sweeps the legacy client (stdio) clean and names the era in its lines; with
+/// `--transport http` it is refused, naming why.
+#[test]
+fn a_legacy_sweep_runs_on_stdio_and_refuses_http() {
+    let out = mcp_sim(
+        &[
+            "sweep", "--lane", "memory", "--era", "legacy", "--seeds", "0..50", "--format", "json",
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runs"], 50);
+    assert!(
+        v["setup"].as_str().unwrap().contains("--era 2025-11-25"),
+        "{v}"
+    );
+    let http = mcp_sim(
+        &[
+            "sweep",
+            "--lane",
+            "memory",
+            "--era",
+            "legacy",
+            "--transport",
+            "http",
+            "--seeds",
+            "0..5",
+        ],
+        b"",
+    );
+    assert_eq!(http.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&http.stderr).contains("stdio only"));
+}
+
 #[test]
 fn sweep_and_replay_agree() {
     let dir = std::env::temp_dir().join("mcp-sim-cli-test-reports");

@@ -13,7 +13,7 @@
 use crate::framing::ndjson::LineDecoder;
 use crate::model::{Client, ClientEvent, ServerTransmit, StreamId, Transport};
 use crate::trace::{EventKind, Side, WireEvent};
-use crate::wire::{self, DecodeError, Message, RequestId};
+use crate::wire::{self, DecodeError, DecodeOptions, Era, Message, RequestId};
 
 /// The payload of one message's text as `transport` carried it (on `stream` for HTTP), and the
 /// message when the text decodes strictly: the decoded message, or the text when it does not
@@ -23,7 +23,21 @@ pub(crate) fn observe(
     stream: Option<StreamId>,
     bytes: &[u8],
 ) -> (WireEvent, Result<Message, DecodeError>) {
-    match wire::decode(bytes) {
+    observe_in(Era::Modern, transport, stream, bytes)
+}
+
+/// Like [`observe`], reading the shapes of `era`.
+pub(crate) fn observe_in(
+    era: Era,
+    transport: Transport,
+    stream: Option<StreamId>,
+    bytes: &[u8],
+) -> (WireEvent, Result<Message, DecodeError>) {
+    let opts = DecodeOptions {
+        era,
+        ..DecodeOptions::default()
+    };
+    match wire::decode_with(bytes, &opts) {
         Ok(msg) => (WireEvent::message(transport, stream, &msg), Ok(msg)),
         Err(e) => (WireEvent::raw(transport, stream, bytes), Err(e)),
     }
@@ -36,9 +50,23 @@ pub(crate) fn observe_as_written(
     stream: Option<StreamId>,
     bytes: &[u8],
 ) -> (WireEvent, Result<Message, DecodeError>) {
+    observe_as_written_in(Era::Modern, transport, stream, bytes)
+}
+
+/// Like [`observe_as_written`], reading the shapes of `era`.
+pub(crate) fn observe_as_written_in(
+    era: Era,
+    transport: Transport,
+    stream: Option<StreamId>,
+    bytes: &[u8],
+) -> (WireEvent, Result<Message, DecodeError>) {
+    let opts = DecodeOptions {
+        era,
+        ..DecodeOptions::default()
+    };
     (
         WireEvent::raw(transport, stream, bytes),
-        wire::decode(bytes),
+        wire::decode_with(bytes, &opts),
     )
 }
 

@@ -12,14 +12,14 @@
 use std::collections::BTreeMap;
 
 use crate::lanes::readers::StdioReader;
-use crate::lanes::recorder::{self, observe, observe_as_written};
+use crate::lanes::recorder;
 use crate::lanes::RunSink;
 use crate::model::{
     Backend, BackendCall, Server, ServerTransmit, StreamId, TimeoutPolicy, Transport,
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
-use crate::wire::Message;
+use crate::wire::{Era, Message};
 
 /// How a lane wants its server recorded.
 #[derive(Debug, Clone, Copy, Default)]
@@ -152,13 +152,16 @@ impl ServerDriver {
         headers: Option<BTreeMap<String, String>>,
         sink: &mut impl RunSink,
     ) {
+        let era = self.era_of(bytes);
         let (mut w, decoded) = if self.recording.as_written {
-            observe_as_written(self.transport, stream, bytes)
+            recorder::observe_as_written_in(era, self.transport, stream, bytes)
         } else {
-            observe(self.transport, stream, bytes)
+            recorder::observe_in(era, self.transport, stream, bytes)
         };
+        // The header checks are 2026-07-28's (Mcp-Method, Mcp-Name); a legacy request has none.
         let mismatch = headers
             .as_ref()
+            .filter(|_| !era.is_legacy())
             .and_then(|h| recorder::header_mismatch(&decoded, h));
         w.headers = headers;
         if let Ok(Message::Request(_)) = &decoded {
@@ -176,6 +179,23 @@ impl ServerDriver {
             }
             (Ok(msg), _, _) => self.server.handle_message(now, stream, msg),
             (Err(e), _, _) => self.server.handle_invalid(now, stream, &e),
+        }
+    }
+
+    /// The era to read a client's message in: the connection's, once its first request
+    /// decided it; before that, the legacy era for an `initialize` (the dual-era server lets
+    /// the first request pick), else the modern one.
+    fn era_of(&self, bytes: &[u8]) -> Era {
+        if let Some(era) = self.server.era() {
+            return era;
+        }
+        let opens_legacy = serde_json::from_slice::<serde_json::Value>(bytes)
+            .ok()
+            .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"));
+        if opens_legacy {
+            Era::LEGACY
+        } else {
+            Era::Modern
         }
     }
 

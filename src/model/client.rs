@@ -52,10 +52,14 @@ use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
-    codes, Cancelled, Message, ProgressToken, Request, RequestId, ResultResponse, ResultType,
-    META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL,
-    METHOD_TASKS_GET,
+    codes, Cancelled, Era, Message, Notification, ProgressToken, Request, RequestId,
+    ResultResponse, ResultType, META_SUBSCRIPTION_ID, METHOD_LISTEN,
+    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
 };
+
+/// How long a legacy client waits for the initialize result before it gives the connection
+/// up and opens another (it never cancels `initialize`, LA3).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
 pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
@@ -87,17 +91,38 @@ pub struct ClientConfig {
     pub max_retries: u32,
     /// Faulty behaviours switched on (none for the reference client).
     pub mutants: MutantSet,
+    /// The protocol era it speaks. A legacy client opens every connection with `initialize`,
+    /// holds its requests until the result, then sends `notifications/initialized`; its
+    /// requests carry no modern `_meta` keys (docs/spec/mcp-2025-11-25.md §2).
+    pub era: Era,
 }
 
 impl ClientConfig {
-    /// A client on `transport` that re-issues lost idempotent requests once.
+    /// A client on `transport` that re-issues lost idempotent requests once, in the modern era.
     pub fn new(transport: Transport) -> Self {
         ClientConfig {
             transport,
             max_retries: 1,
             mutants: MutantSet::NONE,
+            era: Era::Modern,
         }
     }
+}
+
+/// Where a legacy client's handshake stands on the current connection.
+#[derive(Debug, Clone, Default)]
+enum Handshake {
+    /// Nothing sent yet: the first request starts it.
+    #[default]
+    NotStarted,
+    /// `initialize` is out since `sent`; the requests behind it wait, in order.
+    Waiting {
+        id: RequestId,
+        sent: Time,
+        queued: VecDeque<(RequestId, ClientTransmit)>,
+    },
+    /// The result arrived (and every modern connection is here from the start).
+    Done,
 }
 
 /// What the application asks the client to send.
@@ -346,13 +371,14 @@ pub struct Client {
     tasks: BTreeMap<RequestId, ClientTask>,
     transmits: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
+    /// The legacy era's handshake on the current connection.
+    handshake: Handshake,
 }
 
 impl Client {
     /// A client with nothing outstanding.
     pub fn new(config: ClientConfig) -> Self {
         Client {
-            config,
             next_id: 1,
             next_token: 1,
             next_stream: 1,
@@ -364,6 +390,11 @@ impl Client {
             tasks: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
+            handshake: match config.era {
+                Era::Modern => Handshake::Done,
+                Era::Legacy(_) => Handshake::NotStarted,
+            },
+            config,
         }
     }
 
@@ -422,23 +453,12 @@ impl Client {
         if let Some(t) = &token {
             self.by_token.insert(t.clone(), id.clone());
         }
-        let stream = match self.config.transport {
-            Transport::Stdio => {
-                self.transmits
-                    .push_back(ClientTransmit::Line(request.into()));
-                None
-            }
-            Transport::Http => {
-                let stream = StreamId(self.next_stream);
-                self.next_stream += 1;
-                self.by_stream.insert(stream, id.clone());
-                self.transmits.push_back(ClientTransmit::Post {
-                    stream,
-                    msg: request.into(),
-                });
-                Some(stream)
-            }
-        };
+        self.legacy_shape(&mut request);
+        let (stream, transmit) = self.addressed(request.into());
+        if let Some(s) = stream {
+            self.by_stream.insert(s, id.clone());
+        }
+        self.push_request(now, &id, transmit);
         let pending = Pending {
             spec,
             token,
@@ -454,6 +474,155 @@ impl Client {
         };
         self.pending.insert(id.clone(), pending);
         id
+    }
+
+    /// The transmit that carries `msg`: a line on stdio, a POST on a new stream on HTTP.
+    fn addressed(&mut self, msg: Message) -> (Option<StreamId>, ClientTransmit) {
+        match self.config.transport {
+            Transport::Stdio => (None, ClientTransmit::Line(msg)),
+            Transport::Http => {
+                let stream = StreamId(self.next_stream);
+                self.next_stream += 1;
+                (Some(stream), ClientTransmit::Post { stream, msg })
+            }
+        }
+    }
+
+    /// A legacy request's shape: its era's version, no capabilities, no modern keys.
+    fn legacy_shape(&self, request: &mut Request) {
+        if let Era::Legacy(_) = self.config.era {
+            request.meta.protocol_version = self.config.era.version().into();
+            request.meta.client_capabilities.clear();
+            request.meta.legacy = true;
+        }
+    }
+
+    /// Sends a request, or holds it behind a legacy handshake (starting one if none is out).
+    fn push_request(&mut self, now: Time, id: &RequestId, transmit: ClientTransmit) {
+        if matches!(self.handshake, Handshake::NotStarted) {
+            self.start_handshake(now, VecDeque::new());
+        }
+        match &mut self.handshake {
+            Handshake::Waiting { queued, .. } => queued.push_back((id.clone(), transmit)),
+            _ => self.transmits.push_back(transmit),
+        }
+    }
+
+    /// Sends `initialize` (legacy era), with `queued` waiting behind it. It is never cancelled
+    /// (LA3): after [`HANDSHAKE_TIMEOUT`] the client drops the connection and starts another;
+    /// a pipe that breaks starts the next connection's handshake afresh.
+    fn start_handshake(&mut self, now: Time, queued: VecDeque<(RequestId, ClientTransmit)>) {
+        let id = RequestId::Number(self.next_id);
+        self.next_id += 1;
+        let mut init = Request::new(id.clone(), "initialize");
+        init.params.insert(
+            "protocolVersion".into(),
+            serde_json::Value::from(self.config.era.version()),
+        );
+        init.params
+            .insert("capabilities".into(), serde_json::json!({}));
+        init.params.insert(
+            "clientInfo".into(),
+            serde_json::json!({"name": "mcp-sim", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        self.legacy_shape(&mut init);
+        let (_, transmit) = self.addressed(init.into());
+        self.transmits.push_back(transmit);
+        self.handshake = Handshake::Waiting {
+            id,
+            sent: now,
+            queued,
+        };
+    }
+
+    /// The handshake's deadline passed: its timeout and outcome, the connection dropped, and
+    /// a new handshake with the same requests waiting.
+    fn handshake_timer(&mut self, now: Time) {
+        let Handshake::Waiting { id, sent, .. } = &self.handshake else {
+            return;
+        };
+        if now < *sent + HANDSHAKE_TIMEOUT {
+            return;
+        }
+        let id = id.clone();
+        let Handshake::Waiting { queued, .. } =
+            std::mem::replace(&mut self.handshake, Handshake::NotStarted)
+        else {
+            unreachable!("matched above");
+        };
+        self.events.push_back(ClientEvent::Timeout {
+            request: id.clone(),
+            reason: TimeoutReason::Idle,
+        });
+        self.events.push_back(ClientEvent::Outcome {
+            request: id,
+            outcome: Outcome::TimedOut,
+        });
+        if self.config.transport == Transport::Stdio {
+            self.transmits.push_back(ClientTransmit::Disconnect);
+        }
+        // Another connection only for requests still waiting; the next request otherwise.
+        if !queued.is_empty() {
+            self.start_handshake(now, queued);
+        }
+    }
+
+    /// The answer to `initialize`: the handshake's outcome; on a result the client sends
+    /// `notifications/initialized` and then what waited, in order; on an error what waited
+    /// fails with it. Whether `id` was the handshake's.
+    fn handshake_answered(&mut self, now: Time, id: &RequestId, ok: bool) -> bool {
+        let Handshake::Waiting { id: init, .. } = &self.handshake else {
+            return false;
+        };
+        if init != id {
+            return false;
+        }
+        let Handshake::Waiting { queued, .. } =
+            std::mem::replace(&mut self.handshake, Handshake::Done)
+        else {
+            unreachable!("matched above");
+        };
+        self.events.push_back(ClientEvent::Outcome {
+            request: id.clone(),
+            outcome: if ok { Outcome::Result } else { Outcome::Error },
+        });
+        if ok {
+            let initialized = Notification {
+                method: "notifications/initialized".into(),
+                params: None,
+            };
+            let (_, transmit) = self.addressed(initialized.into());
+            self.transmits.push_back(transmit);
+            // What waited goes on the wire now, and its timers count from now.
+            for (queued_id, transmit) in queued {
+                if let Some(p) = self.pending.get_mut(&queued_id) {
+                    p.sent = now;
+                }
+                self.transmits.push_back(transmit);
+            }
+        } else {
+            for (queued_id, _) in queued {
+                if self.finish(&queued_id).is_some() {
+                    self.events.push_back(ClientEvent::Outcome {
+                        request: queued_id,
+                        outcome: Outcome::Error,
+                    });
+                }
+            }
+            self.handshake = Handshake::NotStarted;
+        }
+        true
+    }
+
+    /// Whether `id` still waits behind the handshake (never sent): then giving up on it sends
+    /// nothing, and it leaves the queue.
+    fn unqueue(&mut self, id: &RequestId) -> bool {
+        let Handshake::Waiting { queued, .. } = &mut self.handshake else {
+            return false;
+        };
+        let before = queued.len();
+        queued.retain(|(q, _)| q != id);
+        queued.len() != before
     }
 
     /// The application cancels an outstanding request.
@@ -481,12 +650,18 @@ impl Client {
 
     /// The timeout policy of an outstanding request (recorded in traces with its send).
     pub fn policy_of(&self, id: &RequestId) -> Option<TimeoutPolicy> {
-        self.pending.get(id).map(|p| p.spec.policy)
+        match &self.handshake {
+            Handshake::Waiting { id: init, .. } if init == id => {
+                Some(TimeoutPolicy::fixed(HANDSHAKE_TIMEOUT))
+            }
+            _ => self.pending.get(id).map(|p| p.spec.policy),
+        }
     }
 
-    /// Number of outstanding requests and tasks.
+    /// Number of outstanding requests and tasks, and a legacy handshake still waiting.
     pub fn outstanding(&self) -> usize {
-        self.pending.len() + self.tasks.len()
+        let handshake = usize::from(matches!(self.handshake, Handshake::Waiting { .. }));
+        self.pending.len() + self.tasks.len() + handshake
     }
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
@@ -509,6 +684,9 @@ impl Client {
             // An error without id answers something unreadable we sent; nothing to match.
             Message::Error(e) => {
                 if let Some(id) = e.id {
+                    if self.handshake_answered(now, &id, false) {
+                        return;
+                    }
                     let origin = self.poll_origin(&id);
                     self.handle_response(now, stream, id.clone(), Outcome::Error);
                     if let Some(origin) = origin {
@@ -576,6 +754,9 @@ impl Client {
     /// A result: for a call, a final result, an `input_required` round or a task; for a poll,
     /// the task's state.
     fn handle_result(&mut self, now: Time, stream: Option<StreamId>, r: ResultResponse) {
+        if self.handshake_answered(now, &r.id, true) {
+            return;
+        }
         let Some(pending) = self.pending.get(&r.id) else {
             return self.handle_response(now, stream, r.id, Outcome::Result);
         };
@@ -772,6 +953,7 @@ impl Client {
 
     /// stdio: the pipe broke (the server exited). Every outstanding request is lost.
     pub fn handle_disconnect(&mut self, now: Time) {
+        self.reset_handshake();
         let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
         for id in ids {
             self.lose(now, &id);
@@ -808,10 +990,28 @@ impl Client {
         self.config.mutants.has(m)
     }
 
+    /// A new connection (legacy era): its first request starts a new handshake. What waited
+    /// behind the old one is outstanding and is lost (or retried) with the connection.
+    fn reset_handshake(&mut self) {
+        if !self.config.era.is_legacy() {
+            return;
+        }
+        if let Handshake::Waiting { id, .. } =
+            std::mem::replace(&mut self.handshake, Handshake::NotStarted)
+        {
+            // The handshake went with its connection.
+            self.events.push_back(ClientEvent::Outcome {
+                request: id,
+                outcome: Outcome::Lost,
+            });
+        }
+    }
+
     /// A faulty client's reaction to a race it should have tolerated: it drops the connection
     /// and with it every outstanding request.
     fn fatal(&mut self, now: Time) {
         let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
+        self.reset_handshake();
         match self.config.transport {
             Transport::Stdio => self.transmits.push_back(ClientTransmit::Disconnect),
             Transport::Http => {
@@ -883,6 +1083,13 @@ impl Client {
             return;
         };
         self.abandoned.insert(id.clone());
+        if self.unqueue(id) {
+            self.events.push_back(ClientEvent::Outcome {
+                request: id.clone(),
+                outcome,
+            });
+            return;
+        }
         match pending.stream {
             Some(stream)
                 if self.mutant(Mutant::CancelBlockedByPendingPost) && !pending.received_any =>
@@ -915,7 +1122,11 @@ impl Client {
             let deadline = t.deadline.filter(|_| !t.settled);
             poll.into_iter().chain(t.expires).chain(deadline)
         });
-        requests.chain(tasks).min()
+        let handshake = match &self.handshake {
+            Handshake::Waiting { sent, .. } => Some(*sent + HANDSHAKE_TIMEOUT),
+            _ => None,
+        };
+        requests.chain(tasks).chain(handshake).min()
     }
 
     /// Polls due and tasks past their `ttlMs` at `now`.
@@ -954,6 +1165,7 @@ impl Client {
 
     /// Fires every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.handshake_timer(now);
         self.request_timers(now);
         self.task_timers(now);
     }

@@ -33,10 +33,10 @@ use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
-    codes, DecodeError, ErrorResponse, Message, Notification, Progress, ProgressToken, Request,
-    RequestId, ResultResponse, ResultType, EXTENSION_TASKS, META_SUBSCRIPTION_ID, METHOD_LISTEN,
-    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET, METHOD_TASKS_UPDATE,
-    METHOD_TOOLS_CALL, PROTOCOL_VERSION,
+    codes, DecodeError, Era, ErrorResponse, Message, Notification, Progress, ProgressToken,
+    Request, RequestId, ResultResponse, ResultType, EXTENSION_TASKS, META_SUBSCRIPTION_ID,
+    METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
+    METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
 
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
@@ -242,6 +242,10 @@ pub struct Server {
     open_sse: BTreeSet<StreamId>,
     transmits: VecDeque<ServerTransmit>,
     backend: VecDeque<BackendCall>,
+    /// The era of the connection, decided by its first request: `initialize` opens the legacy
+    /// era (the version it asked for, when it is one), anything else the modern one. The
+    /// reference server is dual-era, as the SDK servers are.
+    era: Option<Era>,
 }
 
 impl Server {
@@ -257,7 +261,17 @@ impl Server {
             open_sse: BTreeSet::new(),
             transmits: VecDeque::new(),
             backend: VecDeque::new(),
+            era: None,
         }
+    }
+
+    /// The connection's era, once its first request decided it.
+    pub fn era(&self) -> Option<Era> {
+        self.era
+    }
+
+    fn legacy(&self) -> bool {
+        self.era.is_some_and(Era::is_legacy)
     }
 
     /// The configuration.
@@ -277,9 +291,13 @@ impl Server {
             Message::Request(r) => self.handle_request(now, stream, r),
             Message::Cancelled(c) => {
                 if let Some(s) = stream {
-                    // HTTP defines no client notifications; accept the POST, act on nothing.
+                    // 2026-07-28's HTTP defines no client notifications: accept the POST, act
+                    // on nothing. The legacy era cancels by this very POST.
                     self.transmits
                         .push_back(ServerTransmit::Accepted { stream: s });
+                    if self.legacy() {
+                        self.cancel_notification(&c.request_id);
+                    }
                 } else {
                     self.cancel_notification(&c.request_id);
                 }
@@ -357,7 +375,8 @@ impl Server {
             if self.mutant(Mutant::WriteAfterClosePanics) {
                 panic!("ClosedResourceError: the client went away during {id}");
             }
-            if !self.mutant(Mutant::HandlerSurvivesDisconnect) {
+            // In the legacy era a disconnect is not a cancel (LC11): the work goes on.
+            if !self.mutant(Mutant::HandlerSurvivesDisconnect) && !self.legacy() {
                 self.cancel(&id);
             }
         }
@@ -384,10 +403,28 @@ impl Server {
         }
         self.listens.clear();
         self.open_sse.clear();
+        // The next stdio connection decides its own era.
+        self.era = None;
     }
 
     fn handle_request(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
-        if r.meta.protocol_version != PROTOCOL_VERSION {
+        if r.method == "initialize" {
+            return self.initialize(stream, r);
+        }
+        let era = *self.era.get_or_insert(if r.meta.legacy {
+            Era::LEGACY
+        } else {
+            Era::Modern
+        });
+        if era.is_legacy() && r.method == "ping" {
+            let pong = ResultResponse {
+                id: r.id,
+                result_type: None,
+                result: Map::new(),
+            };
+            return self.respond(stream, pong.into(), 200);
+        }
+        if !r.meta.legacy && r.meta.protocol_version != PROTOCOL_VERSION {
             let mut e = ErrorResponse::new(
                 Some(r.id),
                 codes::UNSUPPORTED_PROTOCOL_VERSION,
@@ -446,6 +483,28 @@ impl Server {
                 self.respond(stream, e.into(), 404);
             }
         }
+    }
+
+    /// The legacy handshake: the version the client asked for when it is a legacy one, else
+    /// the newest legacy revision (version negotiation, docs/spec/mcp-2025-11-25.md §2).
+    fn initialize(&mut self, stream: Option<StreamId>, r: Request) {
+        let asked = r.params.get("protocolVersion").and_then(Value::as_str);
+        let era = asked
+            .and_then(Era::from_version)
+            .filter(|e| e.is_legacy())
+            .unwrap_or(Era::LEGACY);
+        self.era = Some(era);
+        let mut res = ResultResponse::complete(r.id);
+        res.result_type = None;
+        res.result
+            .insert("protocolVersion".into(), json!(era.version()));
+        res.result
+            .insert("capabilities".into(), json!({"tools": {}}));
+        res.result.insert(
+            "serverInfo".into(),
+            json!({"name": "mcp-sim-server", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        self.respond(stream, res.into(), 200);
     }
 
     fn start_tool(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
@@ -1024,8 +1083,28 @@ impl Server {
         }
     }
 
-    /// The next message or HTTP action for the client.
+    /// The next message or HTTP action for the client. In the legacy era results carry no
+    /// `resultType`.
     pub fn poll_transmit(&mut self) -> Option<ServerTransmit> {
+        let mut t = self.next_transmit()?;
+        if self.legacy() {
+            if let ServerTransmit::Line(Message::Result(r))
+            | ServerTransmit::SseEvent {
+                msg: Message::Result(r),
+                ..
+            }
+            | ServerTransmit::Json {
+                msg: Message::Result(r),
+                ..
+            } = &mut t
+            {
+                r.result_type = None;
+            }
+        }
+        Some(t)
+    }
+
+    fn next_transmit(&mut self) -> Option<ServerTransmit> {
         self.transmits.pop_front()
     }
 

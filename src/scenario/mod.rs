@@ -6,6 +6,7 @@
 //! same type from the proptest strategies of [`strategies`] (feature `proptest`), so failures
 //! shrink to a small scenario.
 
+use crate::wire::Era;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -408,6 +409,9 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     /// Faulty behaviours of the peers (none: the reference peers).
     pub mutants: MutantSet,
+    /// The protocol era the client speaks (the reference server speaks both, as its first
+    /// request decides; [`Scenario::in_era`]).
+    pub era: Era,
 }
 
 /// Seeded choices.
@@ -578,6 +582,7 @@ impl Scenario {
             calls,
             faults,
             mutants: MutantSet::NONE,
+            era: Era::Modern,
         }
     }
 
@@ -594,6 +599,7 @@ impl Scenario {
     pub fn client_config(&self) -> crate::model::ClientConfig {
         crate::model::ClientConfig {
             mutants: self.mutants,
+            era: self.era,
             ..crate::model::ClientConfig::new(self.transport)
         }
     }
@@ -640,6 +646,7 @@ impl Scenario {
                 },
             ],
             mutants: MutantSet::NONE,
+            era: Era::Modern,
         }
     }
 
@@ -653,6 +660,27 @@ impl Scenario {
                 if let Fault::ResetStream { at, .. } = *f {
                     *f = Fault::CrashServer { at };
                 }
+            }
+        }
+        self
+    }
+
+    /// The same scenario in `era`. The legacy era is simulated on stdio, and its peers have
+    /// none of 2026-07-28's tasks, input rounds or subscriptions: its calls become plain tool
+    /// calls, and the scenario moves to stdio (an HTTP reset becoming a server crash, as
+    /// [`Scenario::with_transport`] makes it).
+    pub fn in_era(mut self, era: Era) -> Scenario {
+        self.era = era;
+        if era.is_legacy() {
+            self = self.with_transport(Transport::Stdio);
+            for call in self.calls.iter_mut().filter(|c| c.kind != CallKind::TOOL) {
+                // A subscription or a task poll becomes a tool call under a host's usual
+                // policy (theirs have none, or the poll's).
+                if !matches!(call.kind, CallKind::Tool { .. }) {
+                    call.policy = TimeoutPolicy::typescript_sdk();
+                    call.progress = true;
+                }
+                call.kind = CallKind::TOOL;
             }
         }
         self
@@ -677,7 +705,14 @@ impl Scenario {
             .max()
             .unwrap_or_default();
         let last_fault = self.faults.iter().map(fault_time).max().unwrap_or_default();
-        last_start.max(last_fault) + self.max_request() * 2 + Duration::from_secs(60)
+        // A legacy handshake started for the last waiting request may outlast it by its own
+        // timeout.
+        let handshake = if self.era.is_legacy() {
+            crate::model::client::HANDSHAKE_TIMEOUT
+        } else {
+            Duration::ZERO
+        };
+        last_start.max(last_fault) + self.max_request() * 2 + Duration::from_secs(60) + handshake
     }
 
     /// The longest a well-behaved client may keep any request open: the loosest hard bound
@@ -689,10 +724,16 @@ impl Scenario {
             .iter()
             .any(|c| matches!(c.kind, CallKind::Tool { task: true, .. }))
             .then_some(crate::model::client::POLL_POLICY);
+        // A legacy client's handshake is a request of its own, under its own timeout.
+        let handshake = self
+            .era
+            .is_legacy()
+            .then(|| TimeoutPolicy::fixed(crate::model::client::HANDSHAKE_TIMEOUT));
         self.calls
             .iter()
             .map(|c| c.policy)
             .chain(polls)
+            .chain(handshake)
             .filter_map(|p| p.hard_bound())
             .max()
             .unwrap_or(Duration::from_secs(30 * 60))
@@ -738,7 +779,11 @@ impl fmt::Display for Scenario {
             self.calls.len(),
             self.faults,
             self.mutants,
-        )
+        )?;
+        if self.era.is_legacy() {
+            write!(f, " era={}", self.era)?;
+        }
+        Ok(())
     }
 }
 

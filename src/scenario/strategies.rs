@@ -219,6 +219,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     calls,
                     faults,
                     mutants: MutantSet::NONE,
+                    era: crate::wire::Era::Modern,
                 };
                 scenario.with_transport(transport)
             },

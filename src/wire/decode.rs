@@ -361,6 +361,7 @@ impl<'de> Visitor<'de> for RequestMetaSeed<'_> {
                 client_capabilities,
                 progress_token,
                 other,
+                legacy: false,
             }),
             _ => Err(de::Error::custom("a required _meta member is missing")),
         }
@@ -713,6 +714,7 @@ impl Decoder<'_> {
             client_capabilities: Map::new(),
             progress_token,
             other: meta,
+            legacy: true,
         })
     }
 
@@ -757,6 +759,7 @@ impl Decoder<'_> {
             client_capabilities,
             progress_token,
             other: meta,
+            legacy: false,
         })
     }
 

@@ -136,7 +136,13 @@ impl Serialize for RequestParams<'_> {
         for (k, v) in &r.params {
             m.serialize_entry(k, v)?;
         }
-        m.serialize_entry("_meta", &MetaBody(&r.meta))?;
+        // A request of a legacy revision carries none of the modern keys, and `_meta` only
+        // when it has something in it (the version was negotiated by `initialize`).
+        if !r.meta.legacy {
+            m.serialize_entry("_meta", &MetaBody(&r.meta))?;
+        } else if r.meta.progress_token.is_some() || !r.meta.other.is_empty() {
+            m.serialize_entry("_meta", &LegacyMetaBody(&r.meta))?;
+        }
         m.end()
     }
 }
@@ -149,6 +155,22 @@ impl Serialize for MetaBody<'_> {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry(META_PROTOCOL_VERSION, &meta.protocol_version)?;
         m.serialize_entry(META_CLIENT_CAPABILITIES, &meta.client_capabilities)?;
+        if let Some(t) = &meta.progress_token {
+            m.serialize_entry(META_PROGRESS_TOKEN, &t.to_json())?;
+        }
+        for (k, v) in &meta.other {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+struct LegacyMetaBody<'a>(&'a RequestMeta);
+
+impl Serialize for LegacyMetaBody<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let meta = self.0;
+        let mut m = s.serialize_map(None)?;
         if let Some(t) = &meta.progress_token {
             m.serialize_entry(META_PROGRESS_TOKEN, &t.to_json())?;
         }

@@ -205,6 +205,9 @@ pub struct RequestMeta {
     pub progress_token: Option<ProgressToken>,
     /// Every other `_meta` member (client info, log level, trace context, ...).
     pub other: Map<String, Value>,
+    /// The request has the legacy era's shape: `_meta` carries none of the modern keys (the
+    /// decoder reading the legacy shapes sets it, and the encoder then writes that shape).
+    pub legacy: bool,
 }
 
 impl RequestMeta {
@@ -215,6 +218,7 @@ impl RequestMeta {
             client_capabilities: Map::new(),
             progress_token: None,
             other: Map::new(),
+            legacy: false,
         }
     }
 }

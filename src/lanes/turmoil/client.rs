@@ -300,18 +300,26 @@ impl Driver {
     }
 
     async fn flush(&mut self) {
+        // A dropped pipe is reconnected once everything due now is recorded: the connect may
+        // wait out a partition, and what the client told its application happened now.
+        let mut reconnect = false;
         while let Some(io) = self.driver.poll_io(now(), &mut self.shared) {
+            if let ClientOutput::Disconnect = io {
+                self.stdin = None;
+                reconnect = true;
+                continue;
+            }
             self.transmit(io).await;
+        }
+        if reconnect {
+            self.connect_stdio().await;
         }
         self.shared.borrow_mut().client_outstanding = self.driver.client().outstanding();
     }
 
     async fn transmit(&mut self, io: ClientOutput) {
         match io {
-            ClientOutput::Disconnect => {
-                self.stdin = None;
-                self.connect_stdio().await;
-            }
+            ClientOutput::Disconnect => unreachable!("flush reconnects"),
             ClientOutput::Line(line) => match self.stdin.as_mut() {
                 Some(stdin) => {
                     let _ = stdin.write_all(&line).await;

@@ -17,16 +17,18 @@ const PING: &str = "ping";
 /// LA1: the first request of every connection is `initialize`, and its result carries
 /// `protocolVersion`, `capabilities` and `serverInfo`. A connection starts with the trace and
 /// again after the whole connection closed (`close` without a stream: a broken pipe, a
-/// server that restarted).
+/// server that restarted) as the client saw it (the server's view when the client was not
+/// recorded): what the client wrote before it learnt of the close was for the old one.
 pub(super) fn initialize_first(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
     if !ix.era.is_legacy() {
         return;
     }
     let mut fresh = true;
+    let client_view = super::view(ix, Side::Client);
     for (i, event) in ix.trace.events.iter().enumerate() {
         if let EventKind::Close { stream: None, .. } = event.kind {
-            fresh = true;
+            fresh |= event.side == client_view;
             continue;
         }
         if sender(ix, i) != Some(Side::Client) {
