@@ -39,6 +39,14 @@
 //! - A `subscriptions/listen` has no response deadline but an acknowledgement deadline
 //!   ([`LISTEN_ACK_DEADLINE`]); it ends when the application cancels it, when the server ends
 //!   it with a result, or with its transport (then it is re-opened under a new id, §9 G57).
+//!
+//! A client of the legacy era ([`ClientConfig::era`], docs/spec/mcp-2025-11-25.md §2) puts a
+//! handshake in front of all this on every connection: its first request sends `initialize`,
+//! and every request waits behind it (its timers counting from when it goes out) until the
+//! result; then `notifications/initialized` and the waiting requests go out in order. The
+//! handshake is never cancelled (LA3): after [`HANDSHAKE_TIMEOUT`] the client drops the
+//! connection and shakes hands on a new one, and a waiting request that gives up sends
+//! nothing, since it never went out.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;

@@ -21,6 +21,12 @@
 //! brings the last round's `requestState` back; a call that declares the Tasks extension is
 //! answered at once with a `CreateTaskResult` and runs on as a task, polled with `tasks/get`
 //! and cancelled with `tasks/cancel`.
+//!
+//! It is dual-era, as the SDK servers are: a connection's first request decides. `initialize`
+//! opens the legacy era (docs/spec/mcp-2025-11-25.md §2): the answer names the legacy version
+//! the client asked for (else 2025-11-25), `ping` is answered with an empty result, results
+//! carry no `resultType`, and on HTTP a cancel is the POSTed notification while a closed stream
+//! is not one (LC11). Anything else opens the modern era.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
