@@ -40,11 +40,16 @@ impl Default for EraReading {
 }
 
 impl EraReading {
-    /// The era `trace` speaks, read from its messages: the first `initialize` request (legacy,
-    /// at the version its result negotiated) or the first request with the modern `_meta`
-    /// protocol version, whichever comes first. A trace with neither is assumed modern, and
-    /// says so.
+    /// The era `trace` speaks, read from its messages. An `initialize` whose result negotiated
+    /// a legacy version decides, wherever it comes: a dual-era client that probed with a
+    /// modern request and fell back to the handshake speaks the legacy era from then on, and
+    /// no modern peer sends `initialize`. Otherwise the first `initialize` request (legacy) or
+    /// the first request with the modern `_meta` protocol version, whichever comes first. A
+    /// trace with neither is assumed modern, and says so.
     pub fn of_trace(trace: &Trace) -> EraReading {
+        if let Some(reading) = negotiated_handshake(trace) {
+            return reading;
+        }
         for (i, event) in trace.events.iter().enumerate() {
             let (EventKind::Send(w) | EventKind::Recv(w)) = &event.kind else {
                 continue;
@@ -102,6 +107,24 @@ impl EraReading {
         };
         format!("{} ({why})", self.era)
     }
+}
+
+/// The first `initialize` request whose result negotiated a legacy version.
+fn negotiated_handshake(trace: &Trace) -> Option<EraReading> {
+    trace.events.iter().enumerate().find_map(|(i, event)| {
+        let (EventKind::Send(w) | EventKind::Recv(w)) = &event.kind else {
+            return None;
+        };
+        let msg = w.msg.as_ref()?;
+        if msg.get("method").and_then(Value::as_str) != Some("initialize") {
+            return None;
+        }
+        let era = negotiated(trace, i, msg.get("id")).and_then(Era::from_version)?;
+        era.is_legacy().then_some(EraReading {
+            era,
+            source: EraSource::Initialize(i),
+        })
+    })
 }
 
 /// The `protocolVersion` of the result answering the `initialize` with `id` sent at event

@@ -16,7 +16,8 @@ use crate::model::{TimeoutPolicy, Transport};
 use crate::trace::{EventKind, Side, Trace, WireEvent, FAULT_STALL};
 use crate::wire::Era;
 use crate::wire::{
-    DecodeError, Message, ProgressToken, RequestId, META_SUBSCRIPTION_ID, METHOD_LISTEN,
+    DecodeError, DecodeOptions, Message, ProgressToken, RequestId, Rule, META_SUBSCRIPTION_ID,
+    METHOD_LISTEN,
 };
 
 /// What the trace says about one request.
@@ -97,6 +98,9 @@ pub(crate) struct Index<'t> {
     /// Decoded message of each `send`/`recv` event.
     pub msgs: Vec<Option<Result<Message, DecodeError>>>,
     pub sides: BTreeSet<Side>,
+    /// Legacy traces: the modern-era requests a dual-era client probed with before its
+    /// handshake.
+    pub probes: BTreeSet<usize>,
     pub requests: Vec<Req>,
     /// Events that are server-view emissions (server sends, or client receipts when the
     /// server side was not recorded), in order.
@@ -115,11 +119,38 @@ pub(crate) struct Index<'t> {
 
 impl<'t> Index<'t> {
     pub fn build(trace: &'t Trace, config: &OracleConfig) -> Index<'t> {
+        // A dual-era client may probe with a modern request before it falls back to the
+        // legacy handshake: such a request, before the first `initialize`, is read (and
+        // judged) as the modern era's, and is no breach of the legacy one.
+        let first_initialize = trace.events.iter().position(|e| match &e.kind {
+            EventKind::Send(w) | EventKind::Recv(w) => w
+                .msg
+                .as_ref()
+                .and_then(|m| m.get("method"))
+                .is_some_and(|m| m == "initialize"),
+            _ => false,
+        });
+        let mut probes = BTreeSet::new();
         let msgs = trace
             .events
             .iter()
-            .map(|e| match &e.kind {
-                EventKind::Send(w) | EventKind::Recv(w) => Some(w.decode(&config.decode)),
+            .enumerate()
+            .map(|(i, e)| match &e.kind {
+                EventKind::Send(w) | EventKind::Recv(w) => {
+                    let decoded = w.decode(&config.decode);
+                    let before_handshake = first_initialize.is_some_and(|f| i < f);
+                    match decoded {
+                        Err(err) if before_handshake && err.rule == Rule::ModernMetaInLegacy => {
+                            probes.insert(i);
+                            let modern = DecodeOptions {
+                                era: Era::Modern,
+                                ..config.decode
+                            };
+                            Some(w.decode(&modern))
+                        }
+                        other => Some(other),
+                    }
+                }
                 _ => None,
             })
             .collect();
@@ -129,6 +160,7 @@ impl<'t> Index<'t> {
             era: config.decode.era,
             msgs,
             sides,
+            probes,
             requests: Vec::new(),
             emissions: Vec::new(),
             by_id: BTreeMap::new(),

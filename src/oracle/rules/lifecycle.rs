@@ -37,6 +37,9 @@ pub(super) fn initialize_first(s: &mut Sink<'_, '_>) {
         let Some(Message::Request(req)) = ix.msg(i) else {
             continue;
         };
+        if ix.probes.contains(&i) {
+            continue;
+        }
         if fresh && req.method != INITIALIZE {
             let msg = format!(
                 "the first request of the connection is {}, not initialize",
