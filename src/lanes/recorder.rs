@@ -33,11 +33,7 @@ pub(crate) fn observe_in(
     stream: Option<StreamId>,
     bytes: &[u8],
 ) -> (WireEvent, Result<Message, DecodeError>) {
-    let opts = DecodeOptions {
-        era,
-        ..DecodeOptions::default()
-    };
-    match wire::decode_with(bytes, &opts) {
+    match wire::decode_with(bytes, &in_era(era)) {
         Ok(msg) => (WireEvent::message(transport, stream, &msg), Ok(msg)),
         Err(e) => (WireEvent::raw(transport, stream, bytes), Err(e)),
     }
@@ -60,14 +56,18 @@ pub(crate) fn observe_as_written_in(
     stream: Option<StreamId>,
     bytes: &[u8],
 ) -> (WireEvent, Result<Message, DecodeError>) {
-    let opts = DecodeOptions {
-        era,
-        ..DecodeOptions::default()
-    };
     (
         WireEvent::raw(transport, stream, bytes),
-        wire::decode_with(bytes, &opts),
+        wire::decode_with(bytes, &in_era(era)),
     )
+}
+
+/// The default decoding of `era`'s shapes.
+fn in_era(era: Era) -> DecodeOptions {
+    DecodeOptions {
+        era,
+        ..DecodeOptions::default()
+    }
 }
 
 /// The headers of a POST worth recording (`wire::http::RECORDED`), names in lower case.
