@@ -77,6 +77,19 @@ impl Mutant {
                 s
             }
             Mutant::TaskWithoutNegotiation => scenario,
+            // The legacy era's own bugs live in its peers (stdio).
+            Mutant::LegacyCancelAnswered => scenario.in_era(crate::wire::Era::LEGACY),
+            // A handshake that times out: from the first call on (the pipe is open by then),
+            // the network holds everything for 40 s.
+            Mutant::CancelsInitialize => {
+                let mut s = scenario.in_era(crate::wire::Era::LEGACY);
+                let first_call = s.calls.iter().map(|c| c.at).min().unwrap_or_default();
+                s.faults = vec![crate::scenario::Fault::Partition {
+                    at: first_call,
+                    duration: Duration::from_secs(40),
+                }];
+                s
+            }
             Mutant::AnswersNotifications => scenario.with_transport(Transport::Stdio),
             Mutant::ServesMismatchedHeaders | Mutant::HeaderMismatchInvalidRequest => {
                 let mut s = scenario.with_transport(Transport::Http);

@@ -88,7 +88,12 @@ impl Repro {
         if let Some(t) = self.transport {
             s = s.with_transport(t);
         }
-        self.proxy.apply(s).in_era(self.era)
+        let s = self.proxy.apply(s);
+        // The modern era is the scenarios' own; a mutant of the legacy era brings its own.
+        match self.era {
+            Era::Modern => s,
+            era => s.in_era(era),
+        }
     }
 
     /// Runs and judges it.

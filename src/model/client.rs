@@ -562,10 +562,17 @@ impl Client {
             request: id.clone(),
             reason: TimeoutReason::Idle,
         });
+        let id_for_cancel = id.clone();
         self.events.push_back(ClientEvent::Outcome {
             request: id,
             outcome: Outcome::TimedOut,
         });
+        if self.mutant(Mutant::CancelsInitialize) {
+            let mut cancel = Cancelled::new(id_for_cancel);
+            cancel.reason = Some("initialize timed out".into());
+            let (_, transmit) = self.addressed(cancel.into());
+            self.transmits.push_back(transmit);
+        }
         if self.config.transport == Transport::Stdio {
             self.transmits.push_back(ClientTransmit::Disconnect);
         }

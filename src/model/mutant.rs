@@ -120,6 +120,10 @@ mutants! {
         "the client's input_required retry carries the original request's progress token again";
     SseCrlfChunkSplit = "sse_crlf_chunk_split", Framer, "rexxars/eventsource-parser #17, vercel/ai PR #6200",
         "the client's SSE parser takes an LF that follows a CR in the next chunk as an empty line and splits the event";
+    LegacyCancelAnswered = "legacy_cancel_answered", Server, "python-sdk #2480 (1.x, legacy era)",
+        "a legacy server answers each cancelled request with the error {code: 0, message: \"Request cancelled\"}";
+    CancelsInitialize = "cancels_initialize", Client, "typescript-sdk 1.x (a connect timeout on initialize); spec-derived: docs/spec/mcp-2025-11-25.md LA3",
+        "a legacy client whose handshake timed out sends notifications/cancelled for initialize";
 }
 
 /// Which component a mutant changes.

@@ -857,7 +857,9 @@ impl Server {
         let stream = self.jobs.get(id).and_then(|j| j.stream);
         let had_job = self.jobs.contains_key(id);
         self.cancel(id);
-        if had_job && self.mutant(Mutant::RespondAfterCancel) {
+        let answers =
+            self.mutant(Mutant::RespondAfterCancel) || self.mutant(Mutant::LegacyCancelAnswered);
+        if had_job && answers {
             let e = ErrorResponse::new(Some(id.clone()), 0, "Request cancelled");
             self.respond(stream, e.into(), 200);
         }
@@ -869,7 +871,9 @@ impl Server {
             self.backend.push_back(BackendCall::Release {
                 request: id.clone(),
             });
-            if let (Some(stream), true) = (job.stream, self.mutant(Mutant::RespondAfterCancel)) {
+            let answers = self.mutant(Mutant::RespondAfterCancel)
+                || self.mutant(Mutant::LegacyCancelAnswered);
+            if let (Some(stream), true) = (job.stream, answers) {
                 let e = ErrorResponse::new(Some(id.clone()), 0, "Request cancelled");
                 self.respond(Some(stream), e.into(), 200);
             }
