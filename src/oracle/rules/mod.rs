@@ -39,9 +39,7 @@ use messages::{
     duplicate_response, error_code_reserved, ids_and_tokens, message_shapes, notification_answered,
 };
 use progress::{progress, reset_needs_token};
-use resumability::{
-    event_id_unique, priming_event, progress_on_get_stream, replays, retry_honoured,
-};
+use resumability::resumability;
 use server_requests::server_requests_rules;
 use sessions::{disconnect_taken_as_cancel, protocol_version_header, session_id_sent};
 use tasks::{
@@ -138,11 +136,7 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
     session_id_sent(&mut s);
     protocol_version_header(&mut s);
     disconnect_taken_as_cancel(&mut s);
-    progress_on_get_stream(&mut s);
-    event_id_unique(&mut s);
-    replays(&mut s);
-    retry_honoured(&mut s);
-    priming_event(&mut s);
+    resumability(&mut s);
     s.out
 }
 

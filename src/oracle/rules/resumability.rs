@@ -15,6 +15,19 @@ use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 use crate::wire::{Era, LegacyRevision};
 
+/// Every resumability check of a legacy trace, over one table of its streams.
+pub(super) fn resumability(s: &mut Sink<'_, '_>) {
+    if !s.ix.era.is_legacy() {
+        return;
+    }
+    let streams = Streams::build(s);
+    progress_on_get_stream(s, &streams);
+    event_id_unique(s, &streams);
+    replays(s, &streams);
+    retry_honoured(s, &streams);
+    priming_event(s, &streams);
+}
+
 /// A `GET` the client opened: when, and the `Last-Event-ID` it resumed from, if any.
 struct Get {
     opened: usize,
@@ -120,11 +133,7 @@ impl Streams {
 }
 
 /// LB8: no progress on a `GET` stream opened to listen (not to resume).
-pub(super) fn progress_on_get_stream(s: &mut Sink<'_, '_>) {
-    if !s.ix.era.is_legacy() {
-        return;
-    }
-    let streams = Streams::build(s);
+fn progress_on_get_stream(s: &mut Sink<'_, '_>, streams: &Streams) {
     let listening: BTreeSet<u64> = streams
         .gets
         .iter()
@@ -150,11 +159,7 @@ pub(super) fn progress_on_get_stream(s: &mut Sink<'_, '_>) {
 }
 
 /// LE15: an event id is never used twice outside a resumed stream's replay.
-pub(super) fn event_id_unique(s: &mut Sink<'_, '_>) {
-    if !s.ix.era.is_legacy() {
-        return;
-    }
-    let streams = Streams::build(s);
+fn event_id_unique(s: &mut Sink<'_, '_>, streams: &Streams) {
     let mut first: BTreeMap<&str, usize> = BTreeMap::new();
     for e in &streams.sent {
         let Some(id) = e.id.as_deref() else { continue };
@@ -178,12 +183,8 @@ pub(super) fn event_id_unique(s: &mut Sink<'_, '_>) {
 /// LE16 and LE17: what a resumed stream replays. Only messages of the stream `Last-Event-ID`
 /// came from (by their ids, and by the request a response or progress belongs to), nothing at
 /// or before that event, and no event twice.
-pub(super) fn replays(s: &mut Sink<'_, '_>) {
+fn replays(s: &mut Sink<'_, '_>, streams: &Streams) {
     let ix = s.ix;
-    if !ix.era.is_legacy() {
-        return;
-    }
-    let streams = Streams::build(s);
     for (resumed, _, from_stream, from_id) in streams.resumes() {
         let Some(origin) = from_stream else { continue };
         let before: BTreeSet<&str> = streams
@@ -263,12 +264,11 @@ pub(super) fn replays(s: &mut Sink<'_, '_>) {
 
 /// LE18 (2025-11-25): the client waits at least the stream's `retry` after the stream broke
 /// before it resumes it.
-pub(super) fn retry_honoured(s: &mut Sink<'_, '_>) {
+fn retry_honoured(s: &mut Sink<'_, '_>, streams: &Streams) {
     let ix = s.ix;
     if ix.era != Era::Legacy(LegacyRevision::V2025_11_25) {
         return;
     }
-    let streams = Streams::build(s);
     let client_view = view(ix, Side::Client);
     for (_, get, from_stream, _) in streams.resumes() {
         let Some(origin) = from_stream else { continue };
@@ -310,12 +310,11 @@ pub(super) fn retry_honoured(s: &mut Sink<'_, '_>) {
 
 /// LE19 (2025-11-25): an SSE response stream opens with a priming event (an id, no data)
 /// before its first message.
-pub(super) fn priming_event(s: &mut Sink<'_, '_>) {
+fn priming_event(s: &mut Sink<'_, '_>, streams: &Streams) {
     let ix = s.ix;
     if ix.era != Era::Legacy(LegacyRevision::V2025_11_25) {
         return;
     }
-    let streams = Streams::build(s);
     let server_view = view(ix, Side::Server);
     let event_streams: BTreeSet<u64> = ix
         .trace
