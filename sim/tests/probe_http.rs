@@ -162,9 +162,17 @@ fn probe_drives_the_python_sdk_http_server() {
 
 #[test]
 fn probe_exits_2_when_nothing_listens_at_the_url() {
-    let port = TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
+    // Bound but never listening: the port stays this test's for its whole run (a port freed
+    // after a bind can be taken by a server another test starts), and a connection is refused.
+    let held =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    held.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("a port");
+    let port = held
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("an inet address")
         .port();
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
         .args(["probe", "--calls", "1", "--url"])
