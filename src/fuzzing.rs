@@ -579,7 +579,9 @@ impl ModelRig {
                 ClientTransmit::Post { stream, msg } => {
                     self.to_server.push_back((Some(stream), msg))
                 }
-                ClientTransmit::Close { .. } | ClientTransmit::Disconnect => {}
+                ClientTransmit::Close { .. }
+                | ClientTransmit::Disconnect
+                | ClientTransmit::Get { .. } => {}
             }
         }
         while let Some(e) = self.client.poll_event() {
@@ -592,7 +594,7 @@ impl ModelRig {
         while let Some(t) = self.server.poll_transmit() {
             let (stream, msg) = match t {
                 ServerTransmit::Line(m) => (None, m),
-                ServerTransmit::SseEvent { stream, msg }
+                ServerTransmit::SseEvent { stream, msg, .. }
                 | ServerTransmit::Json { stream, msg, .. } => (Some(stream), msg),
                 _ => continue,
             };
@@ -787,6 +789,7 @@ fn read_live(input: &LiveOutput, chunks: &[&[u8]]) -> Vec<Read> {
         out.push(Read::Response(ExchangeItem::Status {
             status: 200,
             content_type: Some(content_type.into()),
+            session: None,
         }));
         let mut reader = ResponseReader::new(Some(content_type), false);
         for c in chunks {
@@ -893,7 +896,7 @@ pub fn live_output(input: &LiveOutput) {
                 // The call's POST: the response read is this one's.
                 ClientOutput::Post { stream: s, .. } => *stream = stream.or(Some(s)),
                 ClientOutput::Close(_) | ClientOutput::Disconnect => closed = true,
-                ClientOutput::Line(_) => {}
+                ClientOutput::Line(_) | ClientOutput::Get { .. } => {}
             }
         }
         closed
@@ -918,8 +921,17 @@ pub fn live_output(input: &LiveOutput) {
                     ExchangeItem::Status {
                         status,
                         content_type,
+                        session,
                     } => {
-                        driver.status(s, status, content_type, &mut sink);
+                        driver.status(now, s, status, content_type, session, &mut sink);
+                        continue;
+                    }
+                    ExchangeItem::EventId {
+                        id,
+                        retry_ms,
+                        primes,
+                    } => {
+                        driver.event_id(s, id, retry_ms, primes, &mut sink);
                         continue;
                     }
                     ExchangeItem::Comment => {

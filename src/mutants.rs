@@ -90,6 +90,16 @@ impl Mutant {
                 }];
                 s
             }
+            Mutant::LegacyTimeoutSilent => scenario.in_era(crate::wire::Era::LEGACY),
+            // The legacy era's resumable streams: HTTP, event streams, and a reset in the
+            // middle of the first call (the resume needs event ids it read before).
+            Mutant::LegacyDisconnectCancels
+            | Mutant::ReplayOtherStream
+            | Mutant::EventIdsPerStream
+            | Mutant::ProgressOnGetStream
+            | Mutant::DropsResumable
+            | Mutant::ResumesBeforeRetry
+            | Mutant::NoSessionId => legacy_streams(scenario),
             Mutant::AnswersNotifications => scenario.with_transport(Transport::Stdio),
             Mutant::ServesMismatchedHeaders | Mutant::HeaderMismatchInvalidRequest => {
                 let mut s = scenario.with_transport(Transport::Http);
@@ -187,6 +197,25 @@ impl Mutant {
         }
         s
     }
+}
+
+/// A seed's scenario for the legacy era's HTTP streams: event streams with progress, the
+/// calls long enough to overlap, and the first call's stream reset after a few steps.
+fn legacy_streams(scenario: Scenario) -> Scenario {
+    let mut s = scenario
+        .in_era(crate::wire::Era::LEGACY)
+        .with_transport(Transport::Http);
+    s.server.response_mode = crate::model::ResponseMode::Sse;
+    for c in &mut s.calls {
+        c.progress = true;
+        c.steps = c.steps.max(8);
+        c.cancel_after = None;
+    }
+    if let Some(first) = s.calls.first() {
+        let at = first.at + first.step * 3 + Duration::from_millis(500);
+        s.faults = vec![crate::scenario::Fault::ResetStream { at, call: 0 }];
+    }
+    s
 }
 
 /// The scenario with `f` applied to every planned call that is not a subscription.

@@ -898,7 +898,8 @@ const LEGACY_CASES: &[Case] = &[
     // reset-needs-token: the same call with a token, and progress for it.
     case("reset-needs-token-passes.jsonl", STRICT, true, &[]),
     // idle-stream-cut (HTTP): a proxy's 60 s idle timeout cuts the silent POST stream before the response.
-    case("idle-stream-cut-violates.jsonl", STRICT, true, &[(rule::IDLE_STREAM_CUT, POLICY)]),
+    // The client gives the cut request up without resuming it from the priming event.
+    case("idle-stream-cut-violates.jsonl", STRICT, true, &[(rule::IDLE_STREAM_CUT, POLICY), (rule::RESUME_BROKEN_STREAM, SHOULD)]),
     // idle-stream-cut (HTTP): the idle cut comes only after the response.
     case("idle-stream-cut-passes.jsonl", STRICT, true, &[]),
     // notification-answered: the server answers a cancel (crossing the result) with an id-less error.
@@ -962,6 +963,10 @@ const LEGACY_CASES: &[Case] = &[
     // priming-event: an SSE response whose first event is progress; one that primes first.
     case("priming-event-violates.jsonl", STRICT, false, &[(rule::PRIMING_EVENT, SHOULD)]),
     case("priming-event-passes.jsonl", STRICT, false, &[]),
+    // resume-broken-stream: a stream broken after an event id, the request given up without a
+    // resume; the same break resumed from that id and answered.
+    case("resume-broken-stream-violates.jsonl", STRICT, false, &[(rule::RESUME_BROKEN_STREAM, SHOULD)]),
+    case("resume-broken-stream-passes.jsonl", STRICT, false, &[]),
 ];
 
 /// The rules that apply in the legacy era and have no legacy traces yet. The list can only

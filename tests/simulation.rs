@@ -219,22 +219,27 @@ fn tasks_survive_the_faults_that_kill_calls() {
     );
 }
 
-/// The legacy era on the in-memory lane: every seed's client opens with `initialize`, the
-/// trace is judged by the legacy rules, no rule at all is broken, and a seed replays to the
-/// same digest.
+/// The legacy era on the in-memory lane, on both transports: every seed's client opens with
+/// `initialize`, the trace is judged by the legacy rules, no MUST or SHOULD is broken (a
+/// host-policy finding, an idle stream cut, may be), and a seed replays to the same digest.
 #[test]
 fn legacy_seeds_are_judged_as_legacy_clean_and_deterministic() {
+    let mut transports = std::collections::BTreeSet::new();
     for seed in 0..common::seed_count(500) {
         let scenario = Scenario::from_seed(seed).in_era(mcp_sim::Era::LEGACY);
+        transports.insert(scenario.transport);
         let judged = mcp_sim::run::judge(&scenario, Lane::Memory);
         assert_eq!(judged.verdict.era.era, mcp_sim::Era::LEGACY, "seed {seed}");
-        assert!(
-            judged.verdict.violations.is_empty(),
-            "seed {seed}: {:?}",
-            judged.verdict.violations
-        );
+        let broken: Vec<_> = judged
+            .verdict
+            .violations
+            .iter()
+            .filter(|v| v.level != mcp_sim::oracle::Level::Policy)
+            .collect();
+        assert!(broken.is_empty(), "seed {seed}: {broken:?}");
         assert!(!judged.fails(), "seed {seed}");
         let again = memory::run(&scenario).trace.digest();
         assert_eq!(judged.run.trace.digest(), again, "seed {seed}");
     }
+    assert_eq!(transports.len(), 2, "both transports ran: {transports:?}");
 }

@@ -771,6 +771,7 @@ fn event(data: &str) -> SseItem {
         event_type: "message".into(),
         data: data.into(),
         last_event_id: String::new(),
+        has_id: false,
     })
 }
 

@@ -510,6 +510,7 @@ impl SseStream {
         for block in &self.blocks {
             let mut data: Option<String> = None;
             let mut event_type = String::new();
+            let mut has_id = false;
             for (l, _) in block {
                 // Each data line appends its value and an LF; an empty value still counts.
                 let mut push_data = |v: &str| {
@@ -529,7 +530,10 @@ impl SseStream {
                     }
                     SseLine::DataNoColon => push_data(""),
                     SseLine::Event(v) => event_type = v.clone(),
-                    SseLine::Id(v) => last_id = v.clone(),
+                    SseLine::Id(v) => {
+                        last_id = v.clone();
+                        has_id = true;
+                    }
                     SseLine::Other(..) => {}
                 }
             }
@@ -543,6 +547,7 @@ impl SseStream {
                     },
                     data: d,
                     last_event_id: last_id.clone(),
+                    has_id,
                 }));
             }
         }

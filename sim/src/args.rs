@@ -184,7 +184,7 @@ pub struct Overrides {
     #[arg(long)]
     pub(crate) mutant: Option<String>,
     /// The era the client speaks: `modern` (2026-07-28) or `legacy` (2025-11-25, or a
-    /// revision's date); the reference server speaks both. The legacy era runs on stdio.
+    /// revision's date); the reference server speaks both.
     #[arg(long, default_value = "modern")]
     pub(crate) era: Era,
 }
@@ -194,13 +194,6 @@ impl Overrides {
     pub(crate) fn validate(&self) -> Result<(), String> {
         self.proxy()?;
         self.mutant()?;
-        if self.era.is_legacy() && matches!(self.transport, TransportArg::Http | TransportArg::Both)
-        {
-            return Err(format!(
-                "the legacy era ({}) is simulated on stdio only: drop --transport http",
-                self.era
-            ));
-        }
         Ok(())
     }
 

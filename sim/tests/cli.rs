@@ -131,10 +131,10 @@ fn check_trace_reads_the_era_and_takes_it_from_the_command_line() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("2024-11-05"));
 }
 
-/// `--era legacy` sweeps the legacy client (stdio) clean and names the era in its lines; with
-/// `--transport http` it is refused, naming why.
+/// `--era legacy` sweeps the legacy client clean and names the era in its lines, on stdio and
+/// on Streamable HTTP.
 #[test]
-fn a_legacy_sweep_runs_on_stdio_and_refuses_http() {
+fn a_legacy_sweep_runs_on_both_transports() {
     let out = mcp_sim(
         &[
             "sweep", "--lane", "memory", "--era", "legacy", "--seeds", "0..50", "--format", "json",
@@ -167,8 +167,13 @@ fn a_legacy_sweep_runs_on_stdio_and_refuses_http() {
         ],
         b"",
     );
-    assert_eq!(http.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&http.stderr).contains("stdio only"));
+    assert_eq!(
+        http.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&http.stderr)
+    );
+    assert!(String::from_utf8_lossy(&http.stdout).contains("runs:        5"));
 }
 
 #[test]

@@ -40,6 +40,8 @@ pub struct SseEvent {
     pub data: String,
     /// The last event id buffer at dispatch (empty unless an `id` field set it).
     pub last_event_id: String,
+    /// This event itself had an `id` field (the buffer may hold an earlier event's).
+    pub has_id: bool,
 }
 
 /// What the decoder yields.
@@ -69,6 +71,8 @@ pub struct SseDecoder {
     data: String,
     event_type: String,
     last_event_id: String,
+    /// An `id` field came since the last dispatch.
+    id_seen: bool,
     retry: Option<u64>,
 }
 
@@ -191,7 +195,10 @@ impl SseDecoder {
                 self.data.push('\n');
             }
             "event" => self.event_type = value.to_owned(),
-            "id" if !value.contains('\0') => self.last_event_id = value.to_owned(),
+            "id" if !value.contains('\0') => {
+                self.last_event_id = value.to_owned();
+                self.id_seen = true;
+            }
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 self.retry = Some(value.parse().unwrap_or(u64::MAX));
             }
@@ -204,6 +211,7 @@ impl SseDecoder {
         let event_type = std::mem::take(&mut self.event_type);
         if std::mem::replace(&mut self.oversized, false) || self.data.is_empty() {
             self.data.clear();
+            self.id_seen = false;
             return None;
         }
         let mut data = std::mem::take(&mut self.data);
@@ -217,6 +225,7 @@ impl SseDecoder {
             event_type,
             data,
             last_event_id: self.last_event_id.clone(),
+            has_id: std::mem::take(&mut self.id_seen),
         })
     }
 
@@ -254,6 +263,15 @@ pub fn encode_event(data: &str) -> String {
     }
     out.push('\n');
     out
+}
+
+/// Encodes an event with an `id` and empty data (the legacy era's priming event), with a
+/// `retry` field when given.
+pub fn encode_priming(id: &str, retry_ms: Option<u64>) -> String {
+    match retry_ms {
+        Some(ms) => format!("id: {id}\nretry: {ms}\ndata:\n\n"),
+        None => format!("id: {id}\ndata:\n\n"),
+    }
 }
 
 /// Encodes a comment line, the keep-alive form (`: text`).
@@ -297,5 +315,10 @@ impl ClientSseFramer {
     /// The next item, as [`SseDecoder::next_item`].
     pub fn next_item(&mut self) -> Option<Result<SseItem, crate::framing::FrameError>> {
         self.inner.next_item()
+    }
+
+    /// The reconnection time in force, as [`SseDecoder::retry`].
+    pub fn retry(&self) -> Option<u64> {
+        self.inner.retry()
     }
 }

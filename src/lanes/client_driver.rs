@@ -37,6 +37,15 @@ pub(crate) enum ClientOutput {
         stream: StreamId,
         /// The message.
         msg: Message,
+        /// The POST's headers (names in lower case).
+        headers: BTreeMap<String, String>,
+    },
+    /// Open `stream` with a `GET` (legacy era: a resume, or the session's own stream).
+    Get {
+        /// The exchange.
+        stream: StreamId,
+        /// The request's headers (names in lower case), `Last-Event-ID` among them.
+        headers: BTreeMap<String, String>,
     },
     /// Drop `stream`'s connection (the HTTP cancellation).
     Close(StreamId),
@@ -71,6 +80,8 @@ pub(crate) struct ClientDriver {
     retried: BTreeMap<RequestId, RequestId>,
     /// Progress notifications handed to the application.
     progress: usize,
+    /// The id of the SSE event whose message is read next, per stream.
+    event_ids: BTreeMap<StreamId, String>,
 }
 
 impl ClientDriver {
@@ -86,6 +97,7 @@ impl ClientDriver {
             outcomes: BTreeMap::new(),
             retried: BTreeMap::new(),
             progress: 0,
+            event_ids: BTreeMap::new(),
         }
     }
 
@@ -156,7 +168,24 @@ impl ClientDriver {
                     if let Some(id) = msg.id() {
                         self.streams.insert(id.clone(), stream);
                     }
-                    return Some(ClientOutput::Post { stream, msg });
+                    let headers = self.client.post_headers(&msg);
+                    return Some(ClientOutput::Post {
+                        stream,
+                        msg,
+                        headers,
+                    });
+                }
+                ClientTransmit::Get {
+                    stream,
+                    last_event_id,
+                } => {
+                    let id = last_event_id.as_deref();
+                    sink.record(
+                        Side::Client,
+                        recorder::client_get(&self.client, stream, id, true),
+                    );
+                    let headers = self.client.get_headers(id);
+                    return Some(ClientOutput::Get { stream, headers });
                 }
                 ClientTransmit::Close { stream } => {
                     sink.record(
@@ -202,8 +231,10 @@ impl ClientDriver {
                 s.requests += 1;
             }
         });
+        // The legacy era's headers are the model's (its session), so every lane records them.
+        let headers = self.recording.post_headers || self.client.config().era.is_legacy();
         let kind = match stream {
-            Some(s) if self.recording.post_headers => recorder::client_post(&self.client, s, msg),
+            Some(s) if headers => recorder::client_post(&self.client, s, msg),
             _ => recorder::client_send(&self.client, self.transport, stream, msg),
         };
         sink.record(Side::Client, kind);
@@ -237,11 +268,12 @@ impl ClientDriver {
         bytes: &[u8],
         sink: &mut impl RunSink,
     ) {
-        let (w, decoded) = if self.recording.as_written {
+        let (mut w, decoded) = if self.recording.as_written {
             recorder::observe_as_written(self.transport, stream, bytes)
         } else {
             recorder::observe(self.transport, stream, bytes)
         };
+        w.event_id = stream.and_then(|s| self.event_ids.remove(&s));
         sink.record(Side::Client, EventKind::Recv(w));
         if let Ok(msg) = decoded {
             self.client.handle_message(now, stream, msg);
@@ -263,23 +295,55 @@ impl ClientDriver {
         self.lines = StdioReader::default();
     }
 
-    /// A response's status line and content type.
+    /// A response's status line, content type and the session it issued (legacy era).
     pub(crate) fn status(
         &mut self,
+        now: Time,
         stream: StreamId,
         status: u16,
         content_type: Option<String>,
+        session: Option<String>,
         sink: &mut impl RunSink,
     ) {
+        if let Some(id) = &session {
+            self.client.handle_session(id);
+        }
+        self.client.handle_status(now, stream, status);
+        let headers = session.map(|id| [(recorder::SESSION_HEADER.to_owned(), id)].into());
         sink.record(
             Side::Client,
             EventKind::Status {
                 stream: Some(stream.0),
                 status,
                 content_type,
-                headers: None,
+                headers,
             },
         );
+    }
+
+    /// An SSE event on `stream` had the id `id` (and `retry_ms` was in force): the id of the
+    /// message read next, or (`primes`) a priming event of its own.
+    pub(crate) fn event_id(
+        &mut self,
+        stream: StreamId,
+        id: String,
+        retry_ms: Option<u64>,
+        primes: bool,
+        sink: &mut impl RunSink,
+    ) {
+        self.client.handle_event_id(stream, &id, retry_ms);
+        if primes {
+            sink.record(
+                Side::Client,
+                EventKind::Sse {
+                    stream: stream.0,
+                    event_id: Some(id),
+                    retry_ms,
+                },
+            );
+        } else {
+            self.event_ids.insert(stream, id);
+        }
     }
 
     /// An SSE comment (a keep-alive) on `stream`.

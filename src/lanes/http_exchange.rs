@@ -5,6 +5,7 @@
 //! Every POST has its own HTTP/1.1 connection, so dropping the future closes the connection,
 //! which is how a 2026-07-28 client cancels the request (§3.2).
 
+use std::collections::BTreeMap;
 use std::pin::pin;
 
 use bytes::Bytes;
@@ -31,13 +32,32 @@ pub struct PostTarget<'a> {
     pub stream_header: Option<StreamId>,
 }
 
-/// POSTs `msg` over `io` with the Streamable HTTP headers (`Accept`, `MCP-Protocol-Version`,
-/// `Mcp-Method`, `Mcp-Name`) and hands every item of the response to `emit`. The SSE framer
-/// carries `mutants` (the framer mutant).
+/// What one exchange sends: a POST of `msg`, or a `GET` when there is none, with `headers`.
+#[derive(Debug, Clone)]
+pub struct Outgoing<'a> {
+    /// The POSTed message (`None`: a `GET`).
+    pub msg: Option<&'a Message>,
+    /// The request's headers, names in lower case.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl<'a> Outgoing<'a> {
+    /// A POST of `msg` with the 2026-07-28 headers (`wire::http::request_headers`).
+    pub fn post(msg: &'a Message) -> Self {
+        Outgoing {
+            msg: Some(msg),
+            headers: wire::http::request_headers(msg),
+        }
+    }
+}
+
+/// Sends `outgoing` over `io` (a POST with the Streamable HTTP headers it names, or a `GET`)
+/// and hands every item of the response to `emit`. The SSE framer carries `mutants` (the
+/// framer mutant).
 pub async fn exchange<IO>(
     io: IO,
     target: PostTarget<'_>,
-    msg: &Message,
+    outgoing: Outgoing<'_>,
     mutants: MutantSet,
     mut emit: impl FnMut(ExchangeItem),
 ) where
@@ -47,14 +67,21 @@ pub async fn exchange<IO>(
     else {
         return emit(ExchangeItem::Cut);
     };
-    let mut request = hyper::Request::post(target.path).header("host", target.host);
-    for (name, value) in wire::http::request_headers(msg) {
+    let builder = match outgoing.msg {
+        Some(_) => hyper::Request::post(target.path),
+        None => hyper::Request::get(target.path),
+    };
+    let mut request = builder.header("host", target.host);
+    for (name, value) in &outgoing.headers {
         request = request.header(name, value);
     }
     if let Some(stream) = target.stream_header {
         request = request.header(STREAM_HEADER, stream.0.to_string());
     }
-    let body = wire::encode(msg).unwrap_or_default();
+    let body = outgoing
+        .msg
+        .map(|m| wire::encode(m).unwrap_or_default())
+        .unwrap_or_default();
     let Ok(request) = request.body(Full::new(Bytes::from(body))) else {
         return emit(ExchangeItem::Cut);
     };
@@ -71,9 +98,15 @@ pub async fn exchange<IO>(
             content_type.as_deref(),
             mutants.has(Mutant::SseCrlfChunkSplit),
         );
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         emit(ExchangeItem::Status {
             status: response.status().as_u16(),
             content_type,
+            session,
         });
         let mut body = response.into_body();
         loop {

@@ -34,8 +34,11 @@ pub(crate) type Notify = Rc<dyn Fn(HttpEvent)>;
 
 /// What the HTTP side tells the driver.
 pub(crate) enum HttpEvent {
-    /// A POST: its stream, body and the slot for its response.
+    /// A POST (or, with `get`, a `GET`, the legacy era's resume or listening stream): its
+    /// stream, body and the slot for its response.
     Post {
+        /// The request is a `GET` (it has no body).
+        get: bool,
         /// The stream the request and its response travel on.
         stream: StreamId,
         /// The request body.
@@ -89,6 +92,7 @@ pub(crate) async fn serve_connection<IO>(
     let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let notify = notify.clone();
         let stream = stream_of(&req);
+        let get = req.method() == hyper::Method::GET;
         let headers = crate::lanes::recorder::recorded_headers(
             req.headers()
                 .iter()
@@ -104,6 +108,7 @@ pub(crate) async fn serve_connection<IO>(
             let (respond, response) = oneshot::channel();
             let mut signal = DropSignal(Some((stream, notify.clone())));
             notify(HttpEvent::Post {
+                get,
                 stream,
                 body,
                 headers,
@@ -182,11 +187,24 @@ impl Responder {
                     self.bodies.insert(stream, body_tx);
                 }
             }
-            ServerTransmit::SseEvent { stream, msg } => {
+            ServerTransmit::SseEvent {
+                stream,
+                msg,
+                event_id,
+            } => {
                 if let Some(body) = self.bodies.get(&stream) {
-                    for piece in self.style.encode(&msg) {
+                    for piece in self.style.encode_with_id(&msg, event_id.as_deref()) {
                         let _ = body.send(Bytes::from(piece));
                     }
+                }
+            }
+            ServerTransmit::SsePrime {
+                stream,
+                event_id,
+                retry_ms,
+            } => {
+                if let Some(body) = self.bodies.get(&stream) {
+                    let _ = body.send(Bytes::from(sse::encode_priming(&event_id, retry_ms)));
                 }
             }
             ServerTransmit::SseComment { stream } => {
@@ -201,11 +219,16 @@ impl Responder {
                 stream,
                 status,
                 msg,
+                session,
             } => {
                 let body = wire::encode(&msg).unwrap_or_default();
-                let response = hyper::Response::builder()
+                let mut builder = hyper::Response::builder()
                     .status(status)
-                    .header("content-type", "application/json")
+                    .header("content-type", "application/json");
+                if let Some(id) = session {
+                    builder = builder.header("mcp-session-id", id);
+                }
+                let response = builder
                     .body(Either::Right(Full::new(Bytes::from(body))))
                     .expect("static response parts are valid");
                 if let Some(slot) = self.pending.remove(&stream) {

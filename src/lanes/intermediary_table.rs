@@ -152,7 +152,7 @@ fn memory(case: Case) -> Seen {
             "application/json"
         };
         let head = FromServer::Head {
-            part: Piece::Status(200, Some(content_type)),
+            part: Piece::Status(200, Some(content_type), None),
             event_stream: case.event_stream,
             told_not_to_buffer: false,
         };
@@ -172,7 +172,7 @@ fn memory(case: Case) -> Seen {
     Seen {
         cut_ms: (cut - Time::ZERO).as_millis() as u64,
         gateway: pieces.iter().find_map(|p| match p {
-            Piece::Status(s, _) if *s != 200 => Some(*s),
+            Piece::Status(s, _, _) if *s != 200 => Some(*s),
             _ => None,
         }),
         head: pieces.contains(&Piece::Status(
@@ -182,6 +182,7 @@ fn memory(case: Case) -> Seen {
             } else {
                 "application/json"
             }),
+            None,
         )),
         body: pieces.iter().any(|p| matches!(p, Piece::Body(_))),
     }

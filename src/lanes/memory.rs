@@ -38,8 +38,9 @@ use crate::wire;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Piece {
     /// The status line and the `Content-Type`, if the response has one (a 202 and a gateway's
-    /// empty answer have none, as the byte lanes read them).
-    Status(u16, Option<&'static str>),
+    /// empty answer have none, as the byte lanes read them), and the `Mcp-Session-Id` it
+    /// issues (a legacy `initialize`).
+    Status(u16, Option<&'static str>, Option<String>),
     Body(Vec<u8>),
     End,
 }
@@ -47,7 +48,7 @@ pub(super) enum Piece {
 impl Piece {
     /// What a gateway that answers an idle stream sends: its status, no content type, no body.
     pub(super) fn gateway_answer(status: u16) -> [Piece; 2] {
-        [Piece::Status(status, None), Piece::End]
+        [Piece::Status(status, None, None), Piece::End]
     }
 }
 
@@ -142,11 +143,14 @@ enum Action {
     StartCall(usize),
     CancelCall(usize),
     Fault(usize),
-    /// Bytes for the server: a stdio chunk or an HTTP POST body.
+    /// Bytes for the server: a stdio chunk or an HTTP POST body (a legacy `GET` when `get`,
+    /// with no body); the legacy era's headers, which the model decides.
     ToServer {
         epoch: u64,
         stream: Option<StreamId>,
         bytes: Vec<u8>,
+        headers: Option<BTreeMap<String, String>>,
+        get: bool,
     },
     /// The server notices that the client (or the proxy) closed a stream.
     ServerSeesClose {
@@ -410,6 +414,8 @@ impl Sim<'_> {
                 epoch,
                 stream,
                 bytes,
+                headers,
+                get,
             } => {
                 if epoch != self.epoch || stream.is_some_and(|s| self.server_closed.contains(&s)) {
                     return; // sent to a server that has since crashed
@@ -421,7 +427,15 @@ impl Sim<'_> {
                         // The proxy stands at the server's end of the one hop: the POST's
                         // bytes pass it as they reach the server (ALB counts them).
                         self.open.client_bytes(s, now);
-                        self.server.post(now, s, &bytes, None, &mut self.rec)
+                        match (get, headers) {
+                            (true, headers) => {
+                                self.server
+                                    .get(now, s, headers.unwrap_or_default(), &mut self.rec)
+                            }
+                            (false, headers) => {
+                                self.server.post(now, s, &bytes, headers, &mut self.rec)
+                            }
+                        }
                     }
                 }
             }
@@ -519,7 +533,7 @@ impl Sim<'_> {
         let open = self.open.ids();
         self.epoch += 1;
         self.server
-            .restart(Server::new(self.scenario.server_config()));
+            .restart(Server::new(self.scenario.server_config()).started_at(self.rec.now));
         match self.scenario.transport {
             Transport::Stdio => {
                 self.deliver(Channel::ToClient(None), Action::ClientSeesPipeClosed);
@@ -553,9 +567,15 @@ impl Sim<'_> {
         }
         let mut items = Vec::new();
         match piece {
-            Piece::Status(status, content_type) => {
-                self.client
-                    .status(stream, status, content_type.map(Into::into), &mut self.rec);
+            Piece::Status(status, content_type, session) => {
+                self.client.status(
+                    self.rec.now,
+                    stream,
+                    status,
+                    content_type.map(Into::into),
+                    session,
+                    &mut self.rec,
+                );
                 let crlf_bug = self.scenario.mutants.has(Mutant::SseCrlfChunkSplit);
                 let reader = ResponseReader::new(content_type, crlf_bug);
                 self.client_streams.insert(stream, reader);
@@ -581,6 +601,13 @@ impl Sim<'_> {
                         .receive(self.rec.now, Some(stream), &bytes, &mut self.rec)
                 }
                 ExchangeItem::Comment => self.client.comment(stream, &mut self.rec),
+                ExchangeItem::EventId {
+                    id,
+                    retry_ms,
+                    primes,
+                } => self
+                    .client
+                    .event_id(stream, id, retry_ms, primes, &mut self.rec),
                 ExchangeItem::Ended => {
                     self.client_closed.insert(stream);
                     self.client.stream_ended(
@@ -636,22 +663,24 @@ impl Sim<'_> {
                         epoch,
                         stream: None,
                         bytes,
+                        headers: None,
+                        get: false,
                     },
                 );
             }
-            ClientOutput::Post { stream, msg } => {
+            ClientOutput::Post {
+                stream,
+                msg,
+                headers,
+            } => {
                 let bytes = wire::encode(&msg)
                     .expect("the client's messages encode")
                     .into_bytes();
-                self.open.open(stream, self.scenario.proxy, self.rec.now);
-                self.deliver(
-                    Channel::ToServer(Some(stream)),
-                    Action::ToServer {
-                        epoch,
-                        stream: Some(stream),
-                        bytes,
-                    },
-                );
+                let headers = self.legacy().then_some(headers);
+                self.open_exchange(stream, bytes, headers, false);
+            }
+            ClientOutput::Get { stream, headers } => {
+                self.open_exchange(stream, Vec::new(), Some(headers), true)
             }
             ClientOutput::Close(stream) => {
                 self.client_closed.insert(stream);
@@ -669,6 +698,33 @@ impl Sim<'_> {
         }
     }
 
+    /// A new exchange on `stream` (a POST of `bytes`, or a legacy `GET`) on its way to the
+    /// server, through the proxy if there is one.
+    fn open_exchange(
+        &mut self,
+        stream: StreamId,
+        bytes: Vec<u8>,
+        headers: Option<BTreeMap<String, String>>,
+        get: bool,
+    ) {
+        let epoch = self.epoch;
+        self.open.open(stream, self.scenario.proxy, self.rec.now);
+        self.deliver(
+            Channel::ToServer(Some(stream)),
+            Action::ToServer {
+                epoch,
+                stream: Some(stream),
+                bytes,
+                headers,
+                get,
+            },
+        );
+    }
+
+    fn legacy(&self) -> bool {
+        self.scenario.era.is_legacy()
+    }
+
     /// Carries a transmit of the server's driver (recorded already).
     fn server_transmit(&mut self, t: ServerTransmit) {
         match t {
@@ -677,13 +733,26 @@ impl Sim<'_> {
                 self.deliver(Channel::ToClient(None), Action::ToClientLine { bytes });
             }
             ServerTransmit::SseStart { stream } => {
-                let head = self.head(Piece::Status(200, Some("text/event-stream")), true);
+                let head = self.head(Piece::Status(200, Some("text/event-stream"), None), true);
                 self.send_to_client(stream, head);
             }
-            ServerTransmit::SseEvent { stream, msg } => {
-                for piece in self.scenario.server.sse_style.encode(&msg) {
+            ServerTransmit::SseEvent {
+                stream,
+                msg,
+                event_id,
+            } => {
+                let style = self.scenario.server.sse_style;
+                for piece in style.encode_with_id(&msg, event_id.as_deref()) {
                     self.send_to_client(stream, FromServer::Body(Piece::Body(piece)));
                 }
+            }
+            ServerTransmit::SsePrime {
+                stream,
+                event_id,
+                retry_ms,
+            } => {
+                let event = sse::encode_priming(&event_id, retry_ms).into_bytes();
+                self.send_to_client(stream, FromServer::Body(Piece::Body(event)));
             }
             ServerTransmit::SseComment { stream } => {
                 let comment = sse::encode_comment("keep-alive").into_bytes();
@@ -696,17 +765,21 @@ impl Sim<'_> {
                 stream,
                 status,
                 msg,
+                session,
             } => {
                 let body = wire::encode(&msg)
                     .expect("the server's messages encode")
                     .into_bytes();
-                let head = self.head(Piece::Status(status, Some("application/json")), false);
+                let head = self.head(
+                    Piece::Status(status, Some("application/json"), session),
+                    false,
+                );
                 self.send_to_client(stream, head);
                 self.send_to_client(stream, FromServer::Body(Piece::Body(body)));
                 self.send_to_client(stream, FromServer::End(Piece::End));
             }
             ServerTransmit::Accepted { stream } => {
-                let head = self.head(Piece::Status(202, None), false);
+                let head = self.head(Piece::Status(202, None, None), false);
                 self.send_to_client(stream, head);
                 self.send_to_client(stream, FromServer::End(Piece::End));
             }

@@ -24,6 +24,19 @@ pub enum ExchangeItem {
         status: u16,
         /// The `Content-Type`, if any.
         content_type: Option<String>,
+        /// The `Mcp-Session-Id` it issued, if any (the legacy era's sessions).
+        session: Option<String>,
+    },
+    /// An SSE event's `id` and the `retry` in force, just before the event's message; alone
+    /// (`primes`) for an event with an id and empty data, the legacy era's priming event.
+    /// Only events with an `id` field yield one.
+    EventId {
+        /// The event's id.
+        id: String,
+        /// The `retry` in force, in ms.
+        retry_ms: Option<u64>,
+        /// The event carried no data: nothing follows it.
+        primes: bool,
     },
     /// One message's text: an SSE event's data, a JSON body, or a framing error's description.
     Message(Vec<u8>),
@@ -71,11 +84,26 @@ impl ResponseReader {
         };
         framer.push(data);
         while let Some(item) = framer.next_item() {
-            emit(match item {
-                Ok(SseItem::Event(e)) => ExchangeItem::Message(e.data.into_bytes()),
+            let out = match item {
+                Ok(SseItem::Event(e)) => {
+                    let retry_ms = framer.retry();
+                    if e.has_id {
+                        let primes = e.data.is_empty();
+                        emit(ExchangeItem::EventId {
+                            id: e.last_event_id,
+                            retry_ms,
+                            primes,
+                        });
+                        if primes {
+                            continue;
+                        }
+                    }
+                    ExchangeItem::Message(e.data.into_bytes())
+                }
                 Ok(SseItem::Comment(_)) => ExchangeItem::Comment,
                 Err(e) => ExchangeItem::Message(e.to_string().into_bytes()),
-            });
+            };
+            emit(out);
         }
     }
 

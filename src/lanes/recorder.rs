@@ -146,10 +146,28 @@ pub(crate) fn client_send(
 pub(crate) fn client_post(client: &Client, stream: StreamId, msg: &Message) -> EventKind {
     let mut kind = client_send(client, Transport::Http, Some(stream), msg);
     if let EventKind::Send(w) = &mut kind {
-        w.headers = Some(wire::http::request_headers(msg));
+        w.headers = Some(client.post_headers(msg));
     }
     kind
 }
+
+/// The client opened `stream` with a legacy `GET` (a resume after `last_event_id`, or its
+/// listening stream), with the headers it sent when `headers` is on.
+pub(crate) fn client_get(
+    client: &Client,
+    stream: StreamId,
+    last_event_id: Option<&str>,
+    headers: bool,
+) -> EventKind {
+    EventKind::Open {
+        stream: stream.0,
+        method: "GET".into(),
+        headers: headers.then(|| client.get_headers(last_event_id)),
+    }
+}
+
+/// The legacy era's session header, as traces record it (lower case).
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What a client event is to its driver.
 pub(crate) enum ClientNote {
@@ -210,7 +228,29 @@ fn server_transmit_events(transport: Transport, t: &ServerTransmit) -> [Option<E
         ServerTransmit::SseStart { stream } => {
             (status(*stream, 200, Some("text/event-stream")), None)
         }
-        ServerTransmit::SseEvent { stream, msg } => (send(Some(*stream), msg), None),
+        ServerTransmit::SseEvent {
+            stream,
+            msg,
+            event_id,
+        } => {
+            let mut kind = send(Some(*stream), msg);
+            if let EventKind::Send(w) = &mut kind {
+                w.event_id = event_id.clone();
+            }
+            (kind, None)
+        }
+        ServerTransmit::SsePrime {
+            stream,
+            event_id,
+            retry_ms,
+        } => (
+            EventKind::Sse {
+                stream: stream.0,
+                event_id: Some(event_id.clone()),
+                retry_ms: *retry_ms,
+            },
+            None,
+        ),
         ServerTransmit::SseComment { stream } => (
             EventKind::Comment {
                 stream: Some(stream.0),
@@ -222,10 +262,14 @@ fn server_transmit_events(transport: Transport, t: &ServerTransmit) -> [Option<E
             stream,
             status: code,
             msg,
-        } => (
-            status(*stream, *code, Some("application/json")),
-            Some(send(Some(*stream), msg)),
-        ),
+            session,
+        } => {
+            let mut head = status(*stream, *code, Some("application/json"));
+            if let (EventKind::Status { headers, .. }, Some(id)) = (&mut head, session) {
+                *headers = Some([(SESSION_HEADER.to_owned(), id.clone())].into());
+            }
+            (head, Some(send(Some(*stream), msg)))
+        }
         ServerTransmit::Accepted { stream } => (status(*stream, 202, None), None),
     };
     [Some(first), second]

@@ -129,6 +129,33 @@ impl ServerDriver {
         self.receive(now, Some(stream), body, headers, sink);
     }
 
+    /// A `GET` opened `stream` (the legacy era's resume, with `Last-Event-ID`, or a listening
+    /// stream): recorded with its headers, and handed to the model.
+    pub(crate) fn get(
+        &mut self,
+        now: Time,
+        stream: StreamId,
+        headers: BTreeMap<String, String>,
+        sink: &mut impl RunSink,
+    ) {
+        let last_event_id = headers.get("last-event-id").cloned();
+        let refusal = self.session_refusal(&headers, true);
+        sink.record(
+            Side::Server,
+            EventKind::Open {
+                stream: stream.0,
+                method: "GET".into(),
+                headers: Some(headers),
+            },
+        );
+        match refusal {
+            Some((status, why)) => self.server.refuse(stream, None, status, &why),
+            None => self
+                .server
+                .handle_get(now, stream, last_event_id.as_deref()),
+        }
+    }
+
     /// A response stream that was still open (the lane knows) went away by `by`'s doing: the
     /// client, or an intermediary the lane can tell apart from it.
     pub(crate) fn stream_closed(
@@ -152,7 +179,7 @@ impl ServerDriver {
         headers: Option<BTreeMap<String, String>>,
         sink: &mut impl RunSink,
     ) {
-        let era = self.era_of(bytes);
+        let era = self.era_of(bytes, headers.as_ref());
         let (mut w, decoded) = if self.recording.as_written {
             recorder::observe_as_written_in(era, self.transport, stream, bytes)
         } else {
@@ -163,6 +190,11 @@ impl ServerDriver {
             .as_ref()
             .filter(|_| !era.is_legacy())
             .and_then(|h| recorder::header_mismatch(&decoded, h));
+        let initialize = matches!(&decoded, Ok(Message::Request(r)) if r.method == "initialize");
+        let refusal = headers
+            .as_ref()
+            .filter(|_| era.is_legacy() && !initialize)
+            .and_then(|h| self.session_refusal(h, false));
         w.headers = headers;
         if let Ok(Message::Request(_)) = &decoded {
             if let Some(policy) = self.recording.client_policy {
@@ -173,6 +205,10 @@ impl ServerDriver {
             }
         }
         sink.record(Side::Server, EventKind::Recv(w));
+        if let (Some((status, why)), Some(st)) = (refusal, stream) {
+            let id = decoded.as_ref().ok().and_then(|m| m.id()).cloned();
+            return self.server.refuse(st, id, status, &why);
+        }
         match (decoded, stream, mismatch) {
             (Ok(Message::Request(r)), Some(st), Some(why)) => {
                 self.server.handle_header_mismatch(now, st, r, &why)
@@ -182,12 +218,33 @@ impl ServerDriver {
         }
     }
 
+    /// Why a legacy request (or `GET`) with these headers is refused, if it is: 404 for a
+    /// session this server did not issue (it forgot it in a crash, or never had it), 400 for a
+    /// request without the session it did issue (docs/spec/mcp-2025-11-25.md §5, LA5).
+    fn session_refusal(
+        &self,
+        headers: &BTreeMap<String, String>,
+        get: bool,
+    ) -> Option<(u16, String)> {
+        match (headers.get(recorder::SESSION_HEADER), self.server.session()) {
+            (Some(sent), issued) if issued != Some(sent.as_str()) => {
+                Some((404, format!("session {sent} not found")))
+            }
+            (None, Some(issued)) => Some((400, format!("Mcp-Session-Id {issued} is missing"))),
+            (None, None) if get => Some((400, "a GET needs a session".into())),
+            _ => None,
+        }
+    }
+
     /// The era to read a client's message in: the connection's, once its first request
-    /// decided it; before that, the legacy era for an `initialize` (the dual-era server lets
-    /// the first request pick), else the modern one.
-    fn era_of(&self, bytes: &[u8]) -> Era {
+    /// decided it; before that, the legacy era for an `initialize` or a request in a legacy
+    /// session (the dual-era server lets the first request pick), else the modern one.
+    fn era_of(&self, bytes: &[u8], headers: Option<&BTreeMap<String, String>>) -> Era {
         if let Some(era) = self.server.era() {
             return era;
+        }
+        if headers.is_some_and(|h| h.contains_key(recorder::SESSION_HEADER)) {
+            return Era::LEGACY;
         }
         let opens_legacy = serde_json::from_slice::<serde_json::Value>(bytes)
             .ok()

@@ -60,14 +60,21 @@ use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
-    codes, Cancelled, Era, Message, Notification, ProgressToken, Request, RequestId,
-    ResultResponse, ResultType, META_SUBSCRIPTION_ID, METHOD_LISTEN,
+    codes, Cancelled, Era, LegacyRevision, Message, Notification, ProgressToken, Request,
+    RequestId, ResultResponse, ResultType, META_SUBSCRIPTION_ID, METHOD_LISTEN,
     METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
 };
 
 /// How long a legacy client waits for the initialize result before it gives the connection
 /// up and opens another (it never cancels `initialize`, LA3).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a legacy client waits before it resumes a broken stream when the server set no
+/// `retry` (the TypeScript SDK's initial reconnection delay).
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// How many times a legacy client resumes one request's stream before it gives it up.
+pub const MAX_RESUMES: u32 = 3;
 
 /// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
 pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
@@ -127,6 +134,10 @@ enum Handshake {
     Waiting {
         id: RequestId,
         sent: Time,
+        /// The HTTP stream it went out on.
+        stream: Option<StreamId>,
+        /// Its stream broke before the answer: a new handshake starts then.
+        broke: Option<Time>,
         queued: VecDeque<(RequestId, ClientTransmit)>,
     },
     /// The result arrived (and every modern connection is here from the start).
@@ -256,6 +267,15 @@ pub enum ClientTransmit {
     },
     /// stdio: drop the connection (and start a new one). Only a faulty client does this.
     Disconnect,
+    /// HTTP, legacy era: open `stream` with a `GET`: the resume of a broken stream after
+    /// `last_event_id`, or (without one) the session's own stream for what the server sends
+    /// unasked.
+    Get {
+        /// The new stream.
+        stream: StreamId,
+        /// The `Last-Event-ID` header.
+        last_event_id: Option<String>,
+    },
 }
 
 /// Output towards the application (and the trace).
@@ -328,6 +348,26 @@ struct Pending {
     rounds: u32,
     /// A listen's acknowledgement arrived.
     acked: bool,
+    /// The legacy era's resumption of its stream.
+    resume: Resume,
+}
+
+/// How a legacy request's broken stream is resumed (docs/spec/mcp-2025-11-25.md §5, LB8,
+/// LE18): from the last event id it received, after the `retry` the server asked for.
+#[derive(Debug, Clone, Default)]
+struct Resume {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+    /// When the `GET` goes out (the stream broke and the client waits `retry`).
+    at: Option<Time>,
+    /// Resumes spent.
+    spent: u32,
+    /// The server answered 404 for the session it was sent in: its error body is not the
+    /// request's outcome; the request is lost when the stream ends.
+    expired: bool,
+    /// The session the request went out in (a stream of another session cannot be resumed,
+    /// nor its request cancelled, in this one).
+    session: Option<String>,
 }
 
 /// Why a request was sent.
@@ -381,6 +421,10 @@ pub struct Client {
     events: VecDeque<ClientEvent>,
     /// The legacy era's handshake on the current connection.
     handshake: Handshake,
+    /// The legacy era's HTTP session, once the initialize response issued one.
+    session: Option<String>,
+    /// The session each HTTP stream not yet answered was opened in (legacy era).
+    sent_in: BTreeMap<StreamId, Option<String>>,
 }
 
 impl Client {
@@ -402,6 +446,8 @@ impl Client {
                 Era::Modern => Handshake::Done,
                 Era::Legacy(_) => Handshake::NotStarted,
             },
+            session: None,
+            sent_in: BTreeMap::new(),
             config,
         }
     }
@@ -479,6 +525,7 @@ impl Client {
             purpose,
             rounds: 0,
             acked: false,
+            resume: Resume::default(),
         };
         self.pending.insert(id.clone(), pending);
         id
@@ -534,11 +581,13 @@ impl Client {
             serde_json::json!({"name": "mcp-sim", "version": env!("CARGO_PKG_VERSION")}),
         );
         self.legacy_shape(&mut init);
-        let (_, transmit) = self.addressed(init.into());
+        let (stream, transmit) = self.addressed(init.into());
         self.transmits.push_back(transmit);
         self.handshake = Handshake::Waiting {
             id,
             sent: now,
+            stream,
+            broke: None,
             queued,
         };
     }
@@ -546,9 +595,26 @@ impl Client {
     /// The handshake's deadline passed: its timeout and outcome, the connection dropped, and
     /// a new handshake with the same requests waiting.
     fn handshake_timer(&mut self, now: Time) {
-        let Handshake::Waiting { id, sent, .. } = &self.handshake else {
+        let Handshake::Waiting {
+            id, sent, broke, ..
+        } = &self.handshake
+        else {
             return;
         };
+        if let Some(at) = *broke {
+            if now < at {
+                return;
+            }
+            let Handshake::Waiting { queued, .. } =
+                std::mem::replace(&mut self.handshake, Handshake::NotStarted)
+            else {
+                unreachable!("matched above");
+            };
+            if !queued.is_empty() {
+                self.start_handshake(now, queued);
+            }
+            return;
+        }
         if now < *sent + HANDSHAKE_TIMEOUT {
             return;
         }
@@ -608,6 +674,16 @@ impl Client {
             };
             let (_, transmit) = self.addressed(initialized.into());
             self.transmits.push_back(transmit);
+            // Over HTTP the client offers the server a stream of its own (a server without
+            // one answers 405).
+            if self.legacy_http() {
+                let stream = StreamId(self.next_stream);
+                self.next_stream += 1;
+                self.transmits.push_back(ClientTransmit::Get {
+                    stream,
+                    last_event_id: None,
+                });
+            }
             // What waited goes on the wire now, and its timers count from now.
             for (queued_id, transmit) in queued {
                 if let Some(p) = self.pending.get_mut(&queued_id) {
@@ -949,7 +1025,7 @@ impl Client {
             }
             return;
         };
-        if stream.is_some() && stream != pending.stream {
+        if stream.is_some() && stream != pending.stream || pending.resume.expired {
             return;
         }
         self.finish(&id);
@@ -959,10 +1035,193 @@ impl Client {
         });
     }
 
-    /// HTTP: a response stream ended. If its request had no response yet, the request is lost.
+    /// HTTP: a response stream ended. If its request had no response yet, the request is lost,
+    /// unless (legacy era) it received an event id: then it is resumed after `retry`.
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
-        if let Some(id) = self.by_stream.get(&stream).cloned() {
-            self.lose(now, &id);
+        self.sent_in.remove(&stream);
+        if let Handshake::Waiting {
+            id,
+            stream: Some(s),
+            broke,
+            ..
+        } = &mut self.handshake
+        {
+            if *s == stream && broke.is_none() {
+                // The handshake's stream broke before its answer: it is lost now, and a new
+                // one starts after a pause (a server that refuses connections must not spin
+                // the client).
+                *broke = Some(now + DEFAULT_RETRY);
+                let id = id.clone();
+                self.events.push_back(ClientEvent::Outcome {
+                    request: id,
+                    outcome: Outcome::Lost,
+                });
+                return;
+            }
+        }
+        let Some(id) = self.by_stream.get(&stream).cloned() else {
+            return;
+        };
+        if self.legacy_http() && !self.mutant(Mutant::DropsResumable) {
+            let retry = if self.mutant(Mutant::ResumesBeforeRetry) {
+                Duration::ZERO
+            } else {
+                self.pending
+                    .get(&id)
+                    .and_then(|p| p.resume.retry)
+                    .unwrap_or(DEFAULT_RETRY)
+            };
+            let session = self.session.clone();
+            if let Some(p) = self.pending.get_mut(&id) {
+                let same_session = session.is_some() && p.resume.session == session;
+                if p.resume.last_event_id.is_some() && p.resume.spent < MAX_RESUMES && same_session
+                {
+                    p.resume.at = Some(now + retry);
+                    p.stream = None;
+                    self.by_stream.remove(&stream);
+                    return;
+                }
+            }
+        }
+        self.lose(now, &id);
+    }
+
+    /// HTTP, legacy era: an SSE event on `stream` had the id `event_id`, with `retry_ms` the
+    /// reconnection time in force. Its request resumes from there if the stream breaks.
+    pub fn handle_event_id(&mut self, stream: StreamId, event_id: &str, retry_ms: Option<u64>) {
+        let Some(p) = self
+            .by_stream
+            .get(&stream)
+            .and_then(|id| self.pending.get_mut(id))
+        else {
+            return;
+        };
+        p.resume.last_event_id = Some(event_id.to_owned());
+        if let Some(ms) = retry_ms {
+            p.resume.retry = Some(Duration::from_millis(ms));
+        }
+    }
+
+    /// HTTP: the response on `stream` came with `status`. In the legacy era an error status
+    /// ends any hope of resuming its request, and a 404 to a request sent in the current
+    /// session means the server forgot the session: the client initializes a new one, and the
+    /// request is lost (and re-issued in the new session if it may be, LA5).
+    pub fn handle_status(&mut self, now: Time, stream: StreamId, status: u16) {
+        let sent_in = self.sent_in.remove(&stream);
+        if status < 400 || !self.legacy_http() {
+            return;
+        }
+        let id = self.by_stream.get(&stream).cloned();
+        if let Some(p) = id.as_ref().and_then(|id| self.pending.get_mut(id)) {
+            p.resume.last_event_id = None;
+        }
+        let expired =
+            status == 404 && self.session.is_some() && sent_in == Some(self.session.clone());
+        if expired {
+            self.session = None;
+            if matches!(self.handshake, Handshake::Done) {
+                self.handshake = Handshake::NotStarted;
+            }
+            if let Some(p) = id.and_then(|id| self.pending.get_mut(&id)) {
+                p.resume.expired = true;
+            }
+            // A stream of the forgotten session cannot be resumed in a new one.
+            let waiting: Vec<RequestId> = self
+                .pending
+                .iter()
+                .filter(|(_, p)| p.resume.at.is_some())
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in waiting {
+                self.lose(now, &id);
+            }
+        }
+    }
+
+    /// HTTP, legacy era: the initialize response issued the session `id`; every later request
+    /// carries it (LA5).
+    pub fn handle_session(&mut self, id: &str) {
+        if self.config.era.is_legacy() {
+            self.session = Some(id.to_owned());
+        }
+    }
+
+    /// The legacy era's HTTP session, once issued.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The headers of the POST carrying `msg` (names in lower case): 2026-07-28's
+    /// (`wire::http::request_headers`), or in the legacy era `Accept`, `Content-Type`, the
+    /// session id once issued and, after the handshake, the negotiated `MCP-Protocol-Version`
+    /// (2025-06-18 and later).
+    pub fn post_headers(&self, msg: &Message) -> std::collections::BTreeMap<String, String> {
+        if !self.config.era.is_legacy() {
+            return crate::wire::http::request_headers(msg);
+        }
+        let mut h = self.legacy_headers();
+        h.insert("content-type".into(), "application/json".into());
+        h.insert("accept".into(), crate::wire::http::ACCEPT.into());
+        h
+    }
+
+    /// The headers of a legacy `GET` (a resume after `last_event_id`, or the session's own
+    /// stream).
+    pub fn get_headers(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> std::collections::BTreeMap<String, String> {
+        let mut h = self.legacy_headers();
+        h.insert("accept".into(), "text/event-stream".into());
+        if let Some(id) = last_event_id {
+            h.insert("last-event-id".into(), id.to_owned());
+        }
+        h
+    }
+
+    fn legacy_headers(&self) -> std::collections::BTreeMap<String, String> {
+        let mut h = std::collections::BTreeMap::new();
+        if let (Some(id), false) = (&self.session, self.mutant(Mutant::NoSessionId)) {
+            h.insert("mcp-session-id".into(), id.clone());
+        }
+        let versioned =
+            matches!(self.config.era, Era::Legacy(r) if r >= LegacyRevision::V2025_06_18);
+        if versioned && matches!(self.handshake, Handshake::Done) {
+            h.insert(
+                "mcp-protocol-version".into(),
+                self.config.era.version().into(),
+            );
+        }
+        h
+    }
+
+    fn legacy_http(&self) -> bool {
+        self.config.era.is_legacy() && self.config.transport == Transport::Http
+    }
+
+    /// Legacy requests whose `retry` wait is over: each resumes on a new `GET`.
+    fn resume_timers(&mut self, now: Time) {
+        let due: Vec<RequestId> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.resume.at.is_some_and(|at| at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let stream = StreamId(self.next_stream);
+            self.next_stream += 1;
+            let Some(p) = self.pending.get_mut(&id) else {
+                continue;
+            };
+            p.resume.at = None;
+            p.resume.spent += 1;
+            p.stream = Some(stream);
+            let last_event_id = p.resume.last_event_id.clone();
+            self.by_stream.insert(stream, id);
+            self.transmits.push_back(ClientTransmit::Get {
+                stream,
+                last_event_id,
+            });
         }
     }
 
@@ -1011,10 +1270,12 @@ impl Client {
         if !self.config.era.is_legacy() {
             return;
         }
-        if let Handshake::Waiting { id, .. } =
-            std::mem::replace(&mut self.handshake, Handshake::NotStarted)
+        if let Handshake::Waiting {
+            id, broke: None, ..
+        } = std::mem::replace(&mut self.handshake, Handshake::NotStarted)
         {
-            // The handshake went with its connection.
+            // The handshake went with its connection (one whose stream broke was already
+            // reported lost).
             self.events.push_back(ClientEvent::Outcome {
                 request: id,
                 outcome: Outcome::Lost,
@@ -1111,6 +1372,21 @@ impl Client {
             {
                 self.deferred_close.insert(stream);
             }
+            // The legacy era cancels by notification on HTTP too (a POST answered 202); the
+            // stream, of no more use, is dropped after it.
+            // A request of a session the server forgot has nothing left to cancel.
+            stream if self.legacy_http() => {
+                let same_session = self.session.is_some() && pending.resume.session == self.session;
+                if same_session {
+                    let mut cancel = Cancelled::new(id.clone());
+                    cancel.reason = Some(reason);
+                    let (_, post) = self.addressed(cancel.into());
+                    self.transmits.push_back(post);
+                }
+                if let Some(stream) = stream {
+                    self.transmits.push_back(ClientTransmit::Close { stream });
+                }
+            }
             Some(stream) => self.transmits.push_back(ClientTransmit::Close { stream }),
             None => {
                 let mut cancel = Cancelled::new(id.clone());
@@ -1138,10 +1414,14 @@ impl Client {
             poll.into_iter().chain(t.expires).chain(deadline)
         });
         let handshake = match &self.handshake {
+            Handshake::Waiting {
+                broke: Some(at), ..
+            } => Some(*at),
             Handshake::Waiting { sent, .. } => Some(*sent + HANDSHAKE_TIMEOUT),
             _ => None,
         };
-        requests.chain(tasks).chain(handshake).min()
+        let resumes = self.pending.values().filter_map(|p| p.resume.at);
+        requests.chain(tasks).chain(handshake).chain(resumes).min()
     }
 
     /// Polls due and tasks past their `ttlMs` at `now`.
@@ -1181,6 +1461,7 @@ impl Client {
     /// Fires every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
         self.handshake_timer(now);
+        self.resume_timers(now);
         self.request_timers(now);
         self.task_timers(now);
     }
@@ -1200,7 +1481,8 @@ impl Client {
                 reason,
             });
             let silent = self.mutant(Mutant::TimeoutWithoutCancel)
-                || self.mutant(Mutant::RetryWithoutCancel);
+                || self.mutant(Mutant::RetryWithoutCancel)
+                || self.mutant(Mutant::LegacyTimeoutSilent);
             if !silent {
                 let text = format!("client {} timeout", reason.as_str());
                 let origin = self.poll_origin(&id);
@@ -1229,7 +1511,22 @@ impl Client {
 
     /// The next message or stream action for the peer.
     pub fn poll_transmit(&mut self) -> Option<ClientTransmit> {
-        self.transmits.pop_front()
+        let t = self.transmits.pop_front()?;
+        if let (ClientTransmit::Post { stream, .. } | ClientTransmit::Get { stream, .. }, true) =
+            (&t, self.legacy_http())
+        {
+            self.sent_in.insert(*stream, self.session.clone());
+        }
+        if let ClientTransmit::Post {
+            msg: Message::Request(r),
+            ..
+        } = &t
+        {
+            if let Some(p) = self.pending.get_mut(&r.id) {
+                p.resume.session = self.session.clone();
+            }
+        }
+        Some(t)
     }
 
     /// The next event for the application.

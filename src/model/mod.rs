@@ -26,7 +26,9 @@ pub mod backend;
 pub mod client;
 pub mod mutant;
 pub mod policy;
+pub(crate) mod resume;
 pub mod server;
+mod server_transmit;
 pub mod tasks;
 
 pub use backend::{Backend, BackendCall};

@@ -124,6 +124,22 @@ mutants! {
         "a legacy server answers each cancelled request with the error {code: 0, message: \"Request cancelled\"}";
     CancelsInitialize = "cancels_initialize", Client, "typescript-sdk 1.x (a connect timeout on initialize); spec-derived: docs/spec/mcp-2025-11-25.md LA3",
         "a legacy client whose handshake timed out sends notifications/cancelled for initialize";
+    LegacyDisconnectCancels = "legacy_disconnect_cancels", Server, "spec-derived: docs/spec/mcp-2025-11-25.md LC11 (the 2026-07-28 reading applied to a legacy session)",
+        "a legacy server takes a broken response stream for a cancel and drops the request's work";
+    ReplayOtherStream = "replay_other_stream", Server, "spec-derived: docs/spec/mcp-2025-11-25.md LE16",
+        "a legacy server's resume replays the session's newest stream instead of the one Last-Event-ID names";
+    EventIdsPerStream = "event_ids_per_stream", Server, "spec-derived: docs/spec/mcp-2025-11-25.md LE15 (ids counted per stream)",
+        "a legacy server numbers SSE event ids per stream, so the same id appears on several streams of the session";
+    ProgressOnGetStream = "progress_on_get_stream", Server, "spec-derived: docs/spec/mcp-2025-11-25.md LB8 (a GET stream carries nothing of a running request)",
+        "a legacy server accepts the client's listening GET stream and writes every request's progress on it";
+    DropsResumable = "drops_resumable", Client, "spec-derived: docs/spec/mcp-2025-11-25.md LE17 with LC11 (the server keeps the work and its events)",
+        "a legacy client gives up a request whose stream broke although the server sent event ids, instead of resuming it";
+    ResumesBeforeRetry = "resumes_before_retry", Client, "spec-derived: docs/spec/mcp-2025-11-25.md LE18",
+        "a legacy client reconnects at once after a broken stream, ignoring the retry the server asked for";
+    NoSessionId = "no_session_id", Client, "spec-derived: docs/spec/mcp-2025-11-25.md LA5",
+        "a legacy client leaves Mcp-Session-Id off its requests after the initialize response issued one";
+    LegacyTimeoutSilent = "legacy_timeout_silent", Client, "python-sdk #2507, #1410 (1.x)",
+        "a legacy client gives up a timed-out request without sending notifications/cancelled";
 }
 
 /// Which component a mutant changes.

@@ -34,15 +34,17 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::backend::BackendCall;
+use super::resume::Resumable;
+pub use super::server_transmit::ServerTransmit;
 use super::tasks::{request_state, result_of, task_fields, verify_state, TaskStatus, TaskStore};
 use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
-    codes, DecodeError, Era, ErrorResponse, Message, Notification, Progress, ProgressToken,
-    Request, RequestId, ResultResponse, ResultType, EXTENSION_TASKS, META_SUBSCRIPTION_ID,
-    METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
-    METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
+    codes, DecodeError, Era, ErrorResponse, LegacyRevision, Message, Notification, Progress,
+    ProgressToken, Request, RequestId, ResultResponse, ResultType, EXTENSION_TASKS,
+    META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL,
+    METHOD_TASKS_GET, METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
 
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
@@ -56,6 +58,10 @@ pub const MAX_STEPS: u64 = 100_000;
 
 /// The largest `input_rounds` the tool accepts.
 pub const MAX_INPUT_ROUNDS: u64 = 16;
+
+/// The `retry` (ms) a legacy server's priming event asks a client to wait before it resumes
+/// a broken stream.
+pub const LEGACY_RETRY_MS: u64 = 1000;
 
 /// How the server answers a request over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,15 +86,30 @@ pub enum SseStyle {
 impl SseStyle {
     /// The bytes of one SSE event carrying `msg`, as the pieces the server writes.
     pub fn encode(self, msg: &Message) -> Vec<Vec<u8>> {
+        self.encode_with_id(msg, None)
+    }
+
+    /// The bytes of one SSE event carrying `msg` with the `id` field `event_id` first, if any.
+    pub fn encode_with_id(self, msg: &Message, event_id: Option<&str>) -> Vec<Vec<u8>> {
         match self {
             SseStyle::Plain => {
                 let text = crate::wire::encode(msg).unwrap_or_default();
-                vec![crate::framing::sse::encode_event(&text).into_bytes()]
+                let event = crate::framing::sse::encode_event(&text);
+                let event = match event_id {
+                    Some(id) => format!("id: {id}\n{event}"),
+                    None => event,
+                };
+                vec![event.into_bytes()]
             }
             SseStyle::PrettyCrlfSplit => {
                 let value = crate::wire::to_value(msg).unwrap_or_default();
                 let text = serde_json::to_string_pretty(&value).unwrap_or_default();
                 let mut out = String::new();
+                if let Some(id) = event_id {
+                    out.push_str("id: ");
+                    out.push_str(id);
+                    out.push_str("\r\n");
+                }
                 for line in text.lines() {
                     out.push_str("data: ");
                     out.push_str(line);
@@ -164,50 +185,6 @@ impl ServerConfig {
     }
 }
 
-/// Output towards the client.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerTransmit {
-    /// stdio: write this message as one line.
-    Line(Message),
-    /// HTTP: answer the POST on `stream` with `200`, `text/event-stream` and
-    /// `X-Accel-Buffering: no`.
-    SseStart {
-        /// The stream.
-        stream: StreamId,
-    },
-    /// HTTP: one SSE event carrying `msg`.
-    SseEvent {
-        /// The stream.
-        stream: StreamId,
-        /// The message.
-        msg: Message,
-    },
-    /// HTTP: an SSE comment (a keep-alive; not progress).
-    SseComment {
-        /// The stream.
-        stream: StreamId,
-    },
-    /// HTTP: end the SSE stream.
-    SseEnd {
-        /// The stream.
-        stream: StreamId,
-    },
-    /// HTTP: a complete `application/json` response with `status`, ending the exchange.
-    Json {
-        /// The stream.
-        stream: StreamId,
-        /// The HTTP status.
-        status: u16,
-        /// The message.
-        msg: Message,
-    },
-    /// HTTP: `202 Accepted` with no body, for a notification POST.
-    Accepted {
-        /// The stream.
-        stream: StreamId,
-    },
-}
-
 /// A tool call in progress.
 #[derive(Debug, Clone)]
 struct Job {
@@ -252,6 +229,17 @@ pub struct Server {
     /// era (the version it asked for, when it is one), anything else the modern one. The
     /// reference server is dual-era, as the SDK servers are.
     era: Option<Era>,
+    /// The legacy era's HTTP session: the `Mcp-Session-Id` its `initialize` issued.
+    session: Option<String>,
+    /// The legacy era's resumable streams (HTTP only; [`super::resume`]).
+    resumable: Option<Resumable>,
+    /// How many sessions this server issued.
+    sessions: u64,
+    /// The listening `GET` stream the faulty server of [`Mutant::ProgressOnGetStream`] keeps.
+    listening: Option<StreamId>,
+    /// When this server process started: session ids name it, so that a restarted server
+    /// never issues an id it issued before.
+    started: Time,
 }
 
 impl Server {
@@ -268,7 +256,18 @@ impl Server {
             transmits: VecDeque::new(),
             backend: VecDeque::new(),
             era: None,
+            session: None,
+            resumable: None,
+            sessions: 0,
+            listening: None,
+            started: Time::ZERO,
         }
+    }
+
+    /// The same server, as a process started at `t` (its session ids say so).
+    pub fn started_at(mut self, t: Time) -> Self {
+        self.started = t;
+        self
     }
 
     /// The connection's era, once its first request decided it.
@@ -327,6 +326,7 @@ impl Server {
                         stream: s,
                         status: 400,
                         msg: e.into(),
+                        session: None,
                     });
                 }
             }
@@ -371,13 +371,18 @@ impl Server {
     /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
     /// of its request (§3.2).
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
+        // A legacy stream that breaks is detached, not ended: its request goes on and what it
+        // writes waits for a resume (LC11, LB8).
+        if let Some(r) = &mut self.resumable {
+            if r.broke(stream) {
+                if self.mutant(Mutant::LegacyDisconnectCancels) {
+                    self.cancel_on_stream(stream);
+                }
+                return;
+            }
+        }
         self.open_sse.remove(&stream);
-        let job = self
-            .jobs
-            .iter()
-            .find(|(_, j)| j.stream == Some(stream))
-            .map(|(id, _)| id.clone());
-        if let Some(id) = job {
+        if let Some(id) = self.job_on(stream) {
             if self.mutant(Mutant::WriteAfterClosePanics) {
                 panic!("ClosedResourceError: the client went away during {id}");
             }
@@ -389,6 +394,21 @@ impl Server {
         self.listens.retain(|_, l| l.stream != Some(stream));
         if self.mutant(Mutant::TaskCancelledOnDisconnect) {
             self.cancel_every_task(now);
+        }
+    }
+
+    /// The tool call answering on `stream`, if one is.
+    fn job_on(&self, stream: StreamId) -> Option<RequestId> {
+        self.jobs
+            .iter()
+            .find(|(_, j)| j.stream == Some(stream))
+            .map(|(id, _)| id.clone())
+    }
+
+    /// The faulty legacy server's reading of a broken stream: the work on it stops.
+    fn cancel_on_stream(&mut self, stream: StreamId) {
+        if let Some(id) = self.job_on(stream) {
+            self.cancel(&id);
         }
     }
 
@@ -422,6 +442,7 @@ impl Server {
         } else {
             Era::Modern
         });
+        self.open_resumable(era);
         if era.is_legacy() && r.method == "ping" {
             let pong = ResultResponse {
                 id: r.id,
@@ -500,6 +521,7 @@ impl Server {
             .filter(|e| e.is_legacy())
             .unwrap_or(Era::LEGACY);
         self.era = Some(era);
+        self.open_resumable(era);
         let mut res = ResultResponse::complete(r.id);
         res.result_type = None;
         res.result
@@ -511,6 +533,74 @@ impl Server {
             json!({"name": "mcp-sim-server", "version": env!("CARGO_PKG_VERSION")}),
         );
         self.respond(stream, res.into(), 200);
+        if stream.is_some() {
+            // One session per initialize, named by the process's start and its count.
+            self.sessions += 1;
+            let id = format!("{}-{}", self.started.as_millis(), self.sessions);
+            self.session = Some(id.clone());
+            if let Some(ServerTransmit::Json { session, .. }) = self.transmits.back_mut() {
+                *session = Some(id);
+            }
+        }
+    }
+
+    /// The legacy era over HTTP writes through resumable streams (2025-11-25 primes them).
+    fn open_resumable(&mut self, era: Era) {
+        if let (Era::Legacy(revision), Transport::Http, None) =
+            (era, self.config.transport, &self.resumable)
+        {
+            let prime = revision >= LegacyRevision::V2025_11_25;
+            let mutants = self.config.mutants;
+            self.resumable = Some(Resumable::new(prime, Some(LEGACY_RETRY_MS), mutants));
+        }
+    }
+
+    /// The `Mcp-Session-Id` this server issued, once a legacy client initialized over HTTP.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// HTTP: the request (`id`, if it had one) or `GET` on `stream` is refused with `status`
+    /// before it is read: the legacy era's unknown or missing session.
+    pub fn refuse(&mut self, stream: StreamId, id: Option<RequestId>, status: u16, why: &str) {
+        let e = ErrorResponse::new(id, codes::INVALID_REQUEST, why);
+        self.transmits.push_back(ServerTransmit::Json {
+            stream,
+            status,
+            msg: e.into(),
+            session: None,
+        });
+    }
+
+    /// HTTP, legacy era: a `GET` opened `stream`, resuming after `last_event_id` when it has
+    /// one. A resume replays what the broken stream missed and carries the rest of it; a
+    /// `GET` that resumes nothing this server kept is answered 404, and one without
+    /// `Last-Event-ID` 405 (the reference server offers no stream of its own).
+    pub fn handle_get(&mut self, _now: Time, stream: StreamId, last_event_id: Option<&str>) {
+        let listens = self.mutant(Mutant::ProgressOnGetStream);
+        let resumed = match (&mut self.resumable, last_event_id) {
+            (Some(r), Some(last)) => r.resume(stream, last).is_some(),
+            // The faulty server keeps a listening stream, and writes progress to it.
+            (Some(_), None) if listens => {
+                self.listening = Some(stream);
+                self.sse_start(stream);
+                true
+            }
+            _ => false,
+        };
+        if !resumed {
+            let (status, why) = match last_event_id {
+                Some(last) => (404, format!("no stream to resume after event {last}")),
+                None => (405, "this server offers no GET stream".to_owned()),
+            };
+            let e = ErrorResponse::new(None, codes::INVALID_REQUEST, why);
+            self.transmits.push_back(ServerTransmit::Json {
+                stream,
+                status,
+                msg: e.into(),
+                session: None,
+            });
+        }
     }
 
     fn start_tool(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
@@ -929,8 +1019,11 @@ impl Server {
         match stream {
             None => self.transmits.push_back(ServerTransmit::Line(msg)),
             Some(s) if self.open_sse.remove(&s) => {
-                self.transmits
-                    .push_back(ServerTransmit::SseEvent { stream: s, msg });
+                self.transmits.push_back(ServerTransmit::SseEvent {
+                    stream: s,
+                    msg,
+                    event_id: None,
+                });
                 self.transmits
                     .push_back(ServerTransmit::SseEnd { stream: s });
             }
@@ -938,6 +1031,7 @@ impl Server {
                 stream: s,
                 status,
                 msg,
+                session: None,
             }),
         }
     }
@@ -952,7 +1046,11 @@ impl Server {
     fn send(&mut self, stream: Option<StreamId>, msg: Message) {
         self.transmits.push_back(match stream {
             None => ServerTransmit::Line(msg),
-            Some(s) => ServerTransmit::SseEvent { stream: s, msg },
+            Some(s) => ServerTransmit::SseEvent {
+                stream: s,
+                msg,
+                event_id: None,
+            },
         });
     }
 
@@ -1084,6 +1182,7 @@ impl Server {
                 Some(_) if mutants.has(Mutant::ProgressMisrouted) => {
                     self.open_sse.iter().next_back().copied().or(stream)
                 }
+                Some(_) if mutants.has(Mutant::ProgressOnGetStream) => self.listening.or(stream),
                 s => s,
             };
             self.send(stream, p.into());
@@ -1115,7 +1214,15 @@ impl Server {
     }
 
     fn next_transmit(&mut self) -> Option<ServerTransmit> {
-        self.transmits.pop_front()
+        let Some(r) = &mut self.resumable else {
+            return self.transmits.pop_front();
+        };
+        loop {
+            if let Some(t) = r.pop() {
+                return Some(t);
+            }
+            r.write(self.transmits.pop_front()?);
+        }
     }
 
     /// The next backend call.

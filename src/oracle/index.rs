@@ -115,6 +115,11 @@ pub(crate) struct Index<'t> {
     /// Spans of time, `[from, until)` in ms, in which the client stopped reading the server's
     /// output on purpose (`fault` events `stall`).
     stalls: Vec<(u64, u64)>,
+    /// Legacy era: each `GET` stream that resumed another, with the stream it resumed.
+    resumed: BTreeMap<u64, u64>,
+    /// Legacy era: server-view emissions that send again an event id the session already
+    /// sent (a resumed stream's replay); the replay rules judge them, the others skip them.
+    replays: BTreeSet<usize>,
 }
 
 impl<'t> Index<'t> {
@@ -168,9 +173,22 @@ impl<'t> Index<'t> {
             by_stream: BTreeMap::new(),
             stdio_answers: Vec::new(),
             stalls: Vec::new(),
+            resumed: BTreeMap::new(),
+            replays: BTreeSet::new(),
         };
         for i in 0..trace.events.len() {
             index.visit(i);
+        }
+        if index.era.is_legacy() {
+            index.resumptions();
+            // A replayed event is the same message again: no second response, no new message
+            // about its request.
+            let replays = std::mem::take(&mut index.replays);
+            for r in &mut index.requests {
+                r.responses.retain(|i| !replays.contains(i));
+                r.emissions.retain(|i| !replays.contains(i));
+            }
+            index.replays = replays;
         }
         index.stdio_answers = index
             .requests
@@ -185,6 +203,68 @@ impl<'t> Index<'t> {
             pair.1 = earliest;
         }
         index
+    }
+
+    /// Legacy era: which `GET` resumed which stream, and which emissions are replays. Event
+    /// ids are unique within a session, and every `initialize` starts one.
+    fn resumptions(&mut self) {
+        let inits: BTreeSet<usize> = self
+            .requests
+            .iter()
+            .filter(|r| r.method == "initialize")
+            .map(|r| r.created)
+            .collect();
+        let emitted: BTreeSet<usize> = self.emissions.iter().copied().collect();
+        let mut session = 0usize;
+        let mut origin: BTreeMap<(usize, String), u64> = BTreeMap::new();
+        for (i, e) in self.trace.events.iter().enumerate() {
+            if inits.contains(&i) {
+                session += 1;
+            }
+            match &e.kind {
+                EventKind::Send(w) | EventKind::Recv(w) if emitted.contains(&i) => {
+                    if let (Some(stream), Some(id)) = (w.stream, &w.event_id) {
+                        match origin.entry((session, id.clone())) {
+                            std::collections::btree_map::Entry::Occupied(_) => {
+                                self.replays.insert(i);
+                            }
+                            std::collections::btree_map::Entry::Vacant(v) => {
+                                v.insert(stream);
+                            }
+                        }
+                    }
+                }
+                EventKind::Open {
+                    stream,
+                    method,
+                    headers: Some(h),
+                } if method == "GET" => {
+                    let from = h.get("last-event-id").map(|id| (session, id.clone()));
+                    if let Some(&o) = from.and_then(|k| origin.get(&k)) {
+                        self.resumed.entry(*stream).or_insert(o);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The stream whose messages `stream` carries: itself, or (legacy era) the stream a
+    /// resuming `GET` took over, through every resume.
+    pub fn origin_stream(&self, stream: u64) -> u64 {
+        let mut s = stream;
+        for _ in 0..=self.resumed.len() {
+            match self.resumed.get(&s) {
+                Some(&o) => s = o,
+                None => break,
+            }
+        }
+        s
+    }
+
+    /// Whether emission `i` replays an event the session already sent (legacy era).
+    pub fn is_replay(&self, i: usize) -> bool {
+        self.replays.contains(&i)
     }
 
     /// The client's first receipt of an answer to a stdio request it sent after event `i`.
@@ -439,9 +519,12 @@ impl<'t> Index<'t> {
                 };
                 match (side, sending) {
                     (Side::Client, true) => self.requests[r].client_cancels.push(i),
+                    // A cancel that overtook its request (legacy HTTP: another connection)
+                    // names a request the server does not know yet: it may be ignored.
                     (Side::Server, false) => {
                         let req = &mut self.requests[r];
-                        if req.server_cancel_seen.is_none() && req.responses.is_empty() {
+                        let known = req.server_recv.is_some();
+                        if known && req.server_cancel_seen.is_none() && req.responses.is_empty() {
                             req.server_cancel_seen = Some(i);
                         }
                     }

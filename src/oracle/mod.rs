@@ -288,6 +288,8 @@ catalog! {
         "(2025-11-25) the client resumes a stream no sooner than the retry the server set on it after the stream broke";
     PRIMING_EVENT = "priming-event", No, Should, "", "LE19",
         "(2025-11-25) each SSE response stream opens with a priming event (an event id, no data) before any message";
+    RESUME_BROKEN_STREAM = "resume-broken-stream", No, Should, "", "LE17, LC11 (derived)",
+        "a client whose request's stream broke after an event id resumes it with Last-Event-ID before it gives the request up (the server keeps working: a disconnect is not a cancel)";
 }
 
 /// `name` itself when it is in the catalog; a compile-time error (in const context) when not.

@@ -665,14 +665,12 @@ impl Scenario {
         self
     }
 
-    /// The same scenario in `era`. The legacy era is simulated on stdio, and its peers have
+    /// The same scenario in `era`. Its peers have
     /// none of 2026-07-28's tasks, input rounds or subscriptions: its calls become plain tool
-    /// calls, and the scenario moves to stdio (an HTTP reset becoming a server crash, as
-    /// [`Scenario::with_transport`] makes it).
+    /// calls.
     pub fn in_era(mut self, era: Era) -> Scenario {
         self.era = era;
         if era.is_legacy() {
-            self = self.with_transport(Transport::Stdio);
             for call in self.calls.iter_mut().filter(|c| c.kind != CallKind::TOOL) {
                 // A subscription or a task poll becomes a tool call under a host's usual
                 // policy (theirs have none, or the poll's).

@@ -13,12 +13,14 @@ use super::{codes, Message, PROTOCOL_VERSION};
 pub const ACCEPT: &str = "application/json, text/event-stream";
 
 /// The header names a recorder keeps (lower case): the ones the rules judge.
-pub const RECORDED: [&str; 5] = [
+pub const RECORDED: [&str; 7] = [
     "accept",
     "content-type",
     "mcp-protocol-version",
     "mcp-method",
     "mcp-name",
+    "mcp-session-id",
+    "last-event-id",
 ];
 
 /// The value `Mcp-Name` must carry for a request, where the header is required: `params.name`

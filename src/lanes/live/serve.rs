@@ -310,14 +310,19 @@ impl Driver {
         let now = self.now();
         match event {
             HttpEvent::Post {
+                get,
                 stream,
                 body,
                 headers,
                 respond,
             } => {
                 self.http.post(stream, respond);
-                self.driver
-                    .post(now, stream, &body, Some(headers), &mut self.rec);
+                if get {
+                    self.driver.get(now, stream, headers, &mut self.rec);
+                } else {
+                    self.driver
+                        .post(now, stream, &body, Some(headers), &mut self.rec);
+                }
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {

@@ -268,10 +268,21 @@ impl Driver {
                 ExchangeItem::Status {
                     status,
                     content_type,
+                    session,
                 },
             ) => self
                 .driver
-                .status(stream, status, content_type, &mut self.shared),
+                .status(t, stream, status, content_type, session, &mut self.shared),
+            Input::Http(
+                stream,
+                ExchangeItem::EventId {
+                    id,
+                    retry_ms,
+                    primes,
+                },
+            ) => self
+                .driver
+                .event_id(stream, id, retry_ms, primes, &mut self.shared),
             Input::Http(stream, ExchangeItem::Message(bytes)) => {
                 self.driver
                     .receive(t, Some(stream), &bytes, &mut self.shared)
@@ -317,6 +328,26 @@ impl Driver {
         self.shared.borrow_mut().client_outstanding = self.driver.client().outstanding();
     }
 
+    /// One exchange on a connection of its own: a POST of `msg`, or a `GET` without one.
+    fn open(&mut self, stream: StreamId, msg: Option<Message>, headers: BTreeMap<String, String>) {
+        let target = match self.scenario.proxy {
+            Some(_) => ("proxy", PROXY_PORT),
+            None => ("server", SERVER_HTTP_PORT),
+        };
+        let task = spawn_guarded(
+            &self.shared,
+            exchange(
+                target,
+                stream,
+                msg,
+                headers,
+                self.tx.clone(),
+                self.scenario.mutants,
+            ),
+        );
+        self.posts.insert(stream, task);
+    }
+
     async fn transmit(&mut self, io: ClientOutput) {
         match io {
             ClientOutput::Disconnect => unreachable!("flush reconnects"),
@@ -326,17 +357,12 @@ impl Driver {
                 }
                 None => self.unsent.push(line),
             },
-            ClientOutput::Post { stream, msg } => {
-                let target = match self.scenario.proxy {
-                    Some(_) => ("proxy", PROXY_PORT),
-                    None => ("server", SERVER_HTTP_PORT),
-                };
-                let task = spawn_guarded(
-                    &self.shared,
-                    post(target, stream, msg, self.tx.clone(), self.scenario.mutants),
-                );
-                self.posts.insert(stream, task);
-            }
+            ClientOutput::Post {
+                stream,
+                msg,
+                headers,
+            } => self.open(stream, Some(msg), headers),
+            ClientOutput::Get { stream, headers } => self.open(stream, None, headers),
             ClientOutput::Close(stream) => {
                 if let Some(task) = self.posts.remove(&stream) {
                     task.abort();
@@ -358,11 +384,12 @@ async fn sleep_until(t: Option<Time>) {
     }
 }
 
-/// One POST on its own connection, its response streamed back as driver input.
-async fn post(
+/// One POST (or `GET`) on its own connection, its response streamed back as driver input.
+async fn exchange(
     target: (&'static str, u16),
     stream: StreamId,
-    msg: Message,
+    msg: Option<Message>,
+    headers: BTreeMap<String, String>,
     tx: mpsc::UnboundedSender<Input>,
     mutants: MutantSet,
 ) {
@@ -375,7 +402,11 @@ async fn post(
         path: "/mcp",
         stream_header: Some(stream),
     };
-    http::exchange(tcp, to, &msg, mutants, |item| {
+    let outgoing = http::Outgoing {
+        msg: msg.as_ref(),
+        headers,
+    };
+    http::exchange(tcp, to, outgoing, mutants, |item| {
         let _ = tx.send(Input::Http(stream, item));
     })
     .await;

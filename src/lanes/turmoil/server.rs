@@ -136,7 +136,11 @@ impl Driver {
         });
         Driver {
             http: Responder::new(config.behaviour.sse_style, no_buffering, notify),
-            driver: ServerDriver::new(Server::new(config), None, ServerRecording::default()),
+            driver: ServerDriver::new(
+                Server::new(config).started_at(super::now()),
+                None,
+                ServerRecording::default(),
+            ),
             shared,
             backend,
             stdout: None,
@@ -192,14 +196,19 @@ impl Driver {
                 };
             }
             Input::Http(HttpEvent::Post {
+                get,
                 stream,
                 body,
                 headers,
                 respond,
             }) => {
                 self.http.post(stream, respond);
-                self.driver
-                    .post(t, stream, &body, Some(headers), &mut self.shared);
+                if get {
+                    self.driver.get(t, stream, headers, &mut self.shared);
+                } else {
+                    self.driver
+                        .post(t, stream, &body, Some(headers), &mut self.shared);
+                }
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {

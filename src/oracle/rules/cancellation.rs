@@ -300,6 +300,21 @@ pub(super) fn cancel_on_timeout(s: &mut Sink<'_, '_>, r: &Req) {
     if r.client_cancels.iter().any(|&c| s.t(c) <= deadline) {
         return;
     }
+    // A legacy request the server refused runs nowhere, and one of a session the server
+    // forgot (a 404 to the client since it was sent) has no server left that knows it: there
+    // is nothing to cancel.
+    let sent = r.client_send.unwrap_or(r.created);
+    let refused = ix.trace.events[sent..a].iter().any(|e| match e.kind {
+        EventKind::Status {
+            stream: Some(st),
+            status,
+            ..
+        } => (Some(st) == r.stream && status >= 400) || (status == 404 && e.side == Side::Client),
+        _ => false,
+    });
+    if ix.era.is_legacy() && refused {
+        return;
+    }
     // In the legacy era the cancel is the notification on every transport (LD14); the
     // catalog's legacy level (SHOULD) applies.
     let (level, how) = match r.transport {

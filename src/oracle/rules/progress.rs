@@ -15,6 +15,9 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
         let Some(Message::Progress(p)) = ix.msg(i) else {
             continue;
         };
+        if ix.is_replay(i) {
+            continue; // the same event again, on a resumed stream
+        }
         if p.meta
             .as_ref()
             .is_some_and(|m| m.contains_key(META_SUBSCRIPTION_ID))
@@ -53,7 +56,10 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
             );
         }
         if req.transport == Some(Transport::Http) {
-            let stream = ix.wire(i).and_then(|w| w.stream);
+            let stream = ix
+                .wire(i)
+                .and_then(|w| w.stream)
+                .map(|st| ix.origin_stream(st));
             if stream.is_some() && req.stream.is_some() && stream != req.stream {
                 let msg = format!(
                     "progress for {} on stream {:?}, not on its own stream {:?}",

@@ -26,6 +26,97 @@ pub(super) fn resumability(s: &mut Sink<'_, '_>) {
     replays(s, &streams);
     retry_honoured(s, &streams);
     priming_event(s, &streams);
+    resume_broken_stream(s, &streams);
+}
+
+/// LE17 with LC11 (derived): a request whose stream broke (not by the client, before its
+/// response) after the client read an event id on it, and which the client then gave up as
+/// lost, should have been resumed first: the server kept working and kept its events. A
+/// resume refused (a non-200 answer) or a session that expired excuses it.
+fn resume_broken_stream(s: &mut Sink<'_, '_>, streams: &Streams) {
+    let ix = s.ix;
+    if !ix.has(Side::Client) {
+        return;
+    }
+    let resumed_from: BTreeSet<u64> = streams
+        .resumes()
+        .filter_map(|(_, _, from, _)| from)
+        .collect();
+    for r in &ix.requests {
+        let (Some(stream), Some(&lost)) = (r.stream, r.outcomes.last()) else {
+            continue;
+        };
+        let is_lost = matches!(
+            ix.trace.events[lost].kind,
+            EventKind::Outcome {
+                outcome: crate::model::Outcome::Lost,
+                ..
+            }
+        );
+        if !is_lost || resumed_from.contains(&stream) {
+            continue;
+        }
+        let mut read_id = false;
+        let mut broke = None;
+        for (i, e) in ix.trace.events[..lost].iter().enumerate() {
+            if e.side != Side::Client {
+                continue;
+            }
+            match &e.kind {
+                EventKind::Recv(w) if w.stream == Some(stream) && w.event_id.is_some() => {
+                    read_id = true
+                }
+                EventKind::Sse {
+                    stream: st,
+                    event_id: Some(_),
+                    ..
+                } if *st == stream => read_id = true,
+                EventKind::Status {
+                    stream: Some(st),
+                    status,
+                    ..
+                } if *st == stream && *status != 200 => {
+                    read_id = false; // an error answer: nothing to resume
+                }
+                EventKind::Close {
+                    stream: Some(st),
+                    by,
+                    ..
+                } if *st == stream && *by != Side::Client => {
+                    broke = Some(i);
+                }
+                _ => {}
+            }
+        }
+        let Some(broke) = broke.filter(|_| read_id) else {
+            continue;
+        };
+        // A new session began in between (a 404 or a crash): that stream is gone.
+        let new_session = ix
+            .requests
+            .iter()
+            .any(|q| q.method == "initialize" && q.created > r.created && q.created < lost)
+            || ix.trace.events[r.created..=lost]
+                .iter()
+                .any(|e| match &e.kind {
+                    EventKind::Status { status: 404, .. } => e.side == Side::Client,
+                    EventKind::Close { stream: None, .. } => e.side == Side::Server,
+                    _ => false,
+                });
+        if new_session {
+            continue;
+        }
+        let msg = format!(
+            "{} was given up as lost after its stream {stream} broke, without a resume from the event id it had read",
+            s.name(r)
+        );
+        s.flag(
+            rule!("resume-broken-stream"),
+            Level::Should,
+            vec![broke, lost],
+            msg,
+        );
+    }
 }
 
 /// A `GET` the client opened: when, and the `Last-Event-ID` it resumed from, if any.
@@ -47,8 +138,10 @@ struct Streams {
     gets: BTreeMap<u64, Get>,
     /// Every SSE event the server sent, in order.
     sent: Vec<Sent>,
-    /// The stream each event id was first sent on, outside resumed streams.
-    origin: BTreeMap<String, u64>,
+    /// The stream each event id was first sent on, outside resumed streams, per session.
+    origin: BTreeMap<(usize, String), u64>,
+    /// Where each `initialize` starts a new session (ids are unique within one, LE15).
+    inits: Vec<usize>,
 }
 
 impl Streams {
@@ -100,21 +193,40 @@ impl Streams {
                 _ => {}
             }
         }
+        let mut inits: Vec<usize> = ix
+            .requests
+            .iter()
+            .filter(|r| r.method == "initialize")
+            .map(|r| r.created)
+            .collect();
+        inits.sort_unstable();
         let mut streams = Streams {
             gets,
             sent,
             origin: BTreeMap::new(),
+            inits,
         };
         let mut origin = BTreeMap::new();
         for e in &streams.sent {
             if let Some(id) = &e.id {
                 if !streams.is_resume(e.stream) {
-                    origin.entry(id.clone()).or_insert(e.stream);
+                    let key = (streams.session(e.event), id.clone());
+                    origin.entry(key).or_insert(e.stream);
                 }
             }
         }
         streams.origin = origin;
         streams
+    }
+
+    /// The session event `i` belongs to: how many `initialize`s came before it.
+    fn session(&self, i: usize) -> usize {
+        self.inits.partition_point(|&x| x < i)
+    }
+
+    /// The stream event id `id` was first sent on in event `i`'s session.
+    fn origin_of(&self, i: usize, id: &str) -> Option<u64> {
+        self.origin.get(&(self.session(i), id.to_owned())).copied()
     }
 
     fn is_resume(&self, stream: u64) -> bool {
@@ -127,7 +239,7 @@ impl Streams {
     fn resumes(&self) -> impl Iterator<Item = (u64, &Get, Option<u64>, &str)> + '_ {
         self.gets.iter().filter_map(|(&stream, get)| {
             let from = get.last_event_id.as_deref()?;
-            Some((stream, get, self.origin.get(from).copied(), from))
+            Some((stream, get, self.origin_of(get.opened, from), from))
         })
     }
 }
@@ -158,16 +270,17 @@ fn progress_on_get_stream(s: &mut Sink<'_, '_>, streams: &Streams) {
     }
 }
 
-/// LE15: an event id is never used twice outside a resumed stream's replay.
+/// LE15: an event id is never used twice in a session outside a resumed stream's replay.
 fn event_id_unique(s: &mut Sink<'_, '_>, streams: &Streams) {
-    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut first: BTreeMap<(usize, &str), usize> = BTreeMap::new();
     for e in &streams.sent {
         let Some(id) = e.id.as_deref() else { continue };
         if streams.is_resume(e.stream) {
             continue;
         }
-        if let Some(&earlier) = first.get(id) {
-            let msg = format!("event id {id:?} was used before (at #{earlier})");
+        let key = (streams.session(e.event), id);
+        if let Some(&earlier) = first.get(&key) {
+            let msg = format!("event id {id:?} was used before in the session (at #{earlier})");
             s.flag(
                 rule!("event-id-unique"),
                 Level::Must,
@@ -175,7 +288,7 @@ fn event_id_unique(s: &mut Sink<'_, '_>, streams: &Streams) {
                 msg,
             );
         } else {
-            first.insert(id, e.event);
+            first.insert(key, e.event);
         }
     }
 }
@@ -203,7 +316,7 @@ fn replays(s: &mut Sink<'_, '_>, streams: &Streams) {
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         for e in streams.sent.iter().filter(|e| e.stream == resumed) {
             if let Some(id) = e.id.as_deref() {
-                if let Some(&other) = streams.origin.get(id).filter(|&&o| o != origin) {
+                if let Some(other) = streams.origin_of(e.event, id).filter(|&o| o != origin) {
                     let msg = format!(
                         "stream {resumed} resumed stream {origin} but replays event {id:?} of stream {other}"
                     );

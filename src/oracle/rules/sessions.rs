@@ -52,6 +52,15 @@ fn client_http<'t>(
     }
 }
 
+/// The stream of a client's send or `open`.
+fn stream_of(kind: &EventKind) -> Option<u64> {
+    match kind {
+        EventKind::Open { stream, .. } => Some(*stream),
+        EventKind::Send(w) | EventKind::Recv(w) => w.stream,
+        _ => None,
+    }
+}
+
 /// LA5: once the initialize response issued `Mcp-Session-Id`, every later request carries
 /// it; after a 404 (the session expired) the client's next request is a new `initialize`.
 pub(super) fn session_id_sent(s: &mut Sink<'_, '_>) {
@@ -68,6 +77,8 @@ pub(super) fn session_id_sent(s: &mut Sink<'_, '_>) {
     let viewer = viewer(s);
     let mut session: Option<(String, usize)> = None;
     let mut expired: Option<usize> = None;
+    // The session header each stream's request went out with.
+    let mut sent_in: std::collections::BTreeMap<u64, Option<String>> = Default::default();
     for (i, event) in ix.trace.events.iter().enumerate() {
         if let EventKind::Status {
             stream: Some(stream),
@@ -79,7 +90,12 @@ pub(super) fn session_id_sent(s: &mut Sink<'_, '_>) {
             if event.side != viewer {
                 continue;
             }
-            if *status == 404 && session.is_some() {
+            // A 404 expires the session only when the request it answers was sent in it (a
+            // late answer to the old session's request says nothing of the new one).
+            let sent_in_current = session
+                .as_ref()
+                .is_some_and(|(id, _)| sent_in.get(stream) == Some(&Some(id.clone())));
+            if *status == 404 && sent_in_current {
                 expired = Some(i);
             } else if init_streams.contains(stream) {
                 if let Some(id) = headers.as_ref().and_then(|h| h.get(SESSION)) {
@@ -92,6 +108,9 @@ pub(super) fn session_id_sent(s: &mut Sink<'_, '_>) {
         let Some((method, headers)) = client_http(s, i) else {
             continue;
         };
+        if let Some(stream) = stream_of(&event.kind) {
+            sent_in.insert(stream, headers.get(SESSION).cloned());
+        }
         if method == "initialize" {
             session = None;
             expired = None;
@@ -200,7 +219,11 @@ pub(super) fn disconnect_taken_as_cancel(s: &mut Sink<'_, '_>) {
         let cancelled = r.server_cancel_seen.is_some_and(|c| c < release);
         let worked_on = r.work.iter().any(|&w| w > close);
         let at_once = s.t(release) <= s.t(close) + s.config.grace_ms;
-        if !answered && !cancelled && !worked_on && at_once {
+        // A server that went down in between released everything (its backend's doing).
+        let crashed = ix.trace.events[close..=release].iter().any(|e| {
+            e.side == Side::Server && matches!(e.kind, EventKind::Close { stream: None, .. })
+        });
+        if !answered && !cancelled && !worked_on && at_once && !crashed {
             let msg = format!(
                 "{} was released without an answer {} ms after its stream closed, with no cancel received",
                 s.name(r),

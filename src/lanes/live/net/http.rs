@@ -279,26 +279,32 @@ async fn post(p: Post) {
         path: endpoint.path.as_str(),
         stream_header: None,
     };
-    http::exchange(tcp, to, &msg, MutantSet::NONE, |item| {
-        // An end or a cut that our own relay caused is the proxy's; any other the server's.
-        let by_relay = || {
-            relayed
-                .lock()
-                .expect("relay state")
-                .cuts
-                .get(&local_port)
-                .copied()
-        };
-        let by_relay = match item {
-            ExchangeItem::Ended | ExchangeItem::Cut => by_relay(),
-            _ => None,
-        };
-        let _ = tx.send(Input::Http {
-            stream,
-            item,
-            by_relay,
-        });
-    })
+    http::exchange(
+        tcp,
+        to,
+        http::Outgoing::post(&msg),
+        MutantSet::NONE,
+        |item| {
+            // An end or a cut that our own relay caused is the proxy's; any other the server's.
+            let by_relay = || {
+                relayed
+                    .lock()
+                    .expect("relay state")
+                    .cuts
+                    .get(&local_port)
+                    .copied()
+            };
+            let by_relay = match item {
+                ExchangeItem::Ended | ExchangeItem::Cut => by_relay(),
+                _ => None,
+            };
+            let _ = tx.send(Input::Http {
+                stream,
+                item,
+                by_relay,
+            });
+        },
+    )
     .await;
 }
 

@@ -427,7 +427,7 @@ impl Probe {
                     self.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            ClientOutput::Post { stream, msg } => {
+            ClientOutput::Post { stream, msg, .. } => {
                 let faults = self.draw_faults(stream);
                 if let Conn::Http(http) = &mut self.conn {
                     http.post(stream, msg, faults);
@@ -438,6 +438,8 @@ impl Probe {
                     http.close(stream);
                 }
             }
+            // The probe speaks the modern era: its client opens no legacy `GET`.
+            ClientOutput::Get { .. } => {}
             // The reference client never drops the pipe.
             ClientOutput::Disconnect => {
                 if let Conn::Stdio(p) = &mut self.conn {
@@ -493,11 +495,24 @@ impl Probe {
                 ExchangeItem::Status {
                     status,
                     content_type,
+                    session,
+                },
+                _,
+            ) => {
+                let now = self.now();
+                self.driver
+                    .status(now, stream, status, content_type, session, &mut self.rec)
+            }
+            (
+                ExchangeItem::EventId {
+                    id,
+                    retry_ms,
+                    primes,
                 },
                 _,
             ) => self
                 .driver
-                .status(stream, status, content_type, &mut self.rec),
+                .event_id(stream, id, retry_ms, primes, &mut self.rec),
             (ExchangeItem::Message(bytes), _) => self.receive(stream, &bytes),
             (ExchangeItem::Comment, _) => self.driver.comment(stream, &mut self.rec),
             (ExchangeItem::Ended | ExchangeItem::Cut, Some(cut)) => {
