@@ -40,7 +40,7 @@ use crate::lanes::Lane;
 use crate::model::{Outcome, Transport};
 use crate::oracle::{self, Level, Violation};
 use crate::report;
-use crate::repro::{Repro, ReproEnv, ReproError};
+use crate::repro::{EraChoice, Repro, ReproEnv, ReproError};
 use crate::run::{judge_with_client, judge_with_server, Judged};
 use crate::scenario::{ProxyChoice, Scenario};
 use crate::wire::Era;
@@ -108,7 +108,10 @@ impl CheckOptions {
             .filter(|(_, t)| env.transport.is_none_or(|want| want == *t))
             .flat_map(|(s, t)| self.eras.iter().map(move |e| (s, t, *e)))
             .filter(|(_, t, e)| !e.is_legacy() || *t == Transport::Stdio)
-            .filter(|(_, _, e)| env.era.is_none_or(|want| want == *e))
+            .filter(|(_, _, e)| match env.era {
+                None | Some(EraChoice::FromSeed) => true,
+                Some(EraChoice::Fixed(want)) => want == *e,
+            })
             .collect();
         let mut turmoil = self.turmoil.clone();
         if let Some(tick) = env.tick {
@@ -174,7 +177,7 @@ impl CheckFailure {
     pub fn rerun_line(&self) -> String {
         let repro = Repro {
             transport: Some(self.transport),
-            era: self.era,
+            era: EraChoice::Fixed(self.era),
             ..Repro::seed(self.seed, Lane::Turmoil { tick: self.tick })
         };
         format!(

@@ -61,8 +61,41 @@ pub struct Repro {
     pub proxy: ProxyChoice,
     /// A mutant instead of the reference peers.
     pub mutant: Option<Mutant>,
-    /// The era the client speaks ([`Scenario::in_era`]).
-    pub era: Era,
+    /// The era the client speaks: the seed's ([`Scenario::drawn_era`]; a mutant's, its own)
+    /// or the one imposed ([`Scenario::in_era`]).
+    pub era: EraChoice,
+}
+
+/// Which era a run's client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum EraChoice {
+    /// The one the seed draws ([`Scenario::drawn_era`]); a mutant keeps the era its hunt
+    /// gives it.
+    #[default]
+    FromSeed,
+    /// This era, whatever the seed.
+    Fixed(Era),
+}
+
+impl std::str::FromStr for EraChoice {
+    type Err = crate::wire::UnknownEra;
+
+    /// `seed`, or an era as [`Era`] reads it (`modern`, `legacy`, a revision's date).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "seed" => Ok(EraChoice::FromSeed),
+            other => other.parse().map(EraChoice::Fixed),
+        }
+    }
+}
+
+impl fmt::Display for EraChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EraChoice::FromSeed => f.write_str("seed"),
+            EraChoice::Fixed(era) => f.write_str(era.version()),
+        }
+    }
 }
 
 impl Repro {
@@ -74,7 +107,7 @@ impl Repro {
             lane,
             proxy: ProxyChoice::FromSeed,
             mutant: None,
-            era: Era::Modern,
+            era: EraChoice::FromSeed,
         }
     }
 
@@ -89,8 +122,13 @@ impl Repro {
             s = s.with_transport(t);
         }
         let s = self.proxy.apply(s);
-        // The modern era is the scenarios' own; a mutant of the legacy era brings its own.
-        match self.era {
+        // The modern era is the scenarios' own; a mutant brings its own era.
+        let era = match (self.era, self.mutant) {
+            (EraChoice::Fixed(era), _) => era,
+            (EraChoice::FromSeed, Some(_)) => return s,
+            (EraChoice::FromSeed, None) => Scenario::drawn_era(self.seed),
+        };
+        match era {
             Era::Modern => s,
             era => s.in_era(era),
         }
@@ -126,8 +164,8 @@ impl Repro {
         if let Some(m) = self.mutant {
             out.push(("--mutant", MUTANT_VAR, m.to_string()));
         }
-        if self.era != Era::Modern {
-            out.push(("--era", ERA_VAR, self.era.version().to_string()));
+        if let EraChoice::Fixed(era) = self.era {
+            out.push(("--era", ERA_VAR, era.version().to_string()));
         }
         out
     }
@@ -187,7 +225,7 @@ pub struct ReproEnv {
     /// `MCP_SIM_MUTANT`.
     pub mutant: Option<Mutant>,
     /// `MCP_SIM_ERA`.
-    pub era: Option<Era>,
+    pub era: Option<EraChoice>,
 }
 
 impl ReproEnv {
@@ -249,7 +287,7 @@ impl ReproEnv {
             era: parse(
                 &get,
                 ERA_VAR,
-                "modern, legacy, 2026-07-28, 2025-11-25, 2025-06-18 or 2025-03-26",
+                "seed, modern, legacy, 2026-07-28, 2025-11-25, 2025-06-18 or 2025-03-26",
                 |v| v.parse().ok(),
             )?,
         })
@@ -277,7 +315,7 @@ impl ReproEnv {
             lane,
             proxy: self.proxy.unwrap_or(ProxyChoice::FromSeed),
             mutant: self.mutant,
-            era: self.era.unwrap_or(Era::Modern),
+            era: self.era.unwrap_or_default(),
         })
     }
 }

@@ -9,7 +9,7 @@ use mcp_sim::lanes::Lane;
 use mcp_sim::model::Transport;
 use mcp_sim::mutants::Mutant;
 use mcp_sim::oracle::{OracleConfig, Profile, Verdict};
-use mcp_sim::repro::{Repro, DEFAULT_TICK};
+use mcp_sim::repro::{EraChoice, Repro, DEFAULT_TICK};
 use mcp_sim::scenario::ProxyChoice;
 use mcp_sim::Era;
 use serde::Serialize;
@@ -183,10 +183,34 @@ pub struct Overrides {
     /// Run a mutant (see `mcp-sim mutants`) instead of the reference peers.
     #[arg(long)]
     pub(crate) mutant: Option<String>,
-    /// The era the client speaks: `modern` (2026-07-28) or `legacy` (2025-11-25, or a
-    /// revision's date); the reference server speaks both.
-    #[arg(long, default_value = "modern")]
-    pub(crate) era: Era,
+    /// The era the client speaks: `seed` (drawn per seed: a third of the seeds speak a
+    /// legacy revision), `modern` (2026-07-28), `legacy` (2025-11-25, or a revision's date)
+    /// or `both` (each seed in the modern era and in 2025-11-25); the reference server speaks
+    /// both.
+    #[arg(long, default_value = "seed")]
+    pub(crate) era: EraArg,
+}
+
+/// `--era`: one choice, or each seed in both eras.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EraArg {
+    /// The seed's era or a fixed one.
+    One(EraChoice),
+    /// The modern era and 2025-11-25.
+    Both,
+}
+
+impl std::str::FromStr for EraArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "both" => Ok(EraArg::Both),
+            other => other.parse().map(EraArg::One).map_err(|_| {
+                format!("unknown era {other:?}: seed, both, modern, legacy or a revision's date (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)")
+            }),
+        }
+    }
 }
 
 impl Overrides {
@@ -195,6 +219,14 @@ impl Overrides {
         self.proxy()?;
         self.mutant()?;
         Ok(())
+    }
+
+    /// The eras each seed runs in.
+    pub(crate) fn eras(&self) -> Vec<EraChoice> {
+        match self.era {
+            EraArg::One(e) => vec![e],
+            EraArg::Both => vec![EraChoice::Fixed(Era::Modern), EraChoice::Fixed(Era::LEGACY)],
+        }
     }
 
     pub(crate) fn transports(&self) -> Vec<Option<Transport>> {
@@ -226,14 +258,14 @@ impl Overrides {
 
     /// The run of `seed` on `transport` (`None`: the seed's) with these overrides; call
     /// [`Overrides::validate`] first (names that do not parse are left out here).
-    pub(crate) fn repro(&self, seed: u64, transport: Option<Transport>) -> Repro {
+    pub(crate) fn repro(&self, seed: u64, transport: Option<Transport>, era: EraChoice) -> Repro {
         Repro {
             seed,
             transport,
             lane: self.lane.lane(),
             proxy: self.proxy().unwrap_or_default(),
             mutant: self.mutant().ok().flatten(),
-            era: self.era,
+            era,
         }
     }
 
@@ -251,8 +283,12 @@ impl Overrides {
         if let Some(m) = &self.mutant {
             let _ = write!(out, " --mutant {m}");
         }
-        if self.era != Era::Modern {
-            let _ = write!(out, " --era {}", self.era.version());
+        match self.era {
+            EraArg::One(EraChoice::FromSeed) => {}
+            EraArg::One(EraChoice::Fixed(era)) => {
+                let _ = write!(out, " --era {}", era.version());
+            }
+            EraArg::Both => out.push_str(" --era both"),
         }
         out
     }

@@ -665,6 +665,21 @@ impl Scenario {
         self
     }
 
+    /// The era seed `seed` speaks when the run leaves it to the seed: the legacy era for a
+    /// third of the seeds (2025-11-25 for half of those, 2025-06-18 and 2025-03-26 for a
+    /// quarter each), 2026-07-28 otherwise. Drawn from a stream of its own, so that the
+    /// scenario's other draws are the same in both eras.
+    pub fn drawn_era(seed: u64) -> Era {
+        use rand_chacha::rand_core::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x6572_615f_6d63_7000);
+        match rng.next_u32() % 12 {
+            0 | 1 => Era::Legacy(crate::wire::LegacyRevision::V2025_11_25),
+            2 => Era::Legacy(crate::wire::LegacyRevision::V2025_06_18),
+            3 => Era::Legacy(crate::wire::LegacyRevision::V2025_03_26),
+            _ => Era::Modern,
+        }
+    }
+
     /// The same scenario in `era`. Its peers have
     /// none of 2026-07-28's tasks, input rounds or subscriptions: its calls become plain tool
     /// calls.

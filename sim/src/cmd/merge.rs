@@ -60,6 +60,9 @@ pub(crate) fn merge(parts: Vec<Totals>) -> Result<Totals, String> {
         total.wall_ms += p.wall_ms;
         total.requests += p.requests;
         total.traces ^= p.traces;
+        for (e, n) in p.eras {
+            *total.eras.entry(e).or_default() += n;
+        }
         for (o, n) in p.outcomes {
             *total.outcomes.entry(o).or_default() += n;
         }

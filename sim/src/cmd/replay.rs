@@ -42,8 +42,18 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let r = run_seed(&args.overrides, args.seed, transport);
-    let replay = args.overrides.repro(args.seed, transport).replay_line();
+    let era = match args.overrides.eras()[..] {
+        [era] => era,
+        _ => {
+            eprintln!("mcp-sim replay: pick one era");
+            return ExitCode::from(2);
+        }
+    };
+    let r = run_seed(&args.overrides, args.seed, transport, era);
+    let replay = args
+        .overrides
+        .repro(args.seed, transport, era)
+        .replay_line();
     print!("{}", summary_text(&r, &replay));
     if args.mermaid {
         let events = report::slice(&r.judged.run.trace, &r.judged.verdict);

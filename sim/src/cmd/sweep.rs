@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mcp_sim::model::{Outcome, Transport};
 use mcp_sim::oracle::Level;
 use mcp_sim::report;
+use mcp_sim::repro::EraChoice;
 use mcp_sim::run::{self, Judged};
 use mcp_sim::scenario::Scenario;
 
@@ -65,17 +66,24 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 pub(crate) struct SeedRun {
     pub(crate) seed: u64,
     pub(crate) transport: Option<Transport>,
+    pub(crate) era: EraChoice,
     pub(crate) scenario: Scenario,
     pub(crate) judged: Judged,
 }
 
-pub(crate) fn run_seed(overrides: &Overrides, seed: u64, transport: Option<Transport>) -> SeedRun {
-    let repro = overrides.repro(seed, transport);
+pub(crate) fn run_seed(
+    overrides: &Overrides,
+    seed: u64,
+    transport: Option<Transport>,
+    era: EraChoice,
+) -> SeedRun {
+    let repro = overrides.repro(seed, transport, era);
     let scenario = repro.scenario();
     let judged = run::judge(&scenario, repro.lane);
     SeedRun {
         seed,
         transport,
+        era,
         scenario,
         judged,
     }
@@ -83,7 +91,12 @@ pub(crate) fn run_seed(overrides: &Overrides, seed: u64, transport: Option<Trans
 
 /// Writes trace, diagram and summary of a failing run; returns the folder.
 pub(crate) fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Result<PathBuf> {
-    let suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
+    let mut suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
+    if let EraChoice::Fixed(era) = r.era {
+        if era.is_legacy() {
+            suffix.push_str(&format!("-{}", era.version()));
+        }
+    }
     let folder = dir.join(format!("seed-{}{suffix}", r.seed));
     std::fs::create_dir_all(&folder)?;
     let trace = &r.judged.run.trace;
@@ -125,6 +138,9 @@ pub(crate) fn summary_text(r: &SeedRun, replay: &str) -> String {
 struct Summary {
     seed: u64,
     transport: Option<Transport>,
+    era: EraChoice,
+    /// The era the run's client spoke.
+    spoke: &'static str,
     sim_ms: u64,
     requests: u64,
     outcomes: BTreeMap<Outcome, u64>,
@@ -139,7 +155,7 @@ struct Summary {
 
 impl Summary {
     fn of(r: &SeedRun, overrides: &Overrides, report_dir: &Path) -> Summary {
-        let repro = overrides.repro(r.seed, r.transport);
+        let repro = overrides.repro(r.seed, r.transport, r.era);
         let replay = repro.replay_line();
         let mut rules: Vec<(&'static str, &'static str)> = r
             .judged
@@ -163,6 +179,8 @@ impl Summary {
         Summary {
             seed: r.seed,
             transport: r.transport,
+            era: r.era,
+            spoke: r.scenario.era.version(),
             sim_ms: stats.sim_ms,
             requests: stats.requests,
             outcomes: stats.outcomes.clone(),
@@ -184,9 +202,11 @@ pub fn run(args: &Args) -> ExitCode {
     let (a, b) = args.seeds;
     let (k, n) = args.shard.unwrap_or((1, 1));
     let transports = args.overrides.transports();
-    let runs: Vec<(u64, Option<Transport>)> = (a..b)
+    let eras = args.overrides.eras();
+    let runs: Vec<(u64, Option<Transport>, EraChoice)> = (a..b)
         .filter(|s| (s - a) % n == k - 1)
         .flat_map(|s| transports.iter().map(move |t| (s, *t)))
+        .flat_map(|(s, t)| eras.iter().map(move |e| (s, t, *e)))
         .collect();
     let shard = args
         .shard
@@ -213,10 +233,10 @@ pub fn run(args: &Args) -> ExitCode {
         for _ in 0..args.jobs.max(1) {
             scope.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(&(seed, transport)) = runs.get(k) else {
+                let Some(&(seed, transport, era)) = runs.get(k) else {
                     break;
                 };
-                let r = run_seed(&args.overrides, seed, transport);
+                let r = run_seed(&args.overrides, seed, transport, era);
                 let s = Summary::of(&r, &args.overrides, &args.report_dir);
                 results
                     .lock()
@@ -229,7 +249,7 @@ pub fn run(args: &Args) -> ExitCode {
     bar.finish_and_clear();
     let wall = start.elapsed();
     let mut results = results.into_inner().expect("workers finished");
-    results.sort_by_key(|s| (s.seed, s.transport));
+    results.sort_by_key(|s| (s.seed, s.transport, s.era));
 
     let mut totals = Totals {
         format: TOTALS_FORMAT.into(),
@@ -241,6 +261,7 @@ pub fn run(args: &Args) -> ExitCode {
         wall_ms: wall.as_millis() as u64,
         requests: 0,
         outcomes: BTreeMap::new(),
+        eras: BTreeMap::new(),
         violations: BTreeMap::new(),
         traces: 0,
         failing: Vec::new(),
@@ -249,6 +270,7 @@ pub fn run(args: &Args) -> ExitCode {
         totals.traces ^= run_digest(s.seed, s.transport, s.digest);
         totals.sim_ms += s.sim_ms;
         totals.requests += s.requests;
+        *totals.eras.entry(s.spoke.to_string()).or_default() += 1;
         for (o, n) in &s.outcomes {
             *totals.outcomes.entry(*o).or_default() += n;
         }
@@ -309,6 +331,9 @@ pub(crate) struct Totals {
     pub wall_ms: u64,
     pub requests: u64,
     pub outcomes: BTreeMap<Outcome, u64>,
+    /// Runs per era the client spoke (its revision).
+    #[serde(default)]
+    pub eras: BTreeMap<String, u64>,
     /// Runs per violated rule, with the rule's level.
     pub violations: BTreeMap<String, RuleCount>,
     /// Every run's trace at once: the XOR over the runs of [`run_digest`], so shards merge
@@ -409,6 +434,15 @@ impl Totals {
             .map(|(o, n)| format!("{} {n}", o.as_str()))
             .collect();
         let _ = writeln!(out, "outcomes:    {}", outcome_text.join(", "));
+        let era_text: Vec<String> = self
+            .eras
+            .iter()
+            .rev()
+            .map(|(e, n)| format!("{e} {n}"))
+            .collect();
+        if !era_text.is_empty() {
+            let _ = writeln!(out, "eras:        {}", era_text.join(", "));
+        }
         if self.violations.is_empty() {
             let _ = writeln!(out, "violations:  none");
         } else {
