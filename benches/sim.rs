@@ -36,11 +36,19 @@ impl Figures {
 }
 
 fn harness_lane(seeds: u64, tick: Duration) -> (Figures, Vec<Trace>) {
+    harness_lane_of(seeds, tick, Scenario::standard)
+}
+
+fn harness_lane_of(
+    seeds: u64,
+    tick: Duration,
+    scenario: impl Fn(u64) -> Scenario,
+) -> (Figures, Vec<Trace>) {
     let start = Instant::now();
     let mut sim_ms = 0;
     let mut traces = Vec::new();
     for seed in 0..seeds {
-        let scenario = Scenario::standard(seed);
+        let scenario = scenario(seed);
         let run = turmoil_lane::run(
             &scenario,
             &TurmoilOptions {
@@ -277,14 +285,26 @@ fn main() {
 
     memory_lane(seeds * 10).print("in-memory lane");
 
-    // The two eras on the same calls and faults, on stdio (where the legacy era runs): the
-    // legacy client's handshake and its shapes cost no speed.
+    // The two eras on the same calls and faults, on each transport: the legacy client's
+    // handshake, sessions and resumable streams cost no speed (the 2026-07-28 HTTP line is the
+    // in-memory lane's above, and the turmoil lane's at the top).
+    memory_lane_of(seeds * 10, |seed| {
+        Scenario::standard(seed).in_era(Era::LEGACY)
+    })
+    .print("in-memory lane, HTTP, 2025-11-25");
     memory_lane_of(seeds * 10, |seed| {
         Scenario::standard(seed).with_transport(Transport::Stdio)
     })
     .print("in-memory lane, stdio, 2026-07-28");
     memory_lane_of(seeds * 10, |seed| {
-        Scenario::standard(seed).in_era(Era::LEGACY)
+        Scenario::standard(seed)
+            .with_transport(Transport::Stdio)
+            .in_era(Era::LEGACY)
     })
     .print("in-memory lane, stdio, 2025-11-25");
+    harness_lane_of(seeds, tick, |seed| {
+        Scenario::standard(seed).in_era(Era::LEGACY)
+    })
+    .0
+    .print("turmoil lane, HTTP, 2025-11-25");
 }

@@ -96,11 +96,9 @@ pub fn decode_with(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, Decode
 fn decode_message(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, DecodeError> {
     json::check_limits(bytes, &opts.limits)?;
     let d = Decoder { opts };
-    // The shortcut reads a modern request's `_meta`; a legacy one takes the general path.
-    let shortcut = match opts.era {
-        Era::Modern => read_envelope(bytes, d),
-        Era::Legacy(_) => None,
-    };
+    // The shortcut reads the envelope in one pass (a modern request's `_meta` with it; a
+    // legacy request's params are left raw for the general path).
+    let shortcut = read_envelope(bytes, d);
     let envelope = match shortcut {
         Some(envelope) => envelope,
         None => pick_envelope(bytes)?,
@@ -243,7 +241,9 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
                             Params::Progress(map.next_value_seed(ProgressSeed(self.0))?)
                         }
                         Some(Scalar::Str(m))
-                            if scalars[1].is_some() && !m.starts_with("notifications/") =>
+                            if scalars[1].is_some()
+                                && !m.starts_with("notifications/")
+                                && !self.0.opts.era.is_legacy() =>
                         {
                             let (p, meta) = map.next_value_seed(RequestParamsSeed(self.0))?;
                             Params::Request(p, meta)
