@@ -91,6 +91,16 @@ impl Mutant {
                 s
             }
             Mutant::LegacyTimeoutSilent => scenario.in_era(crate::wire::Era::LEGACY),
+            // A quiet stretch long enough for the client's ping: calls with sparse progress.
+            Mutant::PingUnanswered => {
+                let mut s = scenario.in_era(crate::wire::Era::LEGACY);
+                for c in &mut s.calls {
+                    c.progress = false;
+                    c.steps = c.steps.max(4);
+                    c.step = c.step.max(Duration::from_secs(6));
+                }
+                s
+            }
             // The legacy era's resumable streams: HTTP, event streams, and a reset in the
             // middle of the first call (the resume needs event ids it read before).
             Mutant::LegacyDisconnectCancels

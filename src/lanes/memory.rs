@@ -240,6 +240,9 @@ struct Sim<'s> {
     /// The server with its in-process backend.
     server: ServerDriver,
     epoch: u64,
+    /// The server process the client's stdio pipe leads to, as the client knows it: until it
+    /// sees the pipe break, what it writes goes into the dead process's pipe and is lost.
+    client_pipe: u64,
     /// The response bodies the client is reading.
     client_streams: BTreeMap<StreamId, ResponseReader>,
     /// The open HTTP streams, through the proxy if there is one.
@@ -295,6 +298,7 @@ pub fn run(scenario: &Scenario) -> RunResult {
             ServerRecording::default(),
         ),
         epoch: 0,
+        client_pipe: 0,
         client_streams: BTreeMap::new(),
         open: OpenStreams::default(),
         client_closed: BTreeSet::new(),
@@ -463,6 +467,7 @@ impl Sim<'_> {
             Action::ClientSeesPipeClosed => {
                 self.client.pipe_closed(self.rec.now, &mut self.rec);
                 self.client.new_pipe();
+                self.client_pipe += 1;
             }
         }
     }
@@ -653,6 +658,7 @@ impl Sim<'_> {
             // restarted); what was in flight on the old pipe is gone.
             ClientOutput::Disconnect => {
                 self.epoch += 1;
+                self.client_pipe += 1;
                 self.client.new_pipe();
                 self.server.input_closed(self.rec.now, &mut self.rec);
             }
@@ -660,7 +666,7 @@ impl Sim<'_> {
                 self.deliver(
                     Channel::ToServer(None),
                     Action::ToServer {
-                        epoch,
+                        epoch: self.client_pipe,
                         stream: None,
                         bytes,
                         headers: None,

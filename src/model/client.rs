@@ -46,7 +46,18 @@
 //! result; then `notifications/initialized` and the waiting requests go out in order. The
 //! handshake is never cancelled (LA3): after [`HANDSHAKE_TIMEOUT`] the client drops the
 //! connection and shakes hands on a new one, and a waiting request that gives up sends
-//! nothing, since it never went out.
+//! nothing, since it never went out. It cancels with `notifications/cancelled` on both
+//! transports (over HTTP a POST of its own, answered 202), and while a call waits on a quiet
+//! server it sends `ping` every [`PING_AFTER`].
+//!
+//! Over HTTP the legacy handshake opens a session (docs/spec/mcp-2025-11-25.md §5): every later
+//! POST and `GET` carries its `Mcp-Session-Id` and the negotiated `MCP-Protocol-Version`
+//! ([`Client::post_headers`]), and the client offers the server a `GET` stream of its own. A
+//! request's stream that breaks is not lost when the client read an event id on it: after the
+//! `retry` the server asked for (else [`DEFAULT_RETRY`]) the client resumes it with a `GET`
+//! carrying `Last-Event-ID`, at most [`MAX_RESUMES`] times. A 404 to a request sent in the
+//! current session means the server forgot the session: the client initializes a new one,
+//! and what was in flight in the old one is lost (and re-issued, when it may be).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -75,6 +86,18 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
 /// How many times a legacy client resumes one request's stream before it gives it up.
 pub const MAX_RESUMES: u32 = 3;
+
+/// A legacy client whose calls have heard nothing from the server this long sends a `ping`
+/// (its liveness check; on stdio the answer is also a barrier: the server read everything
+/// before it).
+pub const PING_AFTER: Duration = Duration::from_secs(15);
+
+/// How long a `ping` may take to be answered.
+pub const PING_POLICY: TimeoutPolicy = TimeoutPolicy {
+    timeout: Some(Duration::from_secs(10)),
+    reset_timeout_on_progress: false,
+    max_total_timeout: None,
+};
 
 /// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
 pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
@@ -379,6 +402,8 @@ enum Purpose {
     Poll { origin: RequestId },
     /// A `tasks/cancel` (the application already has its outcome).
     TaskCancel,
+    /// A legacy `ping`, the client's liveness check of a quiet server.
+    Ping,
 }
 
 /// A task the client is waiting on: the call `origin` was answered with a `CreateTaskResult`.
@@ -423,6 +448,10 @@ pub struct Client {
     handshake: Handshake,
     /// The legacy era's HTTP session, once the initialize response issued one.
     session: Option<String>,
+    /// When a message from the server last arrived (the legacy `ping` counts from it).
+    last_heard: Time,
+    /// The legacy `ping` in flight.
+    ping: Option<RequestId>,
     /// The session each HTTP stream not yet answered was opened in (legacy era).
     sent_in: BTreeMap<StreamId, Option<String>>,
 }
@@ -447,6 +476,8 @@ impl Client {
                 Era::Legacy(_) => Handshake::NotStarted,
             },
             session: None,
+            last_heard: Time::ZERO,
+            ping: None,
             sent_in: BTreeMap::new(),
             config,
         }
@@ -757,6 +788,7 @@ impl Client {
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
+        self.last_heard = now;
         if let Some(s) = stream {
             if self.deferred_close.remove(&s) {
                 self.transmits
@@ -1199,6 +1231,35 @@ impl Client {
         self.config.era.is_legacy() && self.config.transport == Transport::Http
     }
 
+    /// When the legacy client pings next: [`PING_AFTER`] after it last heard from the server,
+    /// while a call is outstanding, the handshake is done and no ping is in flight.
+    fn ping_due(&self) -> Option<Time> {
+        let waiting = self.pending.values().any(|p| p.purpose == Purpose::Call);
+        let ready = self.config.era.is_legacy()
+            && matches!(self.handshake, Handshake::Done)
+            && self.ping.is_none()
+            && waiting;
+        ready.then_some(self.last_heard + PING_AFTER)
+    }
+
+    fn ping_timer(&mut self, now: Time) {
+        if self.ping_due().is_none_or(|at| at > now) {
+            return;
+        }
+        let spec = CallSpec {
+            method: "ping".into(),
+            params: Map::new(),
+            progress: false,
+            policy: PING_POLICY,
+            idempotent: false,
+            task: false,
+        };
+        // The next ping counts from this one, answered or not.
+        self.last_heard = now;
+        let id = self.issue(now, spec, 0, Purpose::Ping);
+        self.ping = Some(id);
+    }
+
     /// Legacy requests whose `retry` wait is over: each resumes on a new `GET`.
     fn resume_timers(&mut self, now: Time) {
         let due: Vec<RequestId> = self
@@ -1344,6 +1405,9 @@ impl Client {
     /// Forgets a request and returns its state.
     fn finish(&mut self, id: &RequestId) -> Option<Pending> {
         let pending = self.pending.remove(id)?;
+        if self.ping.as_ref() == Some(id) {
+            self.ping = None;
+        }
         if let Some(t) = &pending.token {
             self.by_token.remove(t);
         }
@@ -1421,7 +1485,13 @@ impl Client {
             _ => None,
         };
         let resumes = self.pending.values().filter_map(|p| p.resume.at);
-        requests.chain(tasks).chain(handshake).chain(resumes).min()
+        let ping = self.ping_due();
+        requests
+            .chain(tasks)
+            .chain(handshake)
+            .chain(resumes)
+            .chain(ping)
+            .min()
     }
 
     /// Polls due and tasks past their `ttlMs` at `now`.
@@ -1462,6 +1532,7 @@ impl Client {
     pub fn handle_timeout(&mut self, now: Time) {
         self.handshake_timer(now);
         self.resume_timers(now);
+        self.ping_timer(now);
         self.request_timers(now);
         self.task_timers(now);
     }

@@ -443,6 +443,9 @@ impl Server {
             Era::Modern
         });
         self.open_resumable(era);
+        if era.is_legacy() && r.method == "ping" && self.mutant(Mutant::PingUnanswered) {
+            return;
+        }
         if era.is_legacy() && r.method == "ping" {
             let pong = ResultResponse {
                 id: r.id,

@@ -172,15 +172,35 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
                 && matches!(ix.msg(j), Some(Message::Result(_) | Message::Error(_)))
                 && ix.msg(j).and_then(Message::id) == Some(&ping.id)
         });
+        // A ping the peer never read (lost in a partition), or that its sender cancelled, is
+        // owed no answer.
+        let other = match from {
+            Side::Client => Side::Server,
+            _ => Side::Client,
+        };
+        let read = !ix.has(other)
+            || (i + 1..ix.trace.events.len()).any(|j| {
+                ix.trace.events[j].side == other
+                    && matches!(ix.trace.events[j].kind, EventKind::Recv(_))
+                    && matches!(ix.msg(j), Some(Message::Request(r)) if r.id == ping.id && r.method == PING)
+            });
+        let cancelled = (i + 1..ix.trace.events.len()).any(|j| {
+            sender(ix, j) == Some(from)
+                && matches!(ix.msg(j), Some(Message::Cancelled(c)) if c.request_id == ping.id)
+        });
         let problem = match answer.map(|j| (j, ix.msg(j))) {
             Some((j, Some(Message::Result(r)))) if !r.result.is_empty() => {
                 Some((j, "answered with a result that is not empty".to_owned()))
             }
+            // A session the server no longer has is refused whole (404), ping included.
+            Some((j, Some(Message::Error(_)))) if session_gone(ix, j) => None,
             Some((j, Some(Message::Error(e)))) => {
                 Some((j, format!("answered with error {}", e.error.code)))
             }
             Some(_) => None,
-            None if s.config.complete => Some((i, "never answered".to_owned())),
+            None if s.config.complete && read && !cancelled => {
+                Some((i, "never answered".to_owned()))
+            }
             None => None,
         };
         if let Some((j, why)) = problem {
@@ -189,4 +209,15 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
             s.flag(rule!("ping-answered"), Level::Must, events, msg);
         }
     }
+}
+
+/// Whether the answer at `j` came on an HTTP stream answered with 404: the legacy server did
+/// not know the session.
+fn session_gone(ix: &crate::oracle::index::Index<'_>, j: usize) -> bool {
+    let Some(stream) = ix.wire(j).and_then(|w| w.stream) else {
+        return false;
+    };
+    ix.trace.events.iter().any(|e| {
+        matches!(e.kind, EventKind::Status { stream: Some(st), status: 404, .. } if st == stream)
+    })
 }
