@@ -1,7 +1,9 @@
 //! The reference server's driver: everything a lane does around the sans-IO [`Server`] that is
 //! not I/O. It reads stdio lines, records what the server reads (with the POST's headers, and
 //! the policy a black-box client declared) and writes, refuses a request whose headers
-//! disagree with its body, and keeps the backend's ledger when the backend runs in process.
+//! disagree with its body (2026-07-28) or that comes from a session the server did not issue
+//! (the legacy era: 404, or 400 without the session it did), hands a legacy `GET` to the model,
+//! and keeps the backend's ledger when the backend runs in process.
 //!
 //! As the client's driver ([`super::client_driver`]), it has no clock and does no I/O: every
 //! call takes the model's `now`, events go to a [`RunSink`], and output comes back one

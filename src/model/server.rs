@@ -26,7 +26,10 @@
 //! opens the legacy era (docs/spec/mcp-2025-11-25.md §2): the answer names the legacy version
 //! the client asked for (else 2025-11-25), `ping` is answered with an empty result, results
 //! carry no `resultType`, and on HTTP a cancel is the POSTed notification while a closed stream
-//! is not one (LC11). Anything else opens the modern era.
+//! is not one (LC11). Anything else opens the modern era. Over HTTP the legacy `initialize`
+//! issues a session ([`Server::session`]; its driver refuses other sessions' requests with 404),
+//! and every event stream is resumable (`model/resume.rs`): a stream that breaks keeps its work
+//! and its events, and a `GET` with `Last-Event-ID` picks them up.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
