@@ -37,7 +37,8 @@ pub(crate) enum ClientOutput {
         stream: StreamId,
         /// The message.
         msg: Message,
-        /// The POST's headers (names in lower case).
+        /// The POST's headers (names in lower case; none computed for the in-memory lane's
+        /// modern-era POSTs, which carry none).
         headers: BTreeMap<String, String>,
     },
     /// Open `stream` with a `GET` (legacy era: a resume, or the session's own stream).
@@ -158,17 +159,25 @@ impl ClientDriver {
         while let Some(t) = self.client.poll_transmit() {
             match t {
                 ClientTransmit::Line(msg) => {
-                    self.record_send(None, &msg, sink);
+                    self.record_send(None, &msg, None, sink);
                     if let Ok(line) = ndjson::encode_line(&msg) {
                         return Some(ClientOutput::Line(line));
                     }
                 }
                 ClientTransmit::Post { stream, msg } => {
-                    self.record_send(Some(stream), &msg, sink);
+                    // Computed once, for the trace and the POST, and only where they go
+                    // somewhere: a lane that sends real POSTs, or the legacy era's (the
+                    // model's own session, so every lane carries and records them).
+                    let wanted =
+                        self.recording.post_headers || self.client.config().era.is_legacy();
+                    let headers = match wanted {
+                        true => self.client.post_headers(&msg),
+                        false => BTreeMap::new(),
+                    };
+                    self.record_send(Some(stream), &msg, wanted.then_some(&headers), sink);
                     if let Some(id) = msg.id() {
                         self.streams.insert(id.clone(), stream);
                     }
-                    let headers = self.client.post_headers(&msg);
                     return Some(ClientOutput::Post {
                         stream,
                         msg,
@@ -223,7 +232,13 @@ impl ClientDriver {
         None
     }
 
-    fn record_send(&mut self, stream: Option<StreamId>, msg: &Message, sink: &mut impl RunSink) {
+    fn record_send(
+        &mut self,
+        stream: Option<StreamId>,
+        msg: &Message,
+        headers: Option<&BTreeMap<String, String>>,
+        sink: &mut impl RunSink,
+    ) {
         let request = matches!(msg, Message::Request(_));
         sink.tally(|s| {
             s.messages += 1;
@@ -231,12 +246,10 @@ impl ClientDriver {
                 s.requests += 1;
             }
         });
-        // The legacy era's headers are the model's (its session), so every lane records them.
-        let headers = self.recording.post_headers || self.client.config().era.is_legacy();
-        let kind = match stream {
-            Some(s) if headers => recorder::client_post(&self.client, s, msg),
-            _ => recorder::client_send(&self.client, self.transport, stream, msg),
-        };
+        let mut kind = recorder::client_send(&self.client, self.transport, stream, msg);
+        if let (EventKind::Send(w), Some(h)) = (&mut kind, headers) {
+            w.headers = Some(h.clone());
+        }
         sink.record(Side::Client, kind);
     }
 

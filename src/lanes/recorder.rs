@@ -140,17 +140,6 @@ pub(crate) fn client_send(
     EventKind::Send(w)
 }
 
-/// Like [`client_send`], for a message that went out as a real HTTP POST: with the headers
-/// the POST carried (`wire::http::request_headers`, what `http_exchange` sends). The in-memory
-/// lane has no POSTs and records none.
-pub(crate) fn client_post(client: &Client, stream: StreamId, msg: &Message) -> EventKind {
-    let mut kind = client_send(client, Transport::Http, Some(stream), msg);
-    if let EventKind::Send(w) = &mut kind {
-        w.headers = Some(client.post_headers(msg));
-    }
-    kind
-}
-
 /// The client opened `stream` with a legacy `GET` (a resume after `last_event_id`, or its
 /// listening stream), with the headers it sent when `headers` is on.
 pub(crate) fn client_get(
