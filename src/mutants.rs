@@ -91,6 +91,14 @@ impl Mutant {
                 s
             }
             Mutant::LegacyTimeoutSilent => scenario.in_era(crate::wire::Era::LEGACY),
+            // Calls the application cancels while they report progress.
+            Mutant::LegacyIgnoresCancel => {
+                every_call(scenario.in_era(crate::wire::Era::LEGACY), |c| {
+                    c.progress = true;
+                    c.steps = c.steps.max(10);
+                    c.cancel_after = Some(c.step * 3);
+                })
+            }
             // A quiet stretch long enough for the client's ping: calls with sparse progress.
             Mutant::PingUnanswered => {
                 let mut s = scenario.in_era(crate::wire::Era::LEGACY);

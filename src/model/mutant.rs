@@ -138,6 +138,8 @@ mutants! {
         "a legacy client reconnects at once after a broken stream, ignoring the retry the server asked for";
     NoSessionId = "no_session_id", Client, "spec-derived: docs/spec/mcp-2025-11-25.md LA5",
         "a legacy client leaves Mcp-Session-Id off its requests after the initialize response issued one";
+    LegacyIgnoresCancel = "legacy_ignores_cancel", Server, "spec-derived: docs/spec/mcp-2025-11-25.md LC10, as server-everything 2026.8.31 does (trigger-long-running-operation)",
+        "a legacy server reads notifications/cancelled and goes on: the work and its progress continue to the end (only the result is dropped, by the SDK under it)";
     PingUnanswered = "ping_unanswered", Server, "spec-derived: docs/spec/mcp-2025-11-25.md LA4",
         "a legacy server reads a client's ping and never answers it";
     LegacyTimeoutSilent = "legacy_timeout_silent", Client, "python-sdk #2507, #1410 (1.x)",

@@ -238,6 +238,8 @@ pub struct Server {
     resumable: Option<Resumable>,
     /// How many sessions this server issued.
     sessions: u64,
+    /// Calls whose cancel the faulty server of [`Mutant::LegacyIgnoresCancel`] read and ignored.
+    cancel_ignored: BTreeSet<RequestId>,
     /// The listening `GET` stream the faulty server of [`Mutant::ProgressOnGetStream`] keeps.
     listening: Option<StreamId>,
     /// When this server process started: session ids name it, so that a restarted server
@@ -262,6 +264,7 @@ impl Server {
             session: None,
             resumable: None,
             sessions: 0,
+            cancel_ignored: BTreeSet::new(),
             listening: None,
             started: Time::ZERO,
         }
@@ -938,6 +941,13 @@ impl Server {
         if self.mutant(Mutant::IgnoreCancel) {
             return;
         }
+        if self.mutant(Mutant::LegacyIgnoresCancel) {
+            // The work and its progress go on; the SDK under it drops the result.
+            if self.jobs.contains_key(id) {
+                self.cancel_ignored.insert(id.clone());
+            }
+            return;
+        }
         if !known && self.mutant(Mutant::AnswersNotifications) {
             let e = ErrorResponse::new(None, codes::METHOD_NOT_FOUND, "Method not found");
             self.transmits.push_back(ServerTransmit::Line(e.into()));
@@ -999,6 +1009,11 @@ impl Server {
                 }
             }
             // The 2025-11-25 reading held the call's stream open until the task ended.
+            if let Some(s) = job.stream.filter(|s| self.open_sse.remove(s)) {
+                self.transmits
+                    .push_back(ServerTransmit::SseEnd { stream: s });
+            }
+        } else if self.cancel_ignored.remove(id) {
             if let Some(s) = job.stream.filter(|s| self.open_sse.remove(s)) {
                 self.transmits
                     .push_back(ServerTransmit::SseEnd { stream: s });
