@@ -188,12 +188,13 @@ impl ClientDriver {
                     stream,
                     last_event_id,
                 } => {
-                    let id = last_event_id.as_deref();
-                    sink.record(
-                        Side::Client,
-                        recorder::client_get(&self.client, stream, id, true),
-                    );
-                    let headers = self.client.get_headers(id);
+                    let headers = self.client.get_headers(last_event_id.as_deref());
+                    let open = EventKind::Open {
+                        stream: stream.0,
+                        method: "GET".into(),
+                        headers: Some(headers.clone()),
+                    };
+                    sink.record(Side::Client, open);
                     return Some(ClientOutput::Get { stream, headers });
                 }
                 ClientTransmit::Close { stream } => {

@@ -140,21 +140,6 @@ pub(crate) fn client_send(
     EventKind::Send(w)
 }
 
-/// The client opened `stream` with a legacy `GET` (a resume after `last_event_id`, or its
-/// listening stream), with the headers it sent when `headers` is on.
-pub(crate) fn client_get(
-    client: &Client,
-    stream: StreamId,
-    last_event_id: Option<&str>,
-    headers: bool,
-) -> EventKind {
-    EventKind::Open {
-        stream: stream.0,
-        method: "GET".into(),
-        headers: headers.then(|| client.get_headers(last_event_id)),
-    }
-}
-
 /// The legacy era's session header, as traces record it (lower case).
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 

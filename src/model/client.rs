@@ -636,11 +636,7 @@ impl Client {
             if now < at {
                 return;
             }
-            let Handshake::Waiting { queued, .. } =
-                std::mem::replace(&mut self.handshake, Handshake::NotStarted)
-            else {
-                unreachable!("matched above");
-            };
+            let queued = self.end_handshake(Handshake::NotStarted);
             if !queued.is_empty() {
                 self.start_handshake(now, queued);
             }
@@ -650,11 +646,7 @@ impl Client {
             return;
         }
         let id = id.clone();
-        let Handshake::Waiting { queued, .. } =
-            std::mem::replace(&mut self.handshake, Handshake::NotStarted)
-        else {
-            unreachable!("matched above");
-        };
+        let queued = self.end_handshake(Handshake::NotStarted);
         self.events.push_back(ClientEvent::Timeout {
             request: id.clone(),
             reason: TimeoutReason::Idle,
@@ -679,6 +671,15 @@ impl Client {
         }
     }
 
+    /// Ends the waiting handshake (the client's state becomes `next`) and returns what waited
+    /// behind it.
+    fn end_handshake(&mut self, next: Handshake) -> VecDeque<(RequestId, ClientTransmit)> {
+        match std::mem::replace(&mut self.handshake, next) {
+            Handshake::Waiting { queued, .. } => queued,
+            _ => VecDeque::new(),
+        }
+    }
+
     /// The answer to `initialize`: the handshake's outcome; on a result the client sends
     /// `notifications/initialized` and then what waited, in order; on an error what waited
     /// fails with it. Whether `id` was the handshake's.
@@ -689,11 +690,7 @@ impl Client {
         if init != id {
             return false;
         }
-        let Handshake::Waiting { queued, .. } =
-            std::mem::replace(&mut self.handshake, Handshake::Done)
-        else {
-            unreachable!("matched above");
-        };
+        let queued = self.end_handshake(Handshake::Done);
         self.events.push_back(ClientEvent::Outcome {
             request: id.clone(),
             outcome: if ok { Outcome::Result } else { Outcome::Error },

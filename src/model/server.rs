@@ -570,7 +570,8 @@ impl Server {
     }
 
     /// HTTP: the request (`id`, if it had one) or `GET` on `stream` is refused with `status`
-    /// before it is read: the legacy era's unknown or missing session.
+    /// and -32600: the legacy era's unknown or missing session, or a `GET` with nothing to
+    /// resume.
     pub fn refuse(&mut self, stream: StreamId, id: Option<RequestId>, status: u16, why: &str) {
         let e = ErrorResponse::new(id, codes::INVALID_REQUEST, why);
         self.transmits.push_back(ServerTransmit::Json {
@@ -602,13 +603,7 @@ impl Server {
                 Some(last) => (404, format!("no stream to resume after event {last}")),
                 None => (405, "this server offers no GET stream".to_owned()),
             };
-            let e = ErrorResponse::new(None, codes::INVALID_REQUEST, why);
-            self.transmits.push_back(ServerTransmit::Json {
-                stream,
-                status,
-                msg: e.into(),
-                session: None,
-            });
+            self.refuse(stream, None, status, &why);
         }
     }
 
