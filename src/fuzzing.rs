@@ -88,13 +88,32 @@ pub fn decode_knobs(data: &[u8]) -> (&[u8], DecodeOptions) {
 pub fn decode_bytes(data: &[u8]) {
     let (body, opts) = decode_knobs(data);
     if let Ok(msg) = wire::decode_with(body, &opts) {
-        let text = wire::encode(&msg).expect("a decoded message re-encodes");
-        let again = wire::decode_with(text.as_bytes(), &opts).expect("re-encoded message decodes");
-        assert!(
-            again == msg,
-            "round trip changed the message: {msg:?} -> {again:?}"
-        );
+        round_trip(&msg, &opts);
     }
+    // The same bytes as a 2025-03-26 frame, which may be a batch: every member that decodes
+    // round-trips on its own.
+    let batches = DecodeOptions {
+        era: wire::Era::Legacy(wire::LegacyRevision::V2025_03_26),
+        ..opts
+    };
+    match wire::decode_frame(body, &batches) {
+        Ok(wire::Frame::Single(msg)) => round_trip(&msg, &batches),
+        Ok(wire::Frame::Batch(members)) => {
+            for msg in members.iter().flatten() {
+                round_trip(msg, &batches);
+            }
+        }
+        Err(_) => {}
+    }
+}
+
+fn round_trip(msg: &wire::Message, opts: &DecodeOptions) {
+    let text = wire::encode(msg).expect("a decoded message re-encodes");
+    let again = wire::decode_with(text.as_bytes(), opts).expect("re-encoded message decodes");
+    assert!(
+        &again == msg,
+        "round trip changed the message: {msg:?} -> {again:?}"
+    );
 }
 
 /// Splits `data` into chunks at the positions drawn from `cuts` (taken modulo its length plus

@@ -437,6 +437,54 @@ impl Trace {
         h
     }
 
+    /// The trace with each JSON-RPC batch (a send or recv whose message is a non-empty JSON
+    /// array, as 2025-03-26 allowed) split into one event per member, at the same time, side,
+    /// transport and stream, and for each new event the index of the event it came from; `None`
+    /// when there is no batch. The oracle judges the members one by one, as their receiver
+    /// reads them, and reports the original events. An empty batch stays whole: it is no
+    /// message, and the decoder says so.
+    pub fn unbatched(&self) -> Option<(Trace, Vec<usize>)> {
+        let is_batch = |e: &TraceEvent| {
+            matches!(&e.kind, EventKind::Send(w) | EventKind::Recv(w)
+                if matches!(&w.msg, Some(Value::Array(a)) if !a.is_empty()))
+        };
+        if !self.events.iter().any(is_batch) {
+            return None;
+        }
+        let mut events = Vec::with_capacity(self.events.len());
+        let mut origin = Vec::with_capacity(self.events.len());
+        for (i, e) in self.events.iter().enumerate() {
+            let (EventKind::Send(w) | EventKind::Recv(w)) = &e.kind else {
+                events.push(e.clone());
+                origin.push(i);
+                continue;
+            };
+            let Some(Value::Array(members)) = w.msg.as_ref().filter(|_| is_batch(e)) else {
+                events.push(e.clone());
+                origin.push(i);
+                continue;
+            };
+            for m in members {
+                let member = WireEvent {
+                    msg: Some(m.clone()),
+                    raw: None,
+                    ..w.clone()
+                };
+                let kind = match &e.kind {
+                    EventKind::Send(_) => EventKind::Send(member),
+                    _ => EventKind::Recv(member),
+                };
+                events.push(TraceEvent {
+                    t: e.t,
+                    side: e.side,
+                    kind,
+                });
+                origin.push(i);
+            }
+        }
+        Some((Trace { events }, origin))
+    }
+
     /// The time of the last event.
     pub fn end(&self) -> u64 {
         self.events.last().map_or(0, |e| e.t)

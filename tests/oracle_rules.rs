@@ -801,6 +801,13 @@ const LEGACY_CASES: &[Case] = &[
     // handshake: the trace is legacy from the handshake on (2025-06-18), and the probe breaks
     // no legacy rule.
     case("message-shape-passes-2.jsonl", STRICT, true, &[]),
+    // 2025-03-26 batches: a batch of two calls, their progress and their results, each
+    // member judged on its own (passes); the same batch in 2025-06-18, which removed them;
+    // an empty batch; a batch whose cancel names a request never sent, reported at the batch.
+    case("message-shape-passes-3.jsonl", STRICT, true, &[]),
+    case("message-shape-violates-3.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-violates-4.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("cancel-unknown-request-violates-4.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
     // initialize-first: a result without serverInfo; a request first after the pipe broke.
     case("initialize-first-violates.jsonl", STRICT, false, &[(rule::INITIALIZE_FIRST, MUST)]),
     case("initialize-first-violates-2.jsonl", STRICT, false, &[(rule::INITIALIZE_FIRST, MUST)]),
@@ -967,6 +974,12 @@ const LEGACY_CASES: &[Case] = &[
     // resume; the same break resumed from that id and answered.
     case("resume-broken-stream-violates.jsonl", STRICT, false, &[(rule::RESUME_BROKEN_STREAM, SHOULD)]),
     case("resume-broken-stream-passes.jsonl", STRICT, false, &[]),
+    // cancel-targets-task (2025-11-25, LC13): a task-augmented call answered with
+    // {"task": {"taskId": …}}, then cancelled by notification; the task cancelled with tasks/cancel.
+    case("cancel-targets-task-violates.jsonl", STRICT, false, &[(rule::CANCEL_TARGETS_TASK, MUST)]),
+    case("cancel-targets-task-passes.jsonl", STRICT, true, &[]),
+    // 2025-06-18 has no tasks: the same cancel is an ordinary cancel of an answered call.
+    case("cancel-unknown-request-violates-5.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
 ];
 
 /// The rules that apply in the legacy era and have no legacy traces yet. The list can only

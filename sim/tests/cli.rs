@@ -54,6 +54,34 @@ fn decode_prints_one_verdict_per_line() {
     );
 }
 
+/// A 2025-03-26 batch gets one verdict per member; every later era refuses the line whole.
+#[test]
+fn decode_reads_a_2025_03_26_batch_member_by_member() {
+    let input = concat!(
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}]"#,
+        "\n",
+    );
+    let verdicts = |era: &str| -> Vec<serde_json::Value> {
+        let out = mcp_sim(&["decode", "--era", era], input.as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let batch = verdicts("2025-03-26");
+    assert_eq!(
+        batch[0],
+        serde_json::json!({"line": 1, "member": 0, "ok": true, "kind": "request"})
+    );
+    assert_eq!(batch[1]["member"], 1);
+    assert_eq!(batch[1]["error"]["path"], "[1].params.requestId");
+    let refused = verdicts("2025-06-18");
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["error"]["rule"], "batch");
+}
+
 #[test]
 fn decode_rejects_bad_usage_with_exit_2() {
     assert_eq!(

@@ -66,7 +66,7 @@ pub use rules::CANCEL_REACTION_MS;
 use std::fmt;
 
 use crate::trace::Trace;
-use crate::wire::{DecodeOptions, Era};
+use crate::wire::{self, DecodeOptions, Era};
 
 /// How binding a rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -248,7 +248,7 @@ catalog! {
         "a task ends cancelled only after a tasks/cancel asked for it: a closed stream or a lost connection does not cancel a task";
     TASK_WORK_AFTER_CANCELLED = "task-work-after-cancelled", Should, No, "§7.3, §3.3 item 3", "",
         "once a task was reported cancelled, its backend work stops within the grace window";
-    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, No, "§7.3, §9 C31", "",
+    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, Must, "§7.3, §9 C31", "LC13: 2025-11-25 only",
         "a client never sends notifications/cancelled for a task (or the call that became one); tasks are cancelled with tasks/cancel";
     INPUT_REQUIRED_SHAPE = "input-required-shape", Must, No, "§7.2, §9 F50", "",
         "input_required answers only tools/call, prompts/get or resources/read, and carries inputRequests or requestState";
@@ -440,8 +440,26 @@ pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
         },
         ..*config
     };
+    // A 2025-03-26 batch is judged member by member and reported at its own event.
+    let unbatched = if wire::allows_batches(era.era) {
+        trace.unbatched()
+    } else {
+        None
+    };
+    let (trace, origin) = match &unbatched {
+        Some((t, origin)) => (t, Some(origin)),
+        None => (trace, None),
+    };
     let index = index::Index::build(trace, config);
     let mut violations = rules::check_all(&index, config);
+    if let Some(origin) = origin {
+        for v in &mut violations {
+            for e in &mut v.events {
+                *e = origin[*e];
+            }
+            v.events.dedup();
+        }
+    }
     violations.sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
     violations.dedup();
     Verdict { violations, era }

@@ -101,7 +101,7 @@ fn decode_message(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, DecodeE
     let shortcut = read_envelope(bytes, d);
     let envelope = match shortcut {
         Some(envelope) => envelope,
-        None => pick_envelope(bytes)?,
+        None => pick_envelope(bytes, opts.era)?,
     };
     d.message(envelope)
 }
@@ -163,7 +163,7 @@ impl<'a> Params<'a> {
 /// The general envelope reader: borrows the raw text of the interpreted members, which the
 /// decoder parses one by one in the order of its checks. Reports JSON syntax and the shape of
 /// the top-level value.
-fn pick_envelope(bytes: &[u8]) -> Result<Envelope<'_>, DecodeError> {
+fn pick_envelope(bytes: &[u8], era: Era) -> Result<Envelope<'_>, DecodeError> {
     match pick(bytes, ENVELOPE).map_err(json::syntax_error)? {
         Picked::Object { values, duplicate } => {
             let [jsonrpc, id, method, params, result, error] = values;
@@ -180,7 +180,7 @@ fn pick_envelope(bytes: &[u8]) -> Result<Envelope<'_>, DecodeError> {
         Picked::Array => Err(DecodeError::new(
             Rule::Batch,
             "",
-            "a JSON array (batch) is not an MCP message",
+            super::batch::batch_refusal(era, bytes),
         )),
         Picked::Other(s) => Err(DecodeError::new(
             Rule::NotAnObject,
@@ -1027,7 +1027,7 @@ mod tests {
     fn decode_general(bytes: &[u8], opts: &DecodeOptions) -> Result<Message, DecodeError> {
         let d = Decoder { opts };
         let decoded = json::check_limits(bytes, &opts.limits)
-            .and_then(|()| pick_envelope(bytes))
+            .and_then(|()| pick_envelope(bytes, opts.era))
             .and_then(|envelope| d.message(envelope));
         decoded.map_err(|mut e| {
             if e.jsonrpc_code() == codes::PARSE_ERROR {

@@ -24,7 +24,8 @@ pub enum Rule {
     MessageTooLarge,
     /// Objects and arrays nest deeper than [`Limits::max_depth`](super::Limits::max_depth).
     NestingTooDeep,
-    /// A JSON array at the top level: batches do not exist in MCP 2026-07-28 (§1.1).
+    /// A JSON array at the top level: batches do not exist in MCP 2026-07-28 (§1.1) and were
+    /// removed in 2025-06-18; a 2025-03-26 batch is read with [`decode_frame`](super::decode_frame).
     Batch,
     /// The top-level JSON value is not an object.
     NotAnObject,

@@ -13,6 +13,7 @@
 //! assert_eq!((err.rule.as_str(), err.path.as_str()), ("null-id", "params.requestId"));
 //! ```
 
+mod batch;
 mod decode;
 mod encode;
 mod era;
@@ -22,6 +23,7 @@ mod id;
 pub mod json;
 mod message;
 
+pub use batch::{allows_batches, decode_frame, Frame};
 pub use decode::{decode, decode_with, DecodeOptions};
 pub use encode::{encode, encode_with, to_value};
 pub use era::{Era, LegacyRevision, UnknownEra};

@@ -4,13 +4,16 @@
 //! {"line":1,"ok":true,"kind":"progress"}
 //! {"line":2,"ok":false,"error":{"rule":"null-id","path":"params.requestId","message":"..."}}
 //! ```
+//!
+//! With `--era 2025-03-26` a line may be a batch: one verdict per member, each with its
+//! `"member"` position (`{"line":3,"member":0,"ok":true,"kind":"request"}`).
 
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
 use mcp_sim::framing::ndjson::{LineDecoder, LineOptions};
 use mcp_sim::framing::FrameError;
-use mcp_sim::wire::{self, DecodeError, DecodeOptions, Limits};
+use mcp_sim::wire::{self, DecodeError, DecodeOptions, Frame, Limits, Message};
 use mcp_sim::Era;
 use serde::Serialize;
 
@@ -72,22 +75,25 @@ pub fn run(args: &Args) -> ExitCode {
             }
             lines.push(&chunk[..n]);
             while let Some(item) = lines.next_line() {
-                let text = match item {
-                    Ok(line) => match wire::decode_with(&line.bytes, &opts) {
-                        Ok(msg) => {
-                            let kind = Some(msg.kind().as_str());
-                            serde_json::to_string(&Verdict {
-                                line: line.number,
-                                ok: true,
-                                kind,
-                                error: None,
-                            })
+                match item {
+                    Ok(line) => match wire::decode_frame(&line.bytes, &opts) {
+                        Ok(Frame::Single(msg)) => {
+                            write_verdict(&mut out, &Verdict::ok(line.number, None, &msg))?
                         }
-                        Err(e) => serde_json::to_string(&decode_error(line.number, &e)),
+                        // A 2025-03-26 batch: one verdict per member, in order.
+                        Ok(Frame::Batch(members)) => {
+                            for (k, member) in members.iter().enumerate() {
+                                let verdict = match member {
+                                    Ok(msg) => Verdict::ok(line.number, Some(k), msg),
+                                    Err(e) => decode_error(line.number, Some(k), e),
+                                };
+                                write_verdict(&mut out, &verdict)?;
+                            }
+                        }
+                        Err(e) => write_verdict(&mut out, &decode_error(line.number, None, &e))?,
                     },
-                    Err(e) => serde_json::to_string(&frame_error(&e)),
-                }?;
-                writeln!(out, "{text}")?;
+                    Err(e) => write_verdict(&mut out, &frame_error(&e))?,
+                }
             }
         }
         if let Some(e) = lines.finish() {
@@ -105,10 +111,17 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
+fn write_verdict(out: &mut impl Write, verdict: &Verdict<'_>) -> io::Result<()> {
+    writeln!(out, "{}", serde_json::to_string(verdict)?)
+}
+
 /// One output line; fields in the documented order.
 #[derive(Serialize)]
 struct Verdict<'a> {
     line: u64,
+    /// The member's position, for a member of a 2025-03-26 batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    member: Option<usize>,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<&'static str>,
@@ -123,7 +136,19 @@ struct VerdictError<'a> {
     message: &'a str,
 }
 
-fn decode_error(line: u64, e: &DecodeError) -> Verdict<'_> {
+impl Verdict<'_> {
+    fn ok(line: u64, member: Option<usize>, msg: &Message) -> Self {
+        Verdict {
+            line,
+            member,
+            ok: true,
+            kind: Some(msg.kind().as_str()),
+            error: None,
+        }
+    }
+}
+
+fn decode_error(line: u64, member: Option<usize>, e: &DecodeError) -> Verdict<'_> {
     let error = VerdictError {
         rule: e.rule.as_str(),
         path: &e.path,
@@ -131,6 +156,7 @@ fn decode_error(line: u64, e: &DecodeError) -> Verdict<'_> {
     };
     Verdict {
         line,
+        member,
         ok: false,
         kind: None,
         error: Some(error),
@@ -145,6 +171,7 @@ fn frame_error(e: &FrameError) -> Verdict<'_> {
     };
     Verdict {
         line: e.line,
+        member: None,
         ok: false,
         kind: None,
         error: Some(error),

@@ -18,8 +18,8 @@ use crate::oracle::index::Index;
 use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::{
-    codes, Message, Request, ResultResponse, ResultType, METHOD_CANCELLED, METHOD_TASKS_CANCEL,
-    METHOD_TASKS_GET, METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, MRTR_METHODS,
+    codes, Era, LegacyRevision, Message, Request, ResultResponse, ResultType, METHOD_CANCELLED,
+    METHOD_TASKS_CANCEL, METHOD_TASKS_GET, METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, MRTR_METHODS,
 };
 
 /// The request message that created request `r` (the client's send, or the server's receipt).
@@ -353,6 +353,11 @@ pub(super) fn task_poll_interval(s: &mut Sink<'_, '_>) {
 /// `notifications/cancelled` never targets a task: once the client read the
 /// `CreateTaskResult`, its call is over and `tasks/cancel` is the way (§7.3, §9 C31). A cancel
 /// sent before the task was announced to the client is an ordinary cancel of its call.
+///
+/// In the legacy era tasks exist from 2025-11-25 on, with the same rule ("For task-augmented
+/// requests, the `tasks/cancel` request MUST be used instead", LC13); there the
+/// `CreateTaskResult` is `{"task": {"taskId": …}}`, without `resultType`, and before
+/// 2025-11-25 there are no tasks to target.
 pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
     let ix = s.ix;
     let known = &tasks.0;
@@ -365,16 +370,22 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
         };
         let by_call = ix
             .by_id(&c.request_id, i)
-            .filter(|&r| names_a_task(ix, r, i))
-            .and_then(|r| {
+            .and_then(|r| Some((r, task_created_for(ix, r, i)?)))
+            .map(|(r, legacy_id)| {
                 known
                     .iter()
                     .find(|(_, v)| v.origin == Some(r))
                     .map(|(id, _)| id.clone())
+                    .or(legacy_id)
+                    .unwrap_or_default()
             });
+        // (`Tasks` follows the modern shapes; a legacy cancel naming a task's id names no
+        // request, which cancel-unknown-request reports.)
         let by_id = match &c.request_id {
-            crate::wire::RequestId::String(t) => known.contains_key(t).then(|| t.clone()),
-            crate::wire::RequestId::Number(_) => None,
+            crate::wire::RequestId::String(t) if !ix.era.is_legacy() => {
+                known.contains_key(t).then(|| t.clone())
+            }
+            _ => None,
         };
         if let Some(task) = by_call.or(by_id) {
             let msg = format!(
@@ -389,15 +400,31 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
 /// Whether request `r` had become a task for the client by event `i`: the client read its
 /// `CreateTaskResult` before (the server's send, when the client was not recorded).
 pub(super) fn names_a_task(ix: &Index<'_>, r: usize, i: usize) -> bool {
+    task_created_for(ix, r, i).is_some()
+}
+
+/// `Some` when request `r` had become a task for the client by event `i` (see
+/// [`names_a_task`]), with the task's id when the legacy `{"task": {"taskId": …}}` shape
+/// carries it (a modern task is found by its origin in [`Tasks`]).
+fn task_created_for(ix: &Index<'_>, r: usize, i: usize) -> Option<Option<String>> {
     let req = &ix.requests[r];
     let read = if ix.has(Side::Client) {
         req.client_response
     } else {
         req.responses.first().copied()
     };
-    read.filter(|&e| e < i).is_some_and(|e| {
-        matches!(ix.msg(e), Some(Message::Result(res)) if res.result_type == Some(ResultType::Task))
-    })
+    let Some(Message::Result(res)) = read.filter(|&e| e < i).and_then(|e| ix.msg(e)) else {
+        return None;
+    };
+    match ix.era {
+        Era::Modern => (res.result_type == Some(ResultType::Task)).then_some(None),
+        Era::Legacy(r) if r >= LegacyRevision::V2025_11_25 => {
+            let id = res.result.get("task")?.get("taskId")?.as_str()?;
+            Some(Some(id.to_owned()))
+        }
+        // No tasks before 2025-11-25: a `task` member is just part of a result.
+        Era::Legacy(_) => None,
+    }
 }
 
 /// An `InputRequiredResult` answers only `tools/call`, `prompts/get` or `resources/read`, and
