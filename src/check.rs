@@ -62,7 +62,9 @@ pub struct CheckOptions {
     pub turmoil: TurmoilOptions,
     /// The eras the reference client speaks, each seed in each (default: 2026-07-28 only).
     /// A legacy run opens with `initialize`, as the legacy hosts do, and is judged by the
-    /// legacy rules; the legacy era runs on stdio, so its HTTP runs are left out.
+    /// legacy rules: on HTTP the client keeps the session the server issues, listens on a GET
+    /// stream, resumes a broken stream from its last event id and initializes again after a
+    /// 404.
     pub eras: Vec<Era>,
 }
 
@@ -107,7 +109,6 @@ impl CheckOptions {
             .flat_map(|s| self.transports.iter().map(move |t| (s, *t)))
             .filter(|(_, t)| env.transport.is_none_or(|want| want == *t))
             .flat_map(|(s, t)| self.eras.iter().map(move |e| (s, t, *e)))
-            .filter(|(_, t, e)| !e.is_legacy() || *t == Transport::Stdio)
             .filter(|(_, _, e)| match env.era {
                 None | Some(EraChoice::FromSeed) => true,
                 Some(EraChoice::Fixed(want)) => want == *e,

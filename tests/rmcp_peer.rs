@@ -399,3 +399,101 @@ fn rmcp_tool_of_its_own_passes_the_oracle() {
     println!("{results} results of index_repo");
     assert!(results > 20, "{results} results");
 }
+
+/// rmcp's Streamable HTTP server in the legacy era: sessions (`LocalSessionManager`, legacy
+/// session mode), the SSE keep-alive off as in [`rmcp_http`].
+async fn rmcp_http_sessions<S: ServerHandler + Clone + Send + Sync + 'static>(
+    io: ServerIo,
+    server: S,
+) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let ServerIo::Http(listener) = io else { return };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(Vec::<String>::new())
+            .with_sse_keep_alive(None)
+            .with_legacy_session_mode(true),
+    );
+    while let Ok((stream, _)) = listener.accept().await {
+        let service = service.clone();
+        tokio::task::spawn_local(async move {
+            let hyper_service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let service = service.clone();
+                    async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
+                });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service)
+                .await;
+        });
+    }
+}
+
+/// rmcp's Streamable HTTP server with sessions, judged by the legacy rules (2025-11-25): the
+/// session id on every request, a listening GET stream, progress on each call's POST stream
+/// with event ids, a crash's lost session refused with 404 (its text body is no message in
+/// this era) and initialized again. One rule breaks, on every seed, and it is rmcp's:
+/// rmcp 3.11 opens both the initialize response's stream and the listening GET stream with
+/// the priming event id `"0"` (`tower.rs`: `ServerSseMessage::priming("0", retry)` in both
+/// places), and "the ID MUST be globally unique across all streams within that session"
+/// (LE15): a client resuming the initialize stream from `"0"` would be replayed the GET
+/// stream's events. Nothing else breaks.
+#[test]
+fn rmcp_http_sessions_break_only_event_id_unique_with_the_priming_id_0() {
+    let server = ServerUnderTest::custom(|io| rmcp_http_sessions(io, SlowServer));
+    let (mut results, mut gets, mut refused) = (0, 0, 0);
+    for seed in HTTP_SEEDS {
+        let scenario = Scenario::calls_only(seed)
+            .with_transport(Transport::Http)
+            .in_era(mcp_sim::Era::LEGACY);
+        let judged = judge_with_server(&scenario, &TurmoilOptions::default(), &server);
+        assert_eq!(judged.verdict.era.era, mcp_sim::Era::LEGACY, "seed {seed}");
+        for v in &judged.verdict.violations {
+            assert!(
+                v.rule == "event-id-unique" && v.message.contains("event id \"0\""),
+                "seed {seed}: {v}"
+            );
+        }
+        assert!(
+            judged.verdict.violates("event-id-unique"),
+            "seed {seed}: rmcp's priming ids are no longer both \"0\"; take this finding out"
+        );
+        results += results_of(&judged);
+        for e in &judged.run.trace.events {
+            match &e.kind {
+                EventKind::Open { method, .. } if e.side == Side::Server && method == "GET" => {
+                    gets += 1
+                }
+                EventKind::Status { status: 404, .. } if e.side == Side::Server => refused += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(results > 40, "{results} results");
+    assert!(gets >= 16, "{gets} GET streams read by the server");
+    assert!(refused > 0, "no session was refused after a crash");
+}
+
+/// The one-call check runs the legacy era over HTTP too, and its report names rmcp's broken
+/// rule with the legacy invariant and the revision it was judged by.
+#[test]
+fn the_one_call_check_judges_a_legacy_http_server_by_the_legacy_rules() {
+    use mcp_sim::{check_server, CheckOptions};
+    let options = CheckOptions {
+        transports: vec![Transport::Http],
+        eras: vec![mcp_sim::Era::LEGACY],
+        ..CheckOptions::seeds(0..4)
+    };
+    let server = ServerUnderTest::custom(|io| rmcp_http_sessions(io, SlowServer));
+    let failure = check_server(&server, &options).expect_err("rmcp's priming ids collide");
+    let text = failure.to_string();
+    for needle in ["event-id-unique", "LE15", "2025-11-25", "MCP_SIM_SEED="] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+}

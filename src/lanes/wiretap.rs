@@ -21,7 +21,9 @@ use std::sync::Arc;
 use crate::framing::ndjson::{LineDecoder, LineOptions};
 use crate::framing::sse::{SseDecoder, SseItem, SseOptions};
 use crate::lanes::http_exchange::{is_event_stream, STREAM_HEADER};
-use crate::lanes::recorder::{observe, observe_as_written, recorded_headers, stdio_lines};
+use crate::lanes::recorder::{
+    observe, observe_as_written, recorded_headers, stdio_lines, SESSION_HEADER,
+};
 use crate::model::{StreamId, Transport};
 use crate::trace::{EventKind, Side, WireEvent};
 use crate::wire::{DecodeError, Message};
@@ -173,8 +175,8 @@ pub(crate) struct HttpTap {
     observe: Observe,
     requests: Direction,
     responses: Direction,
-    /// The request being read: its stream and its body so far.
-    request: Option<(u64, Vec<u8>, BTreeMap<String, String>)>,
+    /// The request being read.
+    request: Option<RequestRead>,
     /// Streams whose request head was read and whose response has not ended, oldest first.
     open: VecDeque<u64>,
     /// The response being written.
@@ -184,6 +186,14 @@ pub(crate) struct HttpTap {
     /// Numbers the streams of requests without `x-mcp-sim-stream` (a live tap), shared by
     /// the connections of one run.
     next_stream: Option<Arc<AtomicU64>>,
+}
+
+/// A request whose head was read and whose body is being read.
+struct RequestRead {
+    stream: u64,
+    body: Vec<u8>,
+    headers: BTreeMap<String, String>,
+    method: Option<String>,
 }
 
 struct Response {
@@ -208,19 +218,39 @@ impl HttpTap {
                     };
                     let stream = head.stream.unwrap_or_else(counted);
                     self.open.push_back(stream);
-                    self.request = Some((stream, Vec::new(), head.headers));
+                    self.request = Some(RequestRead {
+                        stream,
+                        body: Vec::new(),
+                        headers: head.headers,
+                        method: head.method,
+                    });
                 }
                 Piece::Data(data) => {
-                    if let Some((_, body, _)) = &mut self.request {
-                        body.extend_from_slice(&data);
+                    if let Some(r) = &mut self.request {
+                        r.body.extend_from_slice(&data);
                     }
                 }
                 Piece::End => {
-                    if let Some((stream, body, headers)) = self.request.take() {
-                        let (mut w, _) =
-                            (self.observe)(Transport::Http, Some(StreamId(stream)), &body);
-                        w.headers = Some(headers);
-                        out.push(EventKind::Recv(w));
+                    let Some(r) = self.request.take() else {
+                        continue;
+                    };
+                    // A legacy GET (a listening or resumed stream) or DELETE (the session's
+                    // end) carries no message: it opens a stream, as the reference server
+                    // records it.
+                    match r.method {
+                        Some(method) if method == "GET" || method == "DELETE" => {
+                            out.push(EventKind::Open {
+                                stream: r.stream,
+                                method,
+                                headers: Some(r.headers),
+                            });
+                        }
+                        _ => {
+                            let stream = Some(StreamId(r.stream));
+                            let (mut w, _) = (self.observe)(Transport::Http, stream, &r.body);
+                            w.headers = Some(r.headers);
+                            out.push(EventKind::Recv(w));
+                        }
                     }
                 }
                 Piece::Invalid(bytes) => {
@@ -251,7 +281,7 @@ impl HttpTap {
                         stream,
                         status: head.status.unwrap_or_default(),
                         content_type: head.content_type.clone(),
-                        headers: None,
+                        headers: (!head.headers.is_empty()).then(|| head.headers.clone()),
                     });
                     let sse = is_event_stream(head.content_type.as_deref())
                         .then(|| SseDecoder::new(SseOptions::default()));
@@ -334,8 +364,19 @@ impl Response {
         sse.push(data);
         while let Some(item) = sse.next_item() {
             out.push(match item {
+                // The legacy era's priming event (an id, no data) is no message.
+                Ok(SseItem::Event(e)) if e.has_id && e.data.is_empty() => match self.stream {
+                    Some(stream) => EventKind::Sse {
+                        stream,
+                        event_id: Some(e.last_event_id),
+                        retry_ms: sse.retry(),
+                    },
+                    None => continue,
+                },
                 Ok(SseItem::Event(e)) => {
-                    EventKind::Send((self.observe)(Transport::Http, stream, e.data.as_bytes()).0)
+                    let (mut w, _) = (self.observe)(Transport::Http, stream, e.data.as_bytes());
+                    w.event_id = e.has_id.then_some(e.last_event_id);
+                    EventKind::Send(w)
                 }
                 Ok(SseItem::Comment(_)) => EventKind::Comment {
                     stream: self.stream,
@@ -361,6 +402,8 @@ enum Piece {
 }
 
 struct Head {
+    /// A request's method.
+    method: Option<String>,
     /// A response's status.
     status: Option<u16>,
     /// A request's headers that the rules judge (`wire::http::RECORDED`).
@@ -507,16 +550,19 @@ impl Head {
 /// it is complete, `Err` when it is not HTTP/1.1.
 fn parse_head(buf: &[u8], requests: bool) -> Result<Option<(usize, Head)>, httparse::Error> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
-    let (len, status, headers) = if requests {
+    let (len, method, status, headers) = if requests {
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(buf)? {
-            httparse::Status::Complete(len) => (len, None, request.headers),
+            httparse::Status::Complete(len) => {
+                let method = request.method.map(str::to_owned);
+                (len, method, None, request.headers)
+            }
             httparse::Status::Partial => return Ok(None),
         }
     } else {
         let mut response = httparse::Response::new(&mut headers);
         match response.parse(buf)? {
-            httparse::Status::Complete(len) => (len, response.code, response.headers),
+            httparse::Status::Complete(len) => (len, None, response.code, response.headers),
             httparse::Status::Partial => return Ok(None),
         }
     };
@@ -539,16 +585,15 @@ fn parse_head(buf: &[u8], requests: bool) -> Result<Option<(usize, Head)>, httpa
     Ok(Some((
         len,
         Head {
+            method,
             status,
-            headers: if requests {
-                recorded_headers(
-                    headers
-                        .iter()
-                        .filter_map(|h| Some((h.name, std::str::from_utf8(h.value).ok()?.trim()))),
-                )
-            } else {
-                BTreeMap::new()
-            },
+            // A request's judged headers; of a response's, the legacy session id it issues.
+            headers: recorded_headers(
+                headers
+                    .iter()
+                    .filter(|h| requests || h.name.eq_ignore_ascii_case(SESSION_HEADER))
+                    .filter_map(|h| Some((h.name, std::str::from_utf8(h.value).ok()?.trim()))),
+            ),
             stream: requests.then(|| stream_id(&buf[..len])).flatten(),
             content_type: header("content-type"),
             body,
@@ -640,6 +685,39 @@ mod tests {
             let steps = [(false, &request()[..]), (true, response.as_bytes())];
             assert_eq!(record(http(), &steps, size), whole, "size {size}");
         }
+    }
+
+    /// The legacy era over HTTP: a GET (here a resume, with `Last-Event-ID`) opens a stream
+    /// and carries no message; the response's session id is on its status; a priming event
+    /// (an id, no data) is an `sse` event with its `retry`, and a message's event id is on
+    /// its send.
+    #[test]
+    fn a_legacy_get_stream_with_event_ids_and_priming_is_recorded() {
+        let get = "GET /mcp HTTP/1.1\r\nhost: server\r\nx-mcp-sim-stream: 13\r\naccept: text/event-stream\r\nmcp-session-id: s-1\r\nlast-event-id: 0/4\r\n\r\n";
+        let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}"#;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s-1\r\ntransfer-encoding: chunked\r\n\r\n";
+        let response = format!(
+            "{head}{}{}0\r\n\r\n",
+            chunk("id: 0/5\nretry: 1000\ndata:\n\n"),
+            chunk(&format!("id: 0/6\ndata: {progress}\n\n")),
+        );
+        let events = record(
+            http(),
+            &[(false, get.as_bytes()), (true, response.as_bytes())],
+            5,
+        );
+        assert_eq!(events.len(), 5, "{events:#?}");
+        assert!(events[0].contains(r#""kind":"open","stream":13,"method":"GET""#));
+        assert!(events[0].contains(r#""last-event-id":"0/4""#));
+        assert!(
+            events[1].contains(r#""status":200"#)
+                && events[1].contains(r#""mcp-session-id":"s-1""#)
+        );
+        assert!(events[2].contains(r#""kind":"sse","stream":13,"event_id":"0/5","retry_ms":1000"#));
+        assert!(
+            events[3].contains(r#""kind":"send""#) && events[3].contains(r#""event_id":"0/6""#)
+        );
+        assert!(events[4].contains(r#""kind":"close","stream":13,"by":"server""#));
     }
 
     /// The client goes away while the SSE response is open: the server reads the end of the

@@ -91,6 +91,38 @@ impl Req {
     }
 }
 
+/// The legacy era's HTTP error bodies: text that is not JSON on a stream its side saw answered
+/// with a status of 400 or more (`404 Not Found: Session not found`). The legacy era asks no
+/// JSON-RPC body of a refused session, a missing header or a refused GET, so such a body is no
+/// message; the modern era answers every error with one (§8), and there it stays a message to
+/// judge.
+fn error_bodies(trace: &Trace) -> BTreeSet<usize> {
+    let mut refused: BTreeSet<(Side, u64)> = BTreeSet::new();
+    let mut bodies = BTreeSet::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        match &e.kind {
+            EventKind::Status {
+                stream: Some(stream),
+                status,
+                ..
+            } => {
+                if *status >= 400 {
+                    refused.insert((e.side, *stream));
+                } else {
+                    refused.remove(&(e.side, *stream));
+                }
+            }
+            EventKind::Send(w) | EventKind::Recv(w)
+                if w.msg.is_none() && w.stream.is_some_and(|s| refused.contains(&(e.side, s))) =>
+            {
+                bodies.insert(i);
+            }
+            _ => {}
+        }
+    }
+    bodies
+}
+
 pub(crate) struct Index<'t> {
     pub trace: &'t Trace,
     /// The era the trace is judged by: in the legacy era a closed HTTP stream is not a cancel.
@@ -136,11 +168,17 @@ impl<'t> Index<'t> {
             _ => false,
         });
         let mut probes = BTreeSet::new();
+        let error_bodies = if config.decode.era.is_legacy() {
+            error_bodies(trace)
+        } else {
+            BTreeSet::new()
+        };
         let msgs = trace
             .events
             .iter()
             .enumerate()
             .map(|(i, e)| match &e.kind {
+                _ if error_bodies.contains(&i) => None,
                 EventKind::Send(w) | EventKind::Recv(w) => {
                     let decoded = w.decode(&config.decode);
                     let before_handshake = first_initialize.is_some_and(|f| i < f);
