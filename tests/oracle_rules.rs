@@ -873,6 +873,13 @@ const LEGACY_CASES: &[Case] = &[
     case("timeout-deadline-violates.jsonl", STRICT, false, &[(rule::TIMEOUT_DEADLINE, POLICY)]),
     // timeout-deadline: fired at 1000 ms, cancelled with the notification.
     case("timeout-deadline-passes.jsonl", STRICT, true, &[]),
+    // timeout-deadline (HTTP, memory lane seed 20): a proxy reset breaks the call's stream,
+    // the client resumes it with Last-Event-ID, and the progress on the resumed stream keeps
+    // resetting the idle timer until the result.
+    case("timeout-deadline-passes-2.jsonl", STRICT, true, &[]),
+    // timeout-deadline (memory lane seed 1697): the reset comes before the first progress, so
+    // the resume starts from the stream's priming event id; its progress counts as well.
+    case("timeout-deadline-passes-3.jsonl", STRICT, true, &[]),
     // declared-deadline (server side only): progress kept coming past the declared 2000 ms maximum, no cancel.
     case("declared-deadline-violates.jsonl", STRICT, false, &[(rule::DECLARED_DEADLINE, POLICY)]),
     // declared-deadline: the cancel notification reached the server at the declared maximum.

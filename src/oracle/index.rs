@@ -272,6 +272,14 @@ impl<'t> Index<'t> {
                         }
                     }
                 }
+                // A priming event's id names its stream too: a resume may start from it.
+                EventKind::Sse {
+                    stream,
+                    event_id: Some(id),
+                    ..
+                } => {
+                    origin.entry((session, id.clone())).or_insert(*stream);
+                }
                 EventKind::Open {
                     stream,
                     method,

@@ -7,8 +7,8 @@ use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 
-/// Valid progress receipts of `r` in the client's view: its token, its stream, strictly
-/// increasing, before the client stopped waiting.
+/// Valid progress receipts of `r` in the client's view: its token, its stream (or a resume of
+/// it), strictly increasing, before the client stopped waiting.
 fn valid_progress_times(s: &Sink<'_, '_>, r: &Req, until: usize) -> Vec<u64> {
     let ix = s.ix;
     let mut last = f64::NEG_INFINITY;
@@ -17,7 +17,11 @@ fn valid_progress_times(s: &Sink<'_, '_>, r: &Req, until: usize) -> Vec<u64> {
         let Some(Message::Progress(p)) = ix.msg(i) else {
             continue;
         };
-        let stream = ix.wire(i).and_then(|w| w.stream);
+        // (A legacy stream resumed with `Last-Event-ID` carries its request's progress.)
+        let stream = ix
+            .wire(i)
+            .and_then(|w| w.stream)
+            .map(|st| ix.origin_stream(st));
         if r.transport == Some(Transport::Http) && stream.is_some() && stream != r.stream {
             continue;
         }
