@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use super::decode::{decode_with, DecodeOptions};
 use super::era::{Era, LegacyRevision};
-use super::error::{DecodeError, Rule};
+use super::error::{DecodeError, Rule, EMPTY_BATCH};
 use super::json;
 use super::Message;
 
@@ -28,8 +28,6 @@ pub enum Frame {
     /// A 2025-03-26 batch, in the order of its members.
     Batch(Vec<Result<Message, DecodeError>>),
 }
-
-const EMPTY_BATCH: &str = "an empty batch is an invalid request (JSON-RPC 2.0)";
 
 /// Whether `era` allows batches: 2025-03-26 only.
 pub fn allows_batches(era: Era) -> bool {
@@ -67,25 +65,6 @@ pub fn decode_frame(bytes: &[u8], opts: &DecodeOptions) -> Result<Frame, DecodeE
         })
         .collect();
     Ok(Frame::Batch(decoded))
-}
-
-/// Why the array `bytes` is not a message, in `era`.
-pub(super) fn batch_refusal(era: Era, bytes: &[u8]) -> &'static str {
-    let empty = bytes
-        .iter()
-        .filter(|b| !b.is_ascii_whitespace())
-        .take(3)
-        .eq(b"[]".iter());
-    match era {
-        Era::Legacy(LegacyRevision::V2025_03_26) if empty => EMPTY_BATCH,
-        Era::Modern => "a JSON array (batch) is not an MCP message: 2026-07-28 has no batches",
-        Era::Legacy(LegacyRevision::V2025_03_26) => {
-            "a JSON array (batch) is not one message: a 2025-03-26 batch is read member by member, and a member is never a batch"
-        }
-        Era::Legacy(_) => {
-            "a JSON array (batch) is not an MCP message: batches were removed in 2025-06-18"
-        }
-    }
 }
 
 fn starts_an_array(bytes: &[u8]) -> bool {

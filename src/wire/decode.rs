@@ -180,7 +180,7 @@ fn pick_envelope(bytes: &[u8], era: Era) -> Result<Envelope<'_>, DecodeError> {
         Picked::Array => Err(DecodeError::new(
             Rule::Batch,
             "",
-            super::batch::batch_refusal(era, bytes),
+            super::error::batch_refusal(era, bytes),
         )),
         Picked::Other(s) => Err(DecodeError::new(
             Rule::NotAnObject,

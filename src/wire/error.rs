@@ -8,6 +8,7 @@
 use std::fmt;
 
 use super::codes;
+use super::era::{Era, LegacyRevision};
 use super::RequestId;
 
 /// A named wire rule that a message or frame broke.
@@ -106,6 +107,28 @@ impl Rule {
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The detail of an empty batch's error (JSON-RPC 2.0 calls it an invalid request).
+pub(super) const EMPTY_BATCH: &str = "an empty batch is an invalid request (JSON-RPC 2.0)";
+
+/// Why the array `bytes` is not a message, in `era`.
+pub(super) fn batch_refusal(era: Era, bytes: &[u8]) -> &'static str {
+    let empty = bytes
+        .iter()
+        .filter(|b| !b.is_ascii_whitespace())
+        .take(3)
+        .eq(b"[]".iter());
+    match era {
+        Era::Legacy(LegacyRevision::V2025_03_26) if empty => EMPTY_BATCH,
+        Era::Modern => "a JSON array (batch) is not an MCP message: 2026-07-28 has no batches",
+        Era::Legacy(LegacyRevision::V2025_03_26) => {
+            "a JSON array (batch) is not one message: a 2025-03-26 batch is read member by member, and a member is never a batch"
+        }
+        Era::Legacy(_) => {
+            "a JSON array (batch) is not an MCP message: batches were removed in 2025-06-18"
+        }
     }
 }
 
