@@ -464,11 +464,17 @@ impl Trace {
                 origin.push(i);
                 continue;
             };
-            for m in members {
+            for (k, m) in members.iter().enumerate() {
+                // One SSE event carried the whole batch: its id is the first member's only,
+                // or the rest would read as replays of it.
                 let member = WireEvent {
+                    transport: w.transport,
+                    stream: w.stream,
                     msg: Some(m.clone()),
                     raw: None,
-                    ..w.clone()
+                    policy: w.policy,
+                    headers: w.headers.clone(),
+                    event_id: w.event_id.clone().filter(|_| k == 0),
                 };
                 let kind = match &e.kind {
                     EventKind::Send(_) => EventKind::Send(member),
