@@ -200,6 +200,19 @@ async fn rmcp_http<S: ServerHandler + Clone + Send + Sync + 'static>(
             .with_sse_keep_alive(keep_alive)
             .with_legacy_session_mode(false),
     );
+    serve_rmcp(listener, service, strip_host).await;
+}
+
+/// Serves `service` on every connection `listener` accepts, each through hyper's HTTP/1.1
+/// server (with `strip_host`, the `Host` header removed first).
+async fn serve_rmcp<S, M>(
+    listener: mcp_sim::lanes::turmoil::ServerListener,
+    service: rmcp::transport::streamable_http_server::StreamableHttpService<S, M>,
+    strip_host: bool,
+) where
+    S: ServerHandler + Send + 'static,
+    M: rmcp::transport::streamable_http_server::session::SessionManager,
+{
     while let Ok((stream, _)) = listener.accept().await {
         let service = service.clone();
         tokio::task::spawn_local(async move {
@@ -419,20 +432,7 @@ async fn rmcp_http_sessions<S: ServerHandler + Clone + Send + Sync + 'static>(
             .with_sse_keep_alive(None)
             .with_legacy_session_mode(true),
     );
-    while let Ok((stream, _)) = listener.accept().await {
-        let service = service.clone();
-        tokio::task::spawn_local(async move {
-            let hyper_service =
-                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let service = service.clone();
-                    async move { Ok::<_, std::convert::Infallible>(service.handle(req).await) }
-                });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service)
-                .await;
-        });
-    }
+    serve_rmcp(listener, service, false).await;
 }
 
 /// rmcp's Streamable HTTP server with sessions, judged by the legacy rules (2025-11-25): the

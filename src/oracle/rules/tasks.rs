@@ -371,13 +371,12 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
         let by_call = ix
             .by_id(&c.request_id, i)
             .and_then(|r| Some((r, task_created_for(ix, r, i)?)))
-            .map(|(r, legacy_id)| {
+            .and_then(|(r, legacy_id)| {
                 known
                     .iter()
                     .find(|(_, v)| v.origin == Some(r))
                     .map(|(id, _)| id.clone())
                     .or(legacy_id)
-                    .unwrap_or_default()
             });
         // (`Tasks` follows the modern shapes; a legacy cancel naming a task's id names no
         // request, which cancel-unknown-request reports.)
