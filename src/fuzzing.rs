@@ -600,7 +600,8 @@ impl ModelRig {
                 }
                 ClientTransmit::Close { .. }
                 | ClientTransmit::Disconnect
-                | ClientTransmit::Get { .. } => {}
+                | ClientTransmit::Get { .. }
+                | ClientTransmit::Delete { .. } => {}
             }
         }
         while let Some(e) = self.client.poll_event() {
@@ -915,7 +916,7 @@ pub fn live_output(input: &LiveOutput) {
                 // The call's POST: the response read is this one's.
                 ClientOutput::Post { stream: s, .. } => *stream = stream.or(Some(s)),
                 ClientOutput::Close(_) | ClientOutput::Disconnect => closed = true,
-                ClientOutput::Line(_) | ClientOutput::Get { .. } => {}
+                ClientOutput::Line(_) | ClientOutput::Open { .. } => {}
             }
         }
         closed

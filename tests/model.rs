@@ -801,3 +801,276 @@ fn a_legacy_handshake_that_times_out_is_not_cancelled() {
         outcome: Outcome::Cancelled
     }));
 }
+
+/// Over legacy HTTP a host that is done ends its session with a `DELETE` (docs/spec/
+/// mcp-2025-11-25.md §5), and only once every POST has its answer: sent earlier it would end
+/// the session under a request or a cancel the server has not read. The server forgets the
+/// session, so a later request in it is refused, and the client's next call opens a new one.
+#[test]
+fn a_legacy_http_client_deletes_its_session_once_every_post_is_answered() {
+    let mut c = Client::new(ClientConfig {
+        era: wire::Era::LEGACY,
+        ..ClientConfig::new(Transport::Http)
+    });
+    let mut s = Server::new(ServerConfig::new(Transport::Http));
+    let call = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Post {
+        stream: init_stream,
+        msg: init,
+    }] = &t[..]
+    else {
+        panic!("initialize first: {t:?}");
+    };
+    s.handle_message(ms(1), Some(*init_stream), init.clone());
+    let (answer, _) = drain_server(&mut s);
+    let [ServerTransmit::Json {
+        msg,
+        session: Some(session),
+        status: 200,
+        ..
+    }] = &answer[..]
+    else {
+        panic!("{answer:?}");
+    };
+    c.handle_status(ms(2), *init_stream, 200);
+    c.handle_session(session);
+    c.handle_message(ms(2), Some(*init_stream), msg.clone());
+    c.end_session();
+    let (t, _) = drain_client(&mut c);
+    assert!(
+        t.iter()
+            .all(|x| !matches!(x, ClientTransmit::Delete { .. })),
+        "not while the call is out: {t:?}"
+    );
+    let mut unanswered: Vec<StreamId> = t
+        .iter()
+        .filter_map(|x| match x {
+            ClientTransmit::Post { stream, .. } | ClientTransmit::Get { stream, .. } => {
+                Some(*stream)
+            }
+            _ => None,
+        })
+        .collect();
+    let call_stream = t
+        .iter()
+        .find_map(|x| match x {
+            ClientTransmit::Post { stream, msg } if msg.id() == Some(&call) => Some(*stream),
+            _ => None,
+        })
+        .expect("the held call went out");
+    c.handle_status(ms(3), call_stream, 200);
+    let done = ResultResponse {
+        result_type: None,
+        ..ResultResponse::complete(call.clone())
+    };
+    c.handle_message(ms(3), Some(call_stream), Message::Result(done));
+    unanswered.retain(|st| *st != call_stream);
+    assert!(
+        !unanswered.is_empty(),
+        "the initialized POST and the GET wait for answers"
+    );
+    let last = unanswered.pop().unwrap();
+    for st in unanswered {
+        c.handle_status(ms(4), st, 202);
+    }
+    let (t, _) = drain_client(&mut c);
+    assert!(t.is_empty(), "one POST still unanswered: {t:?}");
+    c.handle_status(ms(5), last, 405);
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Delete { stream }] = &t[..] else {
+        panic!("then the DELETE: {t:?}");
+    };
+    let headers = c.delete_headers();
+    assert_eq!(headers.get("mcp-session-id"), Some(session));
+    assert_eq!(
+        headers.get("mcp-protocol-version").map(String::as_str),
+        Some("2025-11-25")
+    );
+
+    s.handle_delete(ms(6), *stream);
+    let (answer, _) = drain_server(&mut s);
+    assert_eq!(answer, vec![ServerTransmit::Accepted { stream: *stream }]);
+    assert_eq!(
+        s.session(),
+        None,
+        "the session is forgotten: a request in it gets 404"
+    );
+
+    c.handle_status(ms(7), *stream, 202);
+    c.start_request(
+        ms(8),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    assert!(
+        matches!(&t[..], [ClientTransmit::Post { msg: Message::Request(r), .. }] if r.method == "initialize"),
+        "a call after the DELETE opens a new session: {t:?}"
+    );
+    assert_eq!(c.delete_headers().get("mcp-session-id"), None);
+}
+
+fn auto_client(transport: Transport) -> Client {
+    Client::new(ClientConfig {
+        auto: Some(wire::LegacyRevision::V2025_11_25),
+        ..ClientConfig::new(transport)
+    })
+}
+
+/// Auto mode (docs/spec/mcp-2025-11-25.md §1): the first request waits behind a
+/// `server/discover`; the dual-era server answers it, and the call goes out in the modern
+/// shape, with no handshake.
+#[test]
+fn an_auto_client_stays_modern_when_the_server_answers_discover() {
+    let mut c = auto_client(Transport::Stdio);
+    let call = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Line(probe)] = &t[..] else {
+        panic!("the probe alone: {t:?}");
+    };
+    assert!(
+        matches!(probe, Message::Request(r) if r.method == "server/discover" && !r.meta.legacy)
+    );
+    let mut s = Server::new(ServerConfig::new(Transport::Stdio));
+    s.handle_message(ms(1), None, probe.clone());
+    let (answer, _) = drain_server(&mut s);
+    let [ServerTransmit::Line(answer)] = &answer[..] else {
+        panic!("{answer:?}");
+    };
+    assert!(matches!(answer, Message::Result(_)), "{answer:?}");
+    c.handle_message(ms(2), None, answer.clone());
+    let (t, _) = drain_client(&mut c);
+    assert!(
+        matches!(&t[..], [ClientTransmit::Line(Message::Request(r))] if r.id == call && !r.meta.legacy),
+        "then the call, modern: {t:?}"
+    );
+    assert_eq!(c.era(), wire::Era::Modern);
+}
+
+/// Auto mode against a legacy-only server: the refusal (-32601 on stdio) makes the client
+/// fall back to `initialize`, its waiting call reshaped for the legacy era.
+#[test]
+fn an_auto_client_falls_back_to_initialize_when_discover_is_refused() {
+    let mut c = auto_client(Transport::Stdio);
+    let call = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    let mut s = Server::new(ServerConfig {
+        eras: ServerEras::LegacyOnly {
+            ignores_discover: false,
+        },
+        ..ServerConfig::new(Transport::Stdio)
+    });
+    let ClientTransmit::Line(probe) = &t[0] else {
+        panic!("{t:?}");
+    };
+    s.handle_message(ms(1), None, probe.clone());
+    let (answer, _) = drain_server(&mut s);
+    let [ServerTransmit::Line(Message::Error(e))] = &answer[..] else {
+        panic!("refused: {answer:?}");
+    };
+    assert_eq!(e.error.code, wire::codes::METHOD_NOT_FOUND);
+    assert_eq!(s.era(), None, "the probe decides nothing on the server");
+    c.handle_message(ms(2), None, Message::Error(e.clone()));
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Line(Message::Request(init))] = &t[..] else {
+        panic!("initialize alone: {t:?}");
+    };
+    assert_eq!(init.method, "initialize");
+    assert_eq!(c.era(), wire::Era::LEGACY);
+    s.handle_message(ms(3), None, Message::Request(init.clone()));
+    let (answer, _) = drain_server(&mut s);
+    let [ServerTransmit::Line(result)] = &answer[..] else {
+        panic!("{answer:?}");
+    };
+    c.handle_message(ms(4), None, result.clone());
+    let (t, _) = drain_client(&mut c);
+    assert!(
+        t.iter().any(|x| matches!(x, ClientTransmit::Line(Message::Request(r)) if r.id == call && r.meta.legacy)),
+        "the call goes out in the legacy shape: {t:?}"
+    );
+}
+
+/// Auto mode against a server that ignores `server/discover` (fastmcp 3.x): after
+/// [`client::DISCOVER_TIMEOUT`] the probe times out, is cancelled as a modern request is (the
+/// notification on stdio, the stream's close on HTTP), and the client falls back.
+#[test]
+fn an_auto_client_cancels_an_unanswered_discover_and_falls_back() {
+    for transport in [Transport::Stdio, Transport::Http] {
+        let mut c = auto_client(transport);
+        c.start_request(
+            ms(0),
+            tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+        );
+        drain_client(&mut c);
+        let deadline = ms(0) + client::DISCOVER_TIMEOUT;
+        assert_eq!(c.poll_timeout(), Some(deadline));
+        c.handle_timeout(deadline);
+        let (t, e) = drain_client(&mut c);
+        match transport {
+            Transport::Stdio => assert!(
+                matches!(&t[0], ClientTransmit::Line(Message::Cancelled(_))),
+                "{t:?}"
+            ),
+            Transport::Http => assert!(matches!(&t[0], ClientTransmit::Close { .. }), "{t:?}"),
+        }
+        assert!(
+            matches!(&t[1], ClientTransmit::Line(Message::Request(r)) | ClientTransmit::Post { msg: Message::Request(r), .. } if r.method == "initialize"),
+            "{t:?}"
+        );
+        assert!(e.iter().any(|x| matches!(
+            x,
+            ClientEvent::Outcome {
+                outcome: Outcome::TimedOut,
+                ..
+            }
+        )));
+    }
+}
+
+/// Auto mode over HTTP: the TypeScript SDK v1 refuses a request outside a session with 400
+/// and a null id; the status alone is the refusal.
+#[test]
+fn an_auto_client_reads_an_http_error_status_as_the_refusal() {
+    let mut c = auto_client(Transport::Http);
+    c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Post { stream, msg }] = &t[..] else {
+        panic!("{t:?}");
+    };
+    let mut s = Server::new(ServerConfig {
+        eras: ServerEras::LegacyOnly {
+            ignores_discover: false,
+        },
+        ..ServerConfig::new(Transport::Http)
+    });
+    s.handle_message(ms(1), Some(*stream), msg.clone());
+    let (answer, _) = drain_server(&mut s);
+    let [ServerTransmit::Json {
+        status: 400,
+        msg: Message::Error(e),
+        ..
+    }] = &answer[..]
+    else {
+        panic!("{answer:?}");
+    };
+    assert_eq!(e.id, None);
+    c.handle_status(ms(2), *stream, 400);
+    c.handle_message(ms(2), Some(*stream), Message::Error(e.clone()));
+    let (t, _) = drain_client(&mut c);
+    assert!(
+        matches!(&t[..], [ClientTransmit::Post { msg: Message::Request(r), .. }] if r.method == "initialize"),
+        "{t:?}"
+    );
+}

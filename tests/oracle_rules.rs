@@ -801,6 +801,10 @@ const LEGACY_CASES: &[Case] = &[
     // handshake: the trace is legacy from the handshake on (2025-06-18), and the probe breaks
     // no legacy rule.
     case("message-shape-passes-2.jsonl", STRICT, true, &[]),
+    // The probe ignored by a silent legacy server, cancelled, and an initialize never
+    // answered (seed 10 of the in-memory legacy stdio sweep): the probe does not make the
+    // trace modern, so the handshake is no modern request without _meta.
+    case("message-shape-passes-5.jsonl", STRICT, false, &[]),
     // 2025-03-26 batches: a batch of two calls, their progress and their results, each
     // member judged on its own (passes); the same batch in 2025-06-18, which removed them;
     // an empty batch; a batch whose cancel names a request never sent, reported at the batch.
@@ -837,6 +841,11 @@ const LEGACY_CASES: &[Case] = &[
     case("cancel-on-timeout-violates.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, SHOULD)]),
     case("cancel-on-timeout-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, SHOULD)]),
     case("cancel-on-timeout-passes.jsonl", STRICT, false, &[]),
+    // An auto-mode client's server/discover probe is a modern request in this trace too: over
+    // HTTP, closing its stream when it times out is its cancel (passes, seed 2541 of the
+    // in-memory legacy sweep); the same trace without the close breaks the rule.
+    case("cancel-on-timeout-passes-2.jsonl", STRICT, false, &[]),
+    case("cancel-on-timeout-violates-3.jsonl", STRICT, false, &[(rule::CANCEL_ON_TIMEOUT, SHOULD)]),
     // progress-token-type: a boolean progressToken on a legacy tools/call.
     case("progress-token-type-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
     // progress-token-type: a string token (the call refused with -32602 for another reason).

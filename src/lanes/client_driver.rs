@@ -24,6 +24,7 @@ use crate::lanes::RunSink;
 use crate::model::{CallSpec, Client, ClientTransmit, Outcome, StreamId, Transport};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire::http::Method;
 use crate::wire::{Message, RequestId};
 
 /// What the lane must do for the client; recorded (and counted) before it is returned.
@@ -41,10 +42,13 @@ pub(crate) enum ClientOutput {
         /// modern-era POSTs, which carry none).
         headers: BTreeMap<String, String>,
     },
-    /// Open `stream` with a `GET` (legacy era: a resume, or the session's own stream).
-    Get {
+    /// Open `stream` with a request without a message (legacy era): a `GET` (a resume, or the
+    /// session's own stream) or the session's `DELETE`.
+    Open {
         /// The exchange.
         stream: StreamId,
+        /// `GET` or `DELETE`.
+        method: Method,
         /// The request's headers (names in lower case), `Last-Event-ID` among them.
         headers: BTreeMap<String, String>,
     },
@@ -167,9 +171,12 @@ impl ClientDriver {
                 ClientTransmit::Post { stream, msg } => {
                     // Computed once, for the trace and the POST, and only where they go
                     // somewhere: a lane that sends real POSTs, or the legacy era's (the
-                    // model's own session, so every lane carries and records them).
-                    let wanted =
-                        self.recording.post_headers || self.client.config().era.is_legacy();
+                    // model's own session, so every lane carries and records them), and an
+                    // auto-mode client's (its era is the server's to tell).
+                    let client = &self.client;
+                    let wanted = self.recording.post_headers
+                        || client.era().is_legacy()
+                        || client.config().auto.is_some();
                     let headers = match wanted {
                         true => self.client.post_headers(&msg),
                         false => BTreeMap::new(),
@@ -189,13 +196,11 @@ impl ClientDriver {
                     last_event_id,
                 } => {
                     let headers = self.client.get_headers(last_event_id.as_deref());
-                    let open = EventKind::Open {
-                        stream: stream.0,
-                        method: "GET".into(),
-                        headers: Some(headers.clone()),
-                    };
-                    sink.record(Side::Client, open);
-                    return Some(ClientOutput::Get { stream, headers });
+                    return Some(self.open(stream, Method::Get, headers, sink));
+                }
+                ClientTransmit::Delete { stream } => {
+                    let headers = self.client.delete_headers();
+                    return Some(self.open(stream, Method::Delete, headers, sink));
                 }
                 ClientTransmit::Close { stream } => {
                     sink.record(
@@ -231,6 +236,27 @@ impl ClientDriver {
             }
         }
         None
+    }
+
+    /// A `GET` or `DELETE` on `stream`, recorded.
+    fn open(
+        &mut self,
+        stream: StreamId,
+        method: Method,
+        headers: BTreeMap<String, String>,
+        sink: &mut impl RunSink,
+    ) -> ClientOutput {
+        let open = EventKind::Open {
+            stream: stream.0,
+            method: method.as_str().into(),
+            headers: Some(headers.clone()),
+        };
+        sink.record(Side::Client, open);
+        ClientOutput::Open {
+            stream,
+            method,
+            headers,
+        }
     }
 
     fn record_send(

@@ -16,6 +16,7 @@ use super::readers::ResponseReader;
 pub use super::readers::{is_event_stream, ExchangeItem};
 use crate::model::StreamId;
 use crate::model::{Mutant, MutantSet};
+use crate::wire::http::Method;
 use crate::wire::{self, Message};
 
 /// The header carrying the simulation's stream id (the simulated server and proxy record it).
@@ -32,10 +33,13 @@ pub struct PostTarget<'a> {
     pub stream_header: Option<StreamId>,
 }
 
-/// What one exchange sends: a POST of `msg`, or a `GET` when there is none, with `headers`.
+/// What one exchange sends: a POST of `msg`, or (legacy era) a `GET` or `DELETE` without one,
+/// with `headers`.
 #[derive(Debug, Clone)]
 pub struct Outgoing<'a> {
-    /// The POSTed message (`None`: a `GET`).
+    /// The method; a `POST` needs `msg`.
+    pub method: Method,
+    /// The POSTed message.
     pub msg: Option<&'a Message>,
     /// The request's headers, names in lower case.
     pub headers: BTreeMap<String, String>,
@@ -45,13 +49,15 @@ impl<'a> Outgoing<'a> {
     /// A POST of `msg` with the 2026-07-28 headers (`wire::http::request_headers`).
     pub fn post(msg: &'a Message) -> Self {
         Outgoing {
+            method: Method::Post,
             msg: Some(msg),
             headers: wire::http::request_headers(msg),
         }
     }
 }
 
-/// Sends `outgoing` over `io` (a POST with the Streamable HTTP headers it names, or a `GET`)
+/// Sends `outgoing` over `io` (a POST with the Streamable HTTP headers it names, or a `GET` or
+/// `DELETE`)
 /// and hands every item of the response to `emit`. The SSE framer carries `mutants` (the
 /// framer mutant).
 pub async fn exchange<IO>(
@@ -67,9 +73,10 @@ pub async fn exchange<IO>(
     else {
         return emit(ExchangeItem::Cut);
     };
-    let builder = match outgoing.msg {
-        Some(_) => hyper::Request::post(target.path),
-        None => hyper::Request::get(target.path),
+    let builder = match outgoing.method {
+        Method::Post => hyper::Request::post(target.path),
+        Method::Get => hyper::Request::get(target.path),
+        Method::Delete => hyper::Request::delete(target.path),
     };
     let mut request = builder.header("host", target.host);
     for (name, value) in &outgoing.headers {

@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::framing::sse;
 use crate::model::{ServerTransmit, SseStyle, StreamId};
 use crate::wire;
+use crate::wire::http::Method;
 
 /// A response body: a stream of SSE bytes, or a whole body.
 pub(crate) type ResponseBody = Either<SseBody, Full<Bytes>>;
@@ -34,11 +35,11 @@ pub(crate) type Notify = Rc<dyn Fn(HttpEvent)>;
 
 /// What the HTTP side tells the driver.
 pub(crate) enum HttpEvent {
-    /// A POST (or, with `get`, a `GET`, the legacy era's resume or listening stream): its
-    /// stream, body and the slot for its response.
+    /// A request (a POST, or the legacy era's `GET`, a resume or listening stream, or
+    /// `DELETE`, the session's end): its stream, body and the slot for its response.
     Post {
-        /// The request is a `GET` (it has no body).
-        get: bool,
+        /// The request's method (`None`: one the endpoint does not serve).
+        method: Option<Method>,
         /// The stream the request and its response travel on.
         stream: StreamId,
         /// The request body.
@@ -92,7 +93,7 @@ pub(crate) async fn serve_connection<IO>(
     let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let notify = notify.clone();
         let stream = stream_of(&req);
-        let get = req.method() == hyper::Method::GET;
+        let method = Method::parse(req.method().as_str());
         let headers = crate::lanes::recorder::recorded_headers(
             req.headers()
                 .iter()
@@ -108,7 +109,7 @@ pub(crate) async fn serve_connection<IO>(
             let (respond, response) = oneshot::channel();
             let mut signal = DropSignal(Some((stream, notify.clone())));
             notify(HttpEvent::Post {
-                get,
+                method,
                 stream,
                 body,
                 headers,

@@ -33,6 +33,7 @@ use crate::scenario::{Fault, ProxyConfig, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
 use crate::wire;
+use crate::wire::http::Method;
 
 /// A piece of an HTTP response travelling to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,14 +144,14 @@ enum Action {
     StartCall(usize),
     CancelCall(usize),
     Fault(usize),
-    /// Bytes for the server: a stdio chunk or an HTTP POST body (a legacy `GET` when `get`,
-    /// with no body); the legacy era's headers, which the model decides.
+    /// Bytes for the server: a stdio chunk or an HTTP request's body (a POST's; a legacy
+    /// `GET` or `DELETE` has none); the legacy era's headers, which the model decides.
     ToServer {
         epoch: u64,
         stream: Option<StreamId>,
         bytes: Vec<u8>,
         headers: Option<BTreeMap<String, String>>,
-        get: bool,
+        method: Method,
     },
     /// The server notices that the client (or the proxy) closed a stream.
     ServerSeesClose {
@@ -251,6 +252,9 @@ struct Sim<'s> {
     client_closed: BTreeSet<StreamId>,
     /// Streams the server no longer has (seen closed, or lost in a crash).
     server_closed: BTreeSet<StreamId>,
+    /// What the application has still to do (start, cancel or reset a call); at none it is
+    /// done, and the client ends its session.
+    host_left: usize,
 }
 
 /// The time windows of the faults `f` selects.
@@ -303,14 +307,18 @@ pub fn run(scenario: &Scenario) -> RunResult {
         open: OpenStreams::default(),
         client_closed: BTreeSet::new(),
         server_closed: BTreeSet::new(),
+        host_left: 0,
     };
     for (k, call) in scenario.calls.iter().enumerate() {
         sim.schedule_at(Time::ZERO + call.at, Action::StartCall(k));
+        sim.host_left += 1;
         if let Some(after) = call.cancel_after {
             sim.schedule_at(Time::ZERO + call.at + after, Action::CancelCall(k));
+            sim.host_left += 1;
         }
     }
     for (k, fault) in scenario.faults.iter().enumerate() {
+        sim.host_left += usize::from(matches!(fault, Fault::ResetStream { .. }));
         if !matches!(fault, Fault::Partition { .. } | Fault::Blackhole { .. }) {
             sim.schedule_at(
                 Time::ZERO + crate::scenario::fault_time(fault),
@@ -409,6 +417,18 @@ impl Sim<'_> {
     }
 
     fn apply(&mut self, action: Action) {
+        let host = matches!(action, Action::StartCall(_) | Action::CancelCall(_))
+            || matches!(action, Action::Fault(k) if matches!(self.scenario.faults[k], Fault::ResetStream { .. }));
+        self.apply_now(action);
+        if host {
+            self.host_left -= 1;
+            if self.host_left == 0 {
+                self.client.client_mut().end_session();
+            }
+        }
+    }
+
+    fn apply_now(&mut self, action: Action) {
         match action {
             Action::StartCall(k) => self.start_call(k),
             // Not outstanding any more is fine: the call already ended.
@@ -419,7 +439,7 @@ impl Sim<'_> {
                 stream,
                 bytes,
                 headers,
-                get,
+                method,
             } => {
                 if epoch != self.epoch || stream.is_some_and(|s| self.server_closed.contains(&s)) {
                     return; // sent to a server that has since crashed
@@ -431,14 +451,17 @@ impl Sim<'_> {
                         // The proxy stands at the server's end of the one hop: the POST's
                         // bytes pass it as they reach the server (ALB counts them).
                         self.open.client_bytes(s, now);
-                        match (get, headers) {
-                            (true, headers) => {
-                                self.server
-                                    .get(now, s, headers.unwrap_or_default(), &mut self.rec)
-                            }
-                            (false, headers) => {
+                        match method {
+                            Method::Post => {
                                 self.server.post(now, s, &bytes, headers, &mut self.rec)
                             }
+                            m => self.server.open(
+                                now,
+                                s,
+                                m,
+                                headers.unwrap_or_default(),
+                                &mut self.rec,
+                            ),
                         }
                     }
                 }
@@ -670,7 +693,7 @@ impl Sim<'_> {
                         stream: None,
                         bytes,
                         headers: None,
-                        get: false,
+                        method: Method::Post,
                     },
                 );
             }
@@ -682,12 +705,16 @@ impl Sim<'_> {
                 let bytes = wire::encode(&msg)
                     .expect("the client's messages encode")
                     .into_bytes();
-                let headers = self.legacy().then_some(headers);
-                self.open_exchange(stream, bytes, headers, false);
+                // The model's POSTs carry headers where they decide something: the legacy
+                // era's, and an auto-mode client's.
+                let headers = (self.legacy() || !headers.is_empty()).then_some(headers);
+                self.open_exchange(stream, bytes, headers, Method::Post);
             }
-            ClientOutput::Get { stream, headers } => {
-                self.open_exchange(stream, Vec::new(), Some(headers), true)
-            }
+            ClientOutput::Open {
+                stream,
+                method,
+                headers,
+            } => self.open_exchange(stream, Vec::new(), Some(headers), method),
             ClientOutput::Close(stream) => {
                 self.client_closed.insert(stream);
                 self.client_streams.remove(&stream);
@@ -704,14 +731,14 @@ impl Sim<'_> {
         }
     }
 
-    /// A new exchange on `stream` (a POST of `bytes`, or a legacy `GET`) on its way to the
-    /// server, through the proxy if there is one.
+    /// A new exchange on `stream` (a POST of `bytes`, or a legacy `GET` or `DELETE`) on its
+    /// way to the server, through the proxy if there is one.
     fn open_exchange(
         &mut self,
         stream: StreamId,
         bytes: Vec<u8>,
         headers: Option<BTreeMap<String, String>>,
-        get: bool,
+        method: Method,
     ) {
         let epoch = self.epoch;
         self.open.open(stream, self.scenario.proxy, self.rec.now);
@@ -722,7 +749,7 @@ impl Sim<'_> {
                 stream: Some(stream),
                 bytes,
                 headers,
-                get,
+                method,
             },
         );
     }

@@ -21,6 +21,7 @@ use crate::model::{
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
+use crate::wire::http::Method;
 use crate::wire::{Era, Message};
 
 /// How a lane wants its server recorded.
@@ -131,12 +132,38 @@ impl ServerDriver {
         self.receive(now, Some(stream), body, headers, sink);
     }
 
-    /// A `GET` opened `stream` (the legacy era's resume, with `Last-Event-ID`, or a listening
-    /// stream): recorded with its headers, and handed to the model.
-    pub(crate) fn get(
+    /// An HTTP request on `stream` with its `method` (`None`: one the endpoint does not
+    /// serve, answered 405): a POST's body, or a legacy `GET` or `DELETE`.
+    #[cfg(any(feature = "turmoil", feature = "live"))]
+    pub(crate) fn http_request(
         &mut self,
         now: Time,
         stream: StreamId,
+        method: Option<Method>,
+        body: &[u8],
+        headers: BTreeMap<String, String>,
+        sink: &mut impl RunSink,
+    ) {
+        match method {
+            Some(Method::Post) => self.post(now, stream, body, Some(headers), sink),
+            Some(m) => self.open(now, stream, m, headers, sink),
+            None => self.server.refuse(
+                stream,
+                None,
+                405,
+                "the endpoint serves POST, GET and DELETE",
+            ),
+        }
+    }
+
+    /// A request without a message opened `stream` (legacy era): a `GET` (a resume, with
+    /// `Last-Event-ID`, or a listening stream) or the session's `DELETE`. Recorded with its
+    /// headers, and handed to the model; a `POST` goes to [`Self::post`] instead.
+    pub(crate) fn open(
+        &mut self,
+        now: Time,
+        stream: StreamId,
+        method: Method,
         headers: BTreeMap<String, String>,
         sink: &mut impl RunSink,
     ) {
@@ -146,13 +173,14 @@ impl ServerDriver {
             Side::Server,
             EventKind::Open {
                 stream: stream.0,
-                method: "GET".into(),
+                method: method.as_str().into(),
                 headers: Some(headers),
             },
         );
-        match refusal {
-            Some((status, why)) => self.server.refuse(stream, None, status, &why),
-            None => self
+        match (refusal, method) {
+            (Some((status, why)), _) => self.server.refuse(stream, None, status, &why),
+            (None, Method::Delete) => self.server.handle_delete(now, stream),
+            (None, _) => self
                 .server
                 .handle_get(now, stream, last_event_id.as_deref()),
         }
@@ -220,20 +248,22 @@ impl ServerDriver {
         }
     }
 
-    /// Why a legacy request (or `GET`) with these headers is refused, if it is: 404 for a
+    /// Why a legacy request (or `GET` or `DELETE`, `open`) with these headers is refused, if it is: 404 for a
     /// session this server did not issue (it forgot it in a crash, or never had it), 400 for a
     /// request without the session it did issue (docs/spec/mcp-2025-11-25.md §5, LA5).
     fn session_refusal(
         &self,
         headers: &BTreeMap<String, String>,
-        get: bool,
+        open: bool,
     ) -> Option<(u16, String)> {
         match (headers.get(recorder::SESSION_HEADER), self.server.session()) {
             (Some(sent), issued) if issued != Some(sent.as_str()) => {
                 Some((404, format!("session {sent} not found")))
             }
             (None, Some(issued)) => Some((400, format!("Mcp-Session-Id {issued} is missing"))),
-            (None, None) if get => Some((400, "a GET needs a session".into())),
+            // No session to stream or end: 2026-07-28 serves POSTs only (§9 E46), and a
+            // legacy server may refuse such a request just the same.
+            (None, None) if open => Some((405, "only POST is served outside a session".into())),
             _ => None,
         }
     }

@@ -57,7 +57,16 @@
 //! `retry` the server asked for (else [`DEFAULT_RETRY`]) the client resumes it with a `GET`
 //! carrying `Last-Event-ID`, at most [`MAX_RESUMES`] times. A 404 to a request sent in the
 //! current session means the server forgot the session: the client initializes a new one,
-//! and what was in flight in the old one is lost (and re-issued, when it may be).
+//! and what was in flight in the old one is lost (and re-issued, when it may be). When the
+//! host is done ([`Client::end_session`]) the client ends the session with a `DELETE`, once
+//! nothing is outstanding and every POST has its answer.
+//!
+//! In auto mode ([`ClientConfig::auto`], the dual-era SDKs' `auto`) the era is the server's
+//! to tell: the first request waits behind a `server/discover`, as requests wait behind a
+//! handshake. A result keeps the modern era; any error (over HTTP, any error status: the
+//! TypeScript SDK v1 answers 400 with a null id) or [`DISCOVER_TIMEOUT`] of silence (the
+//! probe then cancelled as a modern request is) falls back to the legacy handshake, and what
+//! waited takes the legacy shape.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -75,6 +84,11 @@ use crate::wire::{
     RequestId, ResultResponse, ResultType, META_SUBSCRIPTION_ID, METHOD_LISTEN,
     METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
 };
+
+/// How long a client in auto mode waits for the `server/discover` answer before it falls back
+/// to the legacy handshake (rmcp's `Auto` waits 10 s: fastmcp 3.x on `mcp` 1.x ignores the
+/// request, MayDay-wpf/snow-app PR #56).
+pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a legacy client waits for the initialize result before it gives the connection
 /// up and opens another (it never cancels `initialize`, LA3).
@@ -133,6 +147,12 @@ pub struct ClientConfig {
     /// holds its requests until the result, then sends `notifications/initialized`; its
     /// requests carry no modern `_meta` keys (docs/spec/mcp-2025-11-25.md §2).
     pub era: Era,
+    /// Auto mode, the dual-era SDKs' default or option (Python `mcp` 2.x, fastmcp, rmcp's
+    /// `Auto`): with `era` modern, the client's first request waits behind a
+    /// `server/discover`; a result keeps the modern era, and a refusal (any error) or
+    /// [`DISCOVER_TIMEOUT`] of silence falls back to this revision's handshake
+    /// (docs/spec/mcp-2025-11-25.md §1). The era so decided holds for the client's life.
+    pub auto: Option<LegacyRevision>,
 }
 
 impl ClientConfig {
@@ -143,6 +163,7 @@ impl ClientConfig {
             max_retries: 1,
             mutants: MutantSet::NONE,
             era: Era::Modern,
+            auto: None,
         }
     }
 }
@@ -153,9 +174,11 @@ enum Handshake {
     /// Nothing sent yet: the first request starts it.
     #[default]
     NotStarted,
-    /// `initialize` is out since `sent`; the requests behind it wait, in order.
+    /// `initialize` (or, `probe`, the auto mode's `server/discover`) is out since `sent`; the
+    /// requests behind it wait, in order.
     Waiting {
         id: RequestId,
+        probe: bool,
         sent: Time,
         /// The HTTP stream it went out on.
         stream: Option<StreamId>,
@@ -298,6 +321,12 @@ pub enum ClientTransmit {
         stream: StreamId,
         /// The `Last-Event-ID` header.
         last_event_id: Option<String>,
+    },
+    /// HTTP, legacy era: end the session with a `DELETE` on `stream` (the host is done and
+    /// every POST has its answer, docs/spec/mcp-2025-11-25.md §5).
+    Delete {
+        /// The new stream.
+        stream: StreamId,
     },
 }
 
@@ -454,6 +483,25 @@ pub struct Client {
     ping: Option<RequestId>,
     /// The session each HTTP stream not yet answered was opened in (legacy era).
     sent_in: BTreeMap<StreamId, Option<String>>,
+    /// Where the host stands with the legacy HTTP session ([`Client::end_session`]).
+    ending: SessionEnd,
+    /// The era it speaks now: the configured one, or in auto mode the one discovery decided.
+    era: Era,
+    /// Auto mode: the server answered `server/discover`, so the modern era holds.
+    discovered: bool,
+}
+
+/// The host's word on the legacy HTTP session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SessionEnd {
+    /// The host may start more requests.
+    Open,
+    /// The host is done: the `DELETE` goes out once nothing is outstanding and every POST
+    /// has its answer (sent any earlier, it would end the session under a cancel or a
+    /// request the server has not read yet).
+    Wanted,
+    /// The `DELETE` went out; a new request starts a new session.
+    Sent,
 }
 
 impl Client {
@@ -471,16 +519,25 @@ impl Client {
             tasks: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
-            handshake: match config.era {
-                Era::Modern => Handshake::Done,
-                Era::Legacy(_) => Handshake::NotStarted,
+            handshake: match (config.era, config.auto) {
+                (Era::Modern, None) => Handshake::Done,
+                _ => Handshake::NotStarted,
             },
             session: None,
             last_heard: Time::ZERO,
             ping: None,
             sent_in: BTreeMap::new(),
+            ending: SessionEnd::Open,
+            era: config.era,
+            discovered: false,
             config,
         }
+    }
+
+    /// The era it speaks: the configured one, or in auto mode the one discovery decided
+    /// (modern until it falls back).
+    pub fn era(&self) -> Era {
+        self.era
     }
 
     /// The configuration.
@@ -488,8 +545,14 @@ impl Client {
         &self.config
     }
 
-    /// Sends a new request; returns its id.
+    /// Sends a new request; returns its id. After the session's `DELETE` it opens a new
+    /// session.
     pub fn start_request(&mut self, now: Time, spec: CallSpec) -> RequestId {
+        if self.ending == SessionEnd::Sent {
+            self.session = None;
+            self.handshake = Handshake::NotStarted;
+        }
+        self.ending = SessionEnd::Open;
         let retries = self.config.max_retries;
         self.issue(now, spec, retries, Purpose::Call)
     }
@@ -576,8 +639,8 @@ impl Client {
 
     /// A legacy request's shape: its era's version, no capabilities, no modern keys.
     fn legacy_shape(&self, request: &mut Request) {
-        if let Era::Legacy(_) = self.config.era {
-            request.meta.protocol_version = self.config.era.version().into();
+        if let Era::Legacy(_) = self.era {
+            request.meta.protocol_version = self.era.version().into();
             request.meta.client_capabilities.clear();
             request.meta.legacy = true;
         }
@@ -586,12 +649,60 @@ impl Client {
     /// Sends a request, or holds it behind a legacy handshake (starting one if none is out).
     fn push_request(&mut self, now: Time, id: &RequestId, transmit: ClientTransmit) {
         if matches!(self.handshake, Handshake::NotStarted) {
-            self.start_handshake(now, VecDeque::new());
+            self.start_opening(now, VecDeque::new());
         }
         match &mut self.handshake {
             Handshake::Waiting { queued, .. } => queued.push_back((id.clone(), transmit)),
             _ => self.transmits.push_back(transmit),
         }
+    }
+
+    /// Opens a connection with `queued` waiting: the auto mode's `server/discover` while the
+    /// era is undecided, else the legacy handshake.
+    fn start_opening(&mut self, now: Time, queued: VecDeque<(RequestId, ClientTransmit)>) {
+        if self.config.auto.is_some() && !self.discovered && !self.era.is_legacy() {
+            self.start_discover(now, queued)
+        } else {
+            self.start_handshake(now, queued)
+        }
+    }
+
+    /// Auto mode: sends `server/discover` (in the modern shape), with `queued` waiting.
+    fn start_discover(&mut self, now: Time, queued: VecDeque<(RequestId, ClientTransmit)>) {
+        let id = RequestId::Number(self.next_id);
+        self.next_id += 1;
+        let discover = Request::new(id.clone(), "server/discover");
+        let (stream, transmit) = self.addressed(discover.into());
+        self.transmits.push_back(transmit);
+        self.handshake = Handshake::Waiting {
+            id,
+            probe: true,
+            sent: now,
+            stream,
+            broke: None,
+            queued,
+        };
+    }
+
+    /// Auto mode: the server refused `server/discover` or kept silent. The client speaks
+    /// the legacy era from now on: what waited takes the legacy shape and waits behind the
+    /// handshake.
+    fn fall_back(&mut self, now: Time, mut queued: VecDeque<(RequestId, ClientTransmit)>) {
+        let Some(revision) = self.config.auto else {
+            return;
+        };
+        self.era = Era::Legacy(revision);
+        for (_, transmit) in &mut queued {
+            if let ClientTransmit::Line(Message::Request(r))
+            | ClientTransmit::Post {
+                msg: Message::Request(r),
+                ..
+            } = transmit
+            {
+                self.legacy_shape(r);
+            }
+        }
+        self.start_handshake(now, queued);
     }
 
     /// Sends `initialize` (legacy era), with `queued` waiting behind it. It is never cancelled
@@ -603,7 +714,7 @@ impl Client {
         let mut init = Request::new(id.clone(), "initialize");
         init.params.insert(
             "protocolVersion".into(),
-            serde_json::Value::from(self.config.era.version()),
+            serde_json::Value::from(self.era.version()),
         );
         init.params
             .insert("capabilities".into(), serde_json::json!({}));
@@ -616,6 +727,7 @@ impl Client {
         self.transmits.push_back(transmit);
         self.handshake = Handshake::Waiting {
             id,
+            probe: false,
             sent: now,
             stream,
             broke: None,
@@ -627,7 +739,12 @@ impl Client {
     /// a new handshake with the same requests waiting.
     fn handshake_timer(&mut self, now: Time) {
         let Handshake::Waiting {
-            id, sent, broke, ..
+            id,
+            probe,
+            sent,
+            stream,
+            broke,
+            ..
         } = &self.handshake
         else {
             return;
@@ -638,11 +755,17 @@ impl Client {
             }
             let queued = self.end_handshake(Handshake::NotStarted);
             if !queued.is_empty() {
-                self.start_handshake(now, queued);
+                self.start_opening(now, queued);
             }
             return;
         }
-        if now < *sent + HANDSHAKE_TIMEOUT {
+        let (probe, stream) = (*probe, *stream);
+        let timeout = if probe {
+            DISCOVER_TIMEOUT
+        } else {
+            HANDSHAKE_TIMEOUT
+        };
+        if now < *sent + timeout {
             return;
         }
         let id = id.clone();
@@ -656,6 +779,20 @@ impl Client {
             request: id,
             outcome: Outcome::TimedOut,
         });
+        if probe {
+            // An ordinary modern request given up: cancelled as the modern era cancels (the
+            // notification on stdio, the stream's close on HTTP), then the fallback.
+            match stream {
+                Some(stream) => self.transmits.push_back(ClientTransmit::Close { stream }),
+                None => {
+                    let mut cancel = Cancelled::new(id_for_cancel);
+                    cancel.reason = Some("server/discover unanswered: falling back".into());
+                    self.transmits
+                        .push_back(ClientTransmit::Line(cancel.into()));
+                }
+            }
+            return self.fall_back(now, queued);
+        }
         if self.mutant(Mutant::CancelsInitialize) {
             let mut cancel = Cancelled::new(id_for_cancel);
             cancel.reason = Some("initialize timed out".into());
@@ -684,18 +821,27 @@ impl Client {
     /// `notifications/initialized` and then what waited, in order; on an error what waited
     /// fails with it. Whether `id` was the handshake's.
     fn handshake_answered(&mut self, now: Time, id: &RequestId, ok: bool) -> bool {
-        let Handshake::Waiting { id: init, .. } = &self.handshake else {
+        let Handshake::Waiting {
+            id: init, probe, ..
+        } = &self.handshake
+        else {
             return false;
         };
         if init != id {
             return false;
         }
+        let probe = *probe;
         let queued = self.end_handshake(Handshake::Done);
         self.events.push_back(ClientEvent::Outcome {
             request: id.clone(),
             outcome: if ok { Outcome::Result } else { Outcome::Error },
         });
-        if ok {
+        if probe && !ok {
+            self.fall_back(now, queued);
+        } else if probe {
+            self.discovered = true;
+            self.release(now, queued);
+        } else if ok {
             let initialized = Notification {
                 method: "notifications/initialized".into(),
                 params: None,
@@ -712,13 +858,7 @@ impl Client {
                     last_event_id: None,
                 });
             }
-            // What waited goes on the wire now, and its timers count from now.
-            for (queued_id, transmit) in queued {
-                if let Some(p) = self.pending.get_mut(&queued_id) {
-                    p.sent = now;
-                }
-                self.transmits.push_back(transmit);
-            }
+            self.release(now, queued);
         } else {
             for (queued_id, _) in queued {
                 if self.finish(&queued_id).is_some() {
@@ -731,6 +871,16 @@ impl Client {
             self.handshake = Handshake::NotStarted;
         }
         true
+    }
+
+    /// What waited behind the opening goes on the wire now, and its timers count from now.
+    fn release(&mut self, now: Time, queued: VecDeque<(RequestId, ClientTransmit)>) {
+        for (queued_id, transmit) in queued {
+            if let Some(p) = self.pending.get_mut(&queued_id) {
+                p.sent = now;
+            }
+            self.transmits.push_back(transmit);
+        }
     }
 
     /// Whether `id` still waits behind the handshake (never sent): then giving up on it sends
@@ -770,9 +920,13 @@ impl Client {
     /// The timeout policy of an outstanding request (recorded in traces with its send).
     pub fn policy_of(&self, id: &RequestId) -> Option<TimeoutPolicy> {
         match &self.handshake {
-            Handshake::Waiting { id: init, .. } if init == id => {
-                Some(TimeoutPolicy::fixed(HANDSHAKE_TIMEOUT))
-            }
+            Handshake::Waiting {
+                id: init, probe, ..
+            } if init == id => Some(TimeoutPolicy::fixed(if *probe {
+                DISCOVER_TIMEOUT
+            } else {
+                HANDSHAKE_TIMEOUT
+            })),
             _ => self.pending.get(id).map(|p| p.spec.policy),
         }
     }
@@ -1136,6 +1290,9 @@ impl Client {
     /// session means the server forgot the session: the client initializes a new one, and the
     /// request is lost (and re-issued in the new session if it may be, LA5).
     pub fn handle_status(&mut self, now: Time, stream: StreamId, status: u16) {
+        if status >= 400 && self.probe_refused(now, stream) {
+            return;
+        }
         let sent_in = self.sent_in.remove(&stream);
         if status < 400 || !self.legacy_http() {
             return;
@@ -1167,10 +1324,35 @@ impl Client {
         }
     }
 
+    /// Auto mode over HTTP: an error status on the `server/discover` stream refuses it,
+    /// whatever its body (the TypeScript SDK v1 answers 400 with a null id). Whether it did.
+    fn probe_refused(&mut self, now: Time, stream: StreamId) -> bool {
+        let Handshake::Waiting {
+            id,
+            probe: true,
+            stream: Some(s),
+            ..
+        } = &self.handshake
+        else {
+            return false;
+        };
+        if *s != stream {
+            return false;
+        }
+        let id = id.clone();
+        let queued = self.end_handshake(Handshake::NotStarted);
+        self.events.push_back(ClientEvent::Outcome {
+            request: id,
+            outcome: Outcome::Error,
+        });
+        self.fall_back(now, queued);
+        true
+    }
+
     /// HTTP, legacy era: the initialize response issued the session `id`; every later request
     /// carries it (LA5).
     pub fn handle_session(&mut self, id: &str) {
-        if self.config.era.is_legacy() {
+        if self.era.is_legacy() {
             self.session = Some(id.to_owned());
         }
     }
@@ -1185,7 +1367,7 @@ impl Client {
     /// session id once issued and, after the handshake, the negotiated `MCP-Protocol-Version`
     /// (2025-06-18 and later).
     pub fn post_headers(&self, msg: &Message) -> std::collections::BTreeMap<String, String> {
-        if !self.config.era.is_legacy() {
+        if !self.era.is_legacy() {
             return crate::wire::http::request_headers(msg);
         }
         let mut h = self.legacy_headers();
@@ -1208,31 +1390,32 @@ impl Client {
         h
     }
 
+    /// The headers of the session's `DELETE`: its id and the negotiated version.
+    pub fn delete_headers(&self) -> std::collections::BTreeMap<String, String> {
+        self.legacy_headers()
+    }
+
     fn legacy_headers(&self) -> std::collections::BTreeMap<String, String> {
         let mut h = std::collections::BTreeMap::new();
         if let (Some(id), false) = (&self.session, self.mutant(Mutant::NoSessionId)) {
             h.insert("mcp-session-id".into(), id.clone());
         }
-        let versioned =
-            matches!(self.config.era, Era::Legacy(r) if r >= LegacyRevision::V2025_06_18);
+        let versioned = matches!(self.era, Era::Legacy(r) if r >= LegacyRevision::V2025_06_18);
         if versioned && matches!(self.handshake, Handshake::Done) {
-            h.insert(
-                "mcp-protocol-version".into(),
-                self.config.era.version().into(),
-            );
+            h.insert("mcp-protocol-version".into(), self.era.version().into());
         }
         h
     }
 
     fn legacy_http(&self) -> bool {
-        self.config.era.is_legacy() && self.config.transport == Transport::Http
+        self.era.is_legacy() && self.config.transport == Transport::Http
     }
 
     /// When the legacy client pings next: [`PING_AFTER`] after it last heard from the server,
     /// while a call is outstanding, the handshake is done and no ping is in flight.
     fn ping_due(&self) -> Option<Time> {
         let waiting = self.pending.values().any(|p| p.purpose == Purpose::Call);
-        let ready = self.config.era.is_legacy()
+        let ready = self.era.is_legacy()
             && matches!(self.handshake, Handshake::Done)
             && self.ping.is_none()
             && waiting;
@@ -1325,7 +1508,8 @@ impl Client {
     /// A new connection (legacy era): its first request starts a new handshake. What waited
     /// behind the old one is outstanding and is lost (or retried) with the connection.
     fn reset_handshake(&mut self) {
-        if !self.config.era.is_legacy() {
+        // A modern connection has no handshake (once auto mode's discovery is done).
+        if matches!(self.handshake, Handshake::Done) && !self.era.is_legacy() {
             return;
         }
         if let Handshake::Waiting {
@@ -1478,6 +1662,9 @@ impl Client {
             Handshake::Waiting {
                 broke: Some(at), ..
             } => Some(*at),
+            Handshake::Waiting {
+                sent, probe: true, ..
+            } => Some(*sent + DISCOVER_TIMEOUT),
             Handshake::Waiting { sent, .. } => Some(*sent + HANDSHAKE_TIMEOUT),
             _ => None,
         };
@@ -1577,11 +1764,47 @@ impl Client {
         }
     }
 
+    /// The host is done: over legacy HTTP the client ends its session with a `DELETE` once
+    /// nothing is outstanding and every POST has its answer (nothing elsewhere; a trace
+    /// cannot tell when a host is done, so no rule asks for it).
+    pub fn end_session(&mut self) {
+        if self.ending == SessionEnd::Open {
+            self.ending = SessionEnd::Wanted;
+        }
+    }
+
+    /// The session's `DELETE`, if it is due now.
+    fn session_delete(&mut self) -> Option<ClientTransmit> {
+        let idle = self.pending.is_empty()
+            && self.tasks.is_empty()
+            && self.sent_in.is_empty()
+            && self.transmits.is_empty();
+        let due = self.ending == SessionEnd::Wanted
+            && self.legacy_http()
+            && self.session.is_some()
+            && matches!(self.handshake, Handshake::Done)
+            && idle;
+        if !due {
+            return None;
+        }
+        self.ending = SessionEnd::Sent;
+        let stream = StreamId(self.next_stream);
+        self.next_stream += 1;
+        Some(ClientTransmit::Delete { stream })
+    }
+
     /// The next message or stream action for the peer.
     pub fn poll_transmit(&mut self) -> Option<ClientTransmit> {
-        let t = self.transmits.pop_front()?;
-        if let (ClientTransmit::Post { stream, .. } | ClientTransmit::Get { stream, .. }, true) =
-            (&t, self.legacy_http())
+        let t = match self.transmits.pop_front() {
+            Some(t) => t,
+            None => self.session_delete()?,
+        };
+        if let (
+            ClientTransmit::Post { stream, .. }
+            | ClientTransmit::Get { stream, .. }
+            | ClientTransmit::Delete { stream },
+            true,
+        ) = (&t, self.legacy_http())
         {
             self.sent_in.insert(*stream, self.session.clone());
         }

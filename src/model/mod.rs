@@ -38,7 +38,8 @@ pub use client::{
 pub use mutant::{Mutant, MutantSet};
 pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
-    ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit, SseStyle, SLOW_TOOL,
+    ResponseMode, Server, ServerBehaviour, ServerConfig, ServerEras, ServerTransmit, SseStyle,
+    SLOW_TOOL,
 };
 pub use tasks::TaskStatus;
 

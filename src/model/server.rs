@@ -175,17 +175,36 @@ pub struct ServerConfig {
     pub behaviour: ServerBehaviour,
     /// Faulty behaviours switched on (none for the reference server).
     pub mutants: MutantSet,
+    /// The protocol eras it speaks.
+    pub eras: ServerEras,
 }
 
 impl ServerConfig {
-    /// The default behaviour on `transport`.
+    /// The default behaviour on `transport`, in both eras.
     pub fn new(transport: Transport) -> Self {
         ServerConfig {
             transport,
             behaviour: ServerBehaviour::default(),
             mutants: MutantSet::NONE,
+            eras: ServerEras::Both,
         }
     }
+}
+
+/// The protocol eras a server speaks (docs/spec/mcp-2025-11-25.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ServerEras {
+    /// Both, as the 2026 SDK servers do: the client's first request decides.
+    #[default]
+    Both,
+    /// The legacy era only (the TypeScript SDK v1, the Python SDK 1.x): a `server/discover`
+    /// is refused as they refuse it (on stdio -32601; over HTTP before `initialize` 400 with
+    /// -32000 and a null id, as the TypeScript SDK v1 transport answers any request outside
+    /// a session) or, with `ignores_discover`, never answered (fastmcp 3.x on `mcp` 1.x).
+    LegacyOnly {
+        /// `server/discover` gets no answer at all.
+        ignores_discover: bool,
+    },
 }
 
 /// A tool call in progress.
@@ -443,7 +462,11 @@ impl Server {
         if r.method == "initialize" {
             return self.initialize(stream, r);
         }
-        let era = *self.era.get_or_insert(if r.meta.legacy {
+        let legacy_only = matches!(self.config.eras, ServerEras::LegacyOnly { .. });
+        if legacy_only && r.method == "server/discover" {
+            return self.refuse_discover(stream, r);
+        }
+        let era = *self.era.get_or_insert(if r.meta.legacy || legacy_only {
             Era::LEGACY
         } else {
             Era::Modern
@@ -604,6 +627,49 @@ impl Server {
                 None => (405, "this server offers no GET stream".to_owned()),
             };
             self.refuse(stream, None, status, &why);
+        }
+    }
+
+    /// HTTP, legacy era: the client ended its session with a `DELETE` on `stream` (its
+    /// session id checked by the lane). The session is forgotten, so a later request in it
+    /// is answered 404 (docs/spec/mcp-2025-11-25.md §5); a listening stream ends with it.
+    /// Work in flight goes on: its streams are open and each still ends with its response.
+    pub fn handle_delete(&mut self, _now: Time, stream: StreamId) {
+        self.session = None;
+        if let Some(listening) = self.listening.take() {
+            self.transmits
+                .push_back(ServerTransmit::SseEnd { stream: listening });
+        }
+        self.transmits
+            .push_back(ServerTransmit::Accepted { stream });
+    }
+
+    /// A legacy-only server's answer to `server/discover` (see [`ServerEras::LegacyOnly`]).
+    fn refuse_discover(&mut self, stream: Option<StreamId>, r: Request) {
+        if let ServerEras::LegacyOnly {
+            ignores_discover: true,
+        } = self.config.eras
+        {
+            return;
+        }
+        match stream {
+            Some(stream) if self.session.is_none() => {
+                let e = ErrorResponse::new(
+                    None,
+                    codes::SERVER_NOT_INITIALIZED,
+                    "Bad Request: Server not initialized",
+                );
+                self.transmits.push_back(ServerTransmit::Json {
+                    stream,
+                    status: 400,
+                    msg: e.into(),
+                    session: None,
+                });
+            }
+            _ => {
+                let e = ErrorResponse::new(Some(r.id), codes::METHOD_NOT_FOUND, "Method not found");
+                self.respond(stream, e.into(), 200);
+            }
         }
     }
 

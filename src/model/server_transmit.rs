@@ -56,7 +56,7 @@ pub enum ServerTransmit {
         /// The `Mcp-Session-Id` the answer issues (a legacy `initialize` over HTTP).
         session: Option<String>,
     },
-    /// HTTP: `202 Accepted` with no body, for a notification POST.
+    /// HTTP: `202 Accepted` with no body, for a notification POST or the session's `DELETE`.
     Accepted {
         /// The stream.
         stream: StreamId,

@@ -44,7 +44,9 @@ impl EraReading {
     /// a legacy version decides, wherever it comes: a dual-era client that probed with a
     /// modern request and fell back to the handshake speaks the legacy era from then on, and
     /// no modern peer sends `initialize`. Otherwise the first `initialize` request (legacy) or
-    /// the first request with the modern `_meta` protocol version, whichever comes first. A
+    /// the first request with the modern `_meta` protocol version, whichever comes first (a
+    /// `server/discover` followed by an `initialize` is such a client's probe and does not
+    /// count). A
     /// trace with neither is assumed modern, and says so.
     pub fn of_trace(trace: &Trace) -> EraReading {
         if let Some(reading) = negotiated_handshake(trace) {
@@ -81,6 +83,11 @@ impl EraReading {
                 .and_then(|p| p.get("_meta"))
                 .and_then(|m| m.get(META_PROTOCOL_VERSION))
                 .is_some();
+            // The probe of an auto-mode client that went on to `initialize` does not decide:
+            // the client fell back (no modern peer sends `initialize`).
+            if modern && method == "server/discover" && initialize_after(trace, i) {
+                continue;
+            }
             if modern {
                 return EraReading {
                     era: Era::Modern,
@@ -107,6 +114,17 @@ impl EraReading {
         };
         format!("{} ({why})", self.era)
     }
+}
+
+/// Whether an `initialize` request comes after event `i`.
+fn initialize_after(trace: &Trace, i: usize) -> bool {
+    trace.events[i + 1..].iter().any(|event| {
+        let (EventKind::Send(w) | EventKind::Recv(w)) = &event.kind else {
+            return false;
+        };
+        let method = w.msg.as_ref().and_then(|m| m.get("method"));
+        method.and_then(Value::as_str) == Some("initialize")
+    })
 }
 
 /// The first `initialize` request whose result negotiated a legacy version.

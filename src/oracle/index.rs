@@ -473,8 +473,10 @@ impl<'t> Index<'t> {
                 let Some(&r) = self.by_stream.get(s) else {
                     return;
                 };
-                let modern = self.era == Era::Modern;
                 let req = &mut self.requests[r];
+                // `server/discover` is a modern request even in a legacy trace (the probe of
+                // an auto-mode client that fell back): its stream's close is its cancel.
+                let modern = self.era == Era::Modern || req.method == "server/discover";
                 req.closes.push(i);
                 if !modern {
                     return;

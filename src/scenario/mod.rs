@@ -6,7 +6,7 @@
 //! same type from the proptest strategies of [`strategies`] (feature `proptest`), so failures
 //! shrink to a small scenario.
 
-use crate::wire::Era;
+use crate::wire::{Era, LegacyRevision};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -412,6 +412,25 @@ pub struct Scenario {
     /// The protocol era the client speaks (the reference server speaks both, as its first
     /// request decides; [`Scenario::in_era`]).
     pub era: Era,
+    /// How the client comes to speak it.
+    pub opening: Opening,
+}
+
+/// How a scenario's client comes to speak the scenario's era (the dual-era SDKs' connect
+/// modes, docs/spec/mcp-2025-11-25.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Opening {
+    /// The client speaks the era from its first message.
+    #[default]
+    Pinned,
+    /// The client is in auto mode: it opens with `server/discover`. In the modern era the
+    /// dual-era server answers it; in the legacy era the server speaks only the legacy era
+    /// and refuses it (`silent`: never answers it), and the client falls back to
+    /// `initialize`.
+    Auto {
+        /// The legacy-only server ignores the probe.
+        silent: bool,
+    },
 }
 
 /// Seeded choices.
@@ -446,7 +465,27 @@ impl Scenario {
     /// run concurrently; some are subscriptions, tasks, calls that ask for input or polls of
     /// a task the server never had.
     pub fn from_seed(seed: u64) -> Scenario {
-        Self::draw(seed, true)
+        Self::draw(seed, true).opening(Self::drawn_opening(seed))
+    }
+
+    /// The same scenario with the client coming to its era by `opening`.
+    pub fn opening(mut self, opening: Opening) -> Scenario {
+        self.opening = opening;
+        self
+    }
+
+    /// How seed `seed`'s client comes to its era: auto mode for one seed in six (a silent
+    /// legacy server for half of those), pinned otherwise. Drawn from the era's stream, after
+    /// the era, so that the other draws stay as they were.
+    pub fn drawn_opening(seed: u64) -> Opening {
+        use rand_chacha::rand_core::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x6572_615f_6d63_7000);
+        rng.next_u32();
+        match rng.next_u32() % 12 {
+            0 => Opening::Auto { silent: false },
+            1 => Opening::Auto { silent: true },
+            _ => Opening::Pinned,
+        }
     }
 
     /// The scenario of `seed` with plain tool calls only: every knob as [`Scenario::from_seed`]
@@ -583,23 +622,39 @@ impl Scenario {
             faults,
             mutants: MutantSet::NONE,
             era: Era::Modern,
+            opening: Opening::Pinned,
         }
     }
 
     /// The server configuration this scenario runs.
     pub fn server_config(&self) -> crate::model::ServerConfig {
+        let eras = match self.opening {
+            Opening::Auto { silent } if self.era.is_legacy() => {
+                crate::model::ServerEras::LegacyOnly {
+                    ignores_discover: silent,
+                }
+            }
+            _ => crate::model::ServerEras::Both,
+        };
         crate::model::ServerConfig {
             transport: self.transport,
             behaviour: self.server,
             mutants: self.mutants,
+            eras,
         }
     }
 
     /// The client configuration this scenario runs.
     pub fn client_config(&self) -> crate::model::ClientConfig {
+        let (era, auto) = match (self.opening, self.era) {
+            (Opening::Pinned, era) => (era, None),
+            (Opening::Auto { .. }, Era::Legacy(revision)) => (Era::Modern, Some(revision)),
+            (Opening::Auto { .. }, Era::Modern) => (Era::Modern, Some(LegacyRevision::V2025_11_25)),
+        };
         crate::model::ClientConfig {
             mutants: self.mutants,
-            era: self.era,
+            era,
+            auto,
             ..crate::model::ClientConfig::new(self.transport)
         }
     }
@@ -647,6 +702,7 @@ impl Scenario {
             ],
             mutants: MutantSet::NONE,
             era: Era::Modern,
+            opening: Opening::Pinned,
         }
     }
 
@@ -725,6 +781,13 @@ impl Scenario {
         } else {
             Duration::ZERO
         };
+        // An auto-mode probe goes before it.
+        let handshake = match self.opening {
+            Opening::Auto { .. } => {
+                crate::model::client::HANDSHAKE_TIMEOUT + crate::model::client::DISCOVER_TIMEOUT
+            }
+            Opening::Pinned => handshake,
+        };
         last_start.max(last_fault) + self.max_request() * 2 + Duration::from_secs(60) + handshake
     }
 
@@ -742,11 +805,19 @@ impl Scenario {
             .era
             .is_legacy()
             .then(|| TimeoutPolicy::fixed(crate::model::client::HANDSHAKE_TIMEOUT));
+        // So is an auto-mode client's probe.
+        let probe = matches!(self.opening, Opening::Auto { .. })
+            .then(|| TimeoutPolicy::fixed(crate::model::client::DISCOVER_TIMEOUT));
+        // An auto-mode client that falls back shakes hands even in a modern scenario.
+        let handshake = handshake.or_else(|| {
+            probe.map(|_| TimeoutPolicy::fixed(crate::model::client::HANDSHAKE_TIMEOUT))
+        });
         self.calls
             .iter()
             .map(|c| c.policy)
             .chain(polls)
             .chain(handshake)
+            .chain(probe)
             .filter_map(|p| p.hard_bound())
             .max()
             .unwrap_or(Duration::from_secs(30 * 60))
@@ -795,6 +866,11 @@ impl fmt::Display for Scenario {
         )?;
         if self.era.is_legacy() {
             write!(f, " era={}", self.era)?;
+        }
+        match self.opening {
+            Opening::Pinned => {}
+            Opening::Auto { silent: false } => write!(f, " opening=auto")?,
+            Opening::Auto { silent: true } => write!(f, " opening=auto(silent server)")?,
         }
         Ok(())
     }

@@ -220,6 +220,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     faults,
                     mutants: MutantSet::NONE,
                     era: crate::wire::Era::Modern,
+                    opening: super::Opening::Pinned,
                 };
                 scenario.with_transport(transport)
             },

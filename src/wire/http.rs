@@ -12,6 +12,40 @@ use super::{codes, Message, PROTOCOL_VERSION};
 /// The `Accept` header of every POST: both response forms (§5.2).
 pub const ACCEPT: &str = "application/json, text/event-stream";
 
+/// The method of one HTTP exchange with the endpoint: a `POST` carries a message; in the
+/// legacy era a `GET` opens a stream for the server's messages (or resumes one) and a
+/// `DELETE` ends the session (docs/spec/mcp-2025-11-25.md §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Method {
+    /// `POST`: a message.
+    Post,
+    /// `GET`: a stream without a message.
+    Get,
+    /// `DELETE`: the session's end.
+    Delete,
+}
+
+impl Method {
+    /// The method's name on the wire (and in a trace's `open` event).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Post => "POST",
+            Method::Get => "GET",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// The method named `name`, if it is one of the three.
+    pub fn parse(name: &str) -> Option<Method> {
+        match name {
+            "POST" => Some(Method::Post),
+            "GET" => Some(Method::Get),
+            "DELETE" => Some(Method::Delete),
+            _ => None,
+        }
+    }
+}
+
 /// The header names a recorder keeps (lower case): the ones the rules judge.
 pub const RECORDED: [&str; 7] = [
     "accept",

@@ -50,4 +50,7 @@ pub mod codes {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// The server does not support the request's protocol version.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// The implementation-defined server error the TypeScript SDK v1's HTTP transport answers
+    /// a request outside a session with ("Bad Request: Server not initialized").
+    pub const SERVER_NOT_INITIALIZED: i64 = -32000;
 }

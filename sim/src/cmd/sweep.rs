@@ -139,7 +139,7 @@ struct Summary {
     seed: u64,
     transport: Option<Transport>,
     era: EraChoice,
-    /// The era the run's client spoke.
+    /// The era the run's client spoke (the oracle's reading of the trace).
     spoke: &'static str,
     sim_ms: u64,
     requests: u64,
@@ -180,7 +180,11 @@ impl Summary {
             seed: r.seed,
             transport: r.transport,
             era: r.era,
-            spoke: r.scenario.era.version(),
+            // As the oracle read it from the trace: an auto-mode client may have fallen back.
+            spoke: match r.judged.crash {
+                Some(_) => r.scenario.era.version(),
+                None => r.judged.verdict.era.era.version(),
+            },
             sim_ms: stats.sim_ms,
             requests: stats.requests,
             outcomes: stats.outcomes.clone(),

@@ -126,6 +126,7 @@ pub fn server_config(transport: Transport, config: &ServeConfig) -> ServerConfig
             ..ServerBehaviour::default()
         },
         mutants: config.mutants,
+        eras: crate::model::ServerEras::Both,
     }
 }
 
@@ -310,19 +311,15 @@ impl Driver {
         let now = self.now();
         match event {
             HttpEvent::Post {
-                get,
+                method,
                 stream,
                 body,
                 headers,
                 respond,
             } => {
                 self.http.post(stream, respond);
-                if get {
-                    self.driver.get(now, stream, headers, &mut self.rec);
-                } else {
-                    self.driver
-                        .post(now, stream, &body, Some(headers), &mut self.rec);
-                }
+                self.driver
+                    .http_request(now, stream, method, &body, headers, &mut self.rec);
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {

@@ -25,6 +25,7 @@ use crate::model::{Client, StreamId, Transport};
 use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
+use crate::wire::http::Method;
 use crate::wire::Message;
 
 enum Input {
@@ -123,6 +124,9 @@ impl Driver {
         loop {
             self.flush().await;
             if self.agenda.is_empty() && self.driver.client().outstanding() == 0 {
+                // The host is done: the session's end goes out in the linger below.
+                self.driver.client_mut().end_session();
+                self.flush().await;
                 break;
             }
             let next = [
@@ -328,8 +332,15 @@ impl Driver {
         self.shared.borrow_mut().client_outstanding = self.driver.client().outstanding();
     }
 
-    /// One exchange on a connection of its own: a POST of `msg`, or a `GET` without one.
-    fn open(&mut self, stream: StreamId, msg: Option<Message>, headers: BTreeMap<String, String>) {
+    /// One exchange on a connection of its own: a POST of `msg`, or a `GET` or `DELETE`
+    /// without one.
+    fn open(
+        &mut self,
+        stream: StreamId,
+        method: Method,
+        msg: Option<Message>,
+        headers: BTreeMap<String, String>,
+    ) {
         let target = match self.scenario.proxy {
             Some(_) => ("proxy", PROXY_PORT),
             None => ("server", SERVER_HTTP_PORT),
@@ -339,6 +350,7 @@ impl Driver {
             exchange(
                 target,
                 stream,
+                method,
                 msg,
                 headers,
                 self.tx.clone(),
@@ -361,8 +373,12 @@ impl Driver {
                 stream,
                 msg,
                 headers,
-            } => self.open(stream, Some(msg), headers),
-            ClientOutput::Get { stream, headers } => self.open(stream, None, headers),
+            } => self.open(stream, Method::Post, Some(msg), headers),
+            ClientOutput::Open {
+                stream,
+                method,
+                headers,
+            } => self.open(stream, method, None, headers),
             ClientOutput::Close(stream) => {
                 if let Some(task) = self.posts.remove(&stream) {
                     task.abort();
@@ -384,10 +400,12 @@ async fn sleep_until(t: Option<Time>) {
     }
 }
 
-/// One POST (or `GET`) on its own connection, its response streamed back as driver input.
+/// One POST (or `GET` or `DELETE`) on its own connection, its response streamed back as
+/// driver input.
 async fn exchange(
     target: (&'static str, u16),
     stream: StreamId,
+    method: Method,
     msg: Option<Message>,
     headers: BTreeMap<String, String>,
     tx: mpsc::UnboundedSender<Input>,
@@ -403,6 +421,7 @@ async fn exchange(
         stream_header: Some(stream),
     };
     let outgoing = http::Outgoing {
+        method,
         msg: msg.as_ref(),
         headers,
     };

@@ -196,19 +196,15 @@ impl Driver {
                 };
             }
             Input::Http(HttpEvent::Post {
-                get,
+                method,
                 stream,
                 body,
                 headers,
                 respond,
             }) => {
                 self.http.post(stream, respond);
-                if get {
-                    self.driver.get(t, stream, headers, &mut self.shared);
-                } else {
-                    self.driver
-                        .post(t, stream, &body, Some(headers), &mut self.shared);
-                }
+                self.driver
+                    .http_request(t, stream, method, &body, headers, &mut self.shared);
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {

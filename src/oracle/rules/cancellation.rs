@@ -317,8 +317,10 @@ pub(super) fn cancel_on_timeout(s: &mut Sink<'_, '_>, r: &Req) {
     }
     // In the legacy era the cancel is the notification on every transport (LD14); the
     // catalog's legacy level (SHOULD) applies.
+    // An auto-mode client's `server/discover` probe is a modern request in any trace.
+    let legacy = ix.era.is_legacy() && r.method != "server/discover";
     let (level, how) = match r.transport {
-        _ if ix.era.is_legacy() => (Level::Must, "sending notifications/cancelled"),
+        _ if legacy => (Level::Must, "sending notifications/cancelled"),
         Some(Transport::Http) => (Level::Should, "closing its stream"),
         _ => (Level::Must, "sending notifications/cancelled"),
     };

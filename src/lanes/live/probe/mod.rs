@@ -438,8 +438,8 @@ impl Probe {
                     http.close(stream);
                 }
             }
-            // The probe speaks the modern era: its client opens no legacy `GET`.
-            ClientOutput::Get { .. } => {}
+            // The probe speaks the modern era: its client opens no legacy `GET` or `DELETE`.
+            ClientOutput::Open { .. } => {}
             // The reference client never drops the pipe.
             ClientOutput::Disconnect => {
                 if let Conn::Stdio(p) = &mut self.conn {
