@@ -1074,3 +1074,68 @@ fn an_auto_client_reads_an_http_error_status_as_the_refusal() {
         "{t:?}"
     );
 }
+
+/// The legacy era's other direction (docs/spec/mcp-2025-11-25.md LB7, LC9): a tool call that
+/// samples makes the server ask the client with `sampling/createMessage`; the client answers
+/// after the host's model took its time, and a cancel from the server drops the answer. The
+/// server cancels its own request when the call ends without it.
+#[test]
+fn the_legacy_server_asks_the_client_to_sample_and_cancels_when_the_call_ends_first() {
+    let legacy = ClientConfig {
+        era: wire::Era::LEGACY,
+        ..ClientConfig::new(Transport::Stdio)
+    };
+    for slow_model in [false, true] {
+        let mut c = Client::new(legacy.clone());
+        let mut s = Server::new(ServerConfig::new(Transport::Stdio));
+        let steps = if slow_model { 1 } else { 10 };
+        let spec = CallSpec::tool(
+            SLOW_TOOL,
+            json!({"steps": steps, "step_ms": 1000, "sample": true}),
+            TimeoutPolicy::fixed(Duration::from_secs(60)),
+        );
+        c.start_request(ms(0), spec);
+        let mut now = 0;
+        let mut asked = None;
+        let mut answered = false;
+        let mut server_cancelled = false;
+        // Carry every line both ways, one ms per hop, until both are quiet.
+        for _ in 0..200 {
+            let (to_server, _) = drain_client(&mut c);
+            for t in to_server {
+                if let ClientTransmit::Line(m) = t {
+                    answered |= matches!(&m, Message::Result(r) if Some(&r.id) == asked.as_ref());
+                    s.handle_message(ms(now), None, m);
+                }
+            }
+            let (to_client, _) = drain_server(&mut s);
+            for t in to_client {
+                if let ServerTransmit::Line(m) = t {
+                    if let Message::Request(r) = &m {
+                        assert_eq!(r.method, "sampling/createMessage");
+                        asked = Some(r.id.clone());
+                    }
+                    server_cancelled |= matches!(&m, Message::Cancelled(x) if Some(&x.request_id) == asked.as_ref());
+                    c.handle_message(ms(now), None, m);
+                }
+            }
+            let next = [c.poll_timeout(), s.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(next) = next else { break };
+            now = next.as_millis().max(now + 1);
+            c.handle_timeout(ms(now));
+            s.handle_timeout(ms(now));
+        }
+        assert!(asked.is_some(), "the server asked");
+        if slow_model {
+            // The 1 s call ends before the model's answer: the server cancels its request,
+            // and the client never answers it.
+            assert!(server_cancelled && !answered);
+        } else {
+            assert!(answered && !server_cancelled);
+        }
+        assert_eq!(c.poll_timeout(), None, "nothing left to answer");
+    }
+}

@@ -57,6 +57,7 @@ fn crossing(transport: Transport, cancel_ms: u64) -> Scenario {
         cancel_after: Some(Duration::from_millis(cancel_ms)),
         idempotent: false,
         kind: mcp_sim::scenario::CallKind::TOOL,
+        sampling: false,
     };
     Scenario {
         seed: 7,

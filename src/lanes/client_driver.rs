@@ -308,10 +308,12 @@ impl ClientDriver {
         bytes: &[u8],
         sink: &mut impl RunSink,
     ) {
+        // Read in the era the client speaks (a legacy server's own requests carry no `_meta`).
+        let era = self.client.era();
         let (mut w, decoded) = if self.recording.as_written {
-            recorder::observe_as_written(self.transport, stream, bytes)
+            recorder::observe_as_written_in(era, self.transport, stream, bytes)
         } else {
-            recorder::observe(self.transport, stream, bytes)
+            recorder::observe_in(era, self.transport, stream, bytes)
         };
         w.event_id = stream.and_then(|s| self.event_ids.remove(&s));
         sink.record(Side::Client, EventKind::Recv(w));

@@ -18,6 +18,7 @@ use crate::wire::{self, DecodeError, DecodeOptions, Era, Message, RequestId};
 /// The payload of one message's text as `transport` carried it (on `stream` for HTTP), and the
 /// message when the text decodes strictly: the decoded message, or the text when it does not
 /// decode.
+#[cfg(any(feature = "turmoil", feature = "live"))] // the wire tap's
 pub(crate) fn observe(
     transport: Transport,
     stream: Option<StreamId>,
@@ -41,6 +42,7 @@ pub(crate) fn observe_in(
 
 /// Like [`observe`], but the payload is the text as written whether or not it decodes: what a
 /// real peer wrote.
+#[cfg(any(feature = "turmoil", feature = "live"))] // the wire tap's
 pub(crate) fn observe_as_written(
     transport: Transport,
     stream: Option<StreamId>,

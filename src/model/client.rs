@@ -61,6 +61,12 @@
 //! host is done ([`Client::end_session`]) the client ends the session with a `DELETE`, once
 //! nothing is outstanding and every POST has its answer.
 //!
+//! A legacy server may ask the client too (docs/spec/mcp-2025-11-25.md LB7): the client
+//! answers `ping` and `roots/list` at once and `sampling/createMessage` after the host's model
+//! took [`SAMPLING_DELAY`], each answer a message of its own (over HTTP a POST, answered 202);
+//! a cancel from the server drops the answer unsent, and a request replayed on a resumed
+//! stream is answered once.
+//!
 //! In auto mode ([`ClientConfig::auto`], the dual-era SDKs' `auto`) the era is the server's
 //! to tell: the first request waits behind a `server/discover`, as requests wait behind a
 //! handshake. A result keeps the modern era; any error (over HTTP, any error status: the
@@ -89,6 +95,9 @@ use crate::wire::{
 /// to the legacy handshake (rmcp's `Auto` waits 10 s: fastmcp 3.x on `mcp` 1.x ignores the
 /// request, MayDay-wpf/snow-app PR #56).
 pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the host's model takes to answer a legacy server's `sampling/createMessage`.
+pub const SAMPLING_DELAY: Duration = Duration::from_secs(4);
 
 /// How long a legacy client waits for the initialize result before it gives the connection
 /// up and opens another (it never cancels `initialize`, LA3).
@@ -489,6 +498,12 @@ pub struct Client {
     era: Era,
     /// Auto mode: the server answered `server/discover`, so the modern era holds.
     discovered: bool,
+    /// Legacy era: the server's own requests being worked on, with when each answer is due
+    /// (a cancel from the server drops it unanswered).
+    answering: BTreeMap<RequestId, Time>,
+    /// The server's requests seen so far: one replayed on a resumed stream is not answered
+    /// twice.
+    asked: std::collections::BTreeSet<RequestId>,
 }
 
 /// The host's word on the legacy HTTP session.
@@ -530,6 +545,8 @@ impl Client {
             ending: SessionEnd::Open,
             era: config.era,
             discovered: false,
+            answering: BTreeMap::new(),
+            asked: Default::default(),
             config,
         }
     }
@@ -716,8 +733,9 @@ impl Client {
             "protocolVersion".into(),
             serde_json::Value::from(self.era.version()),
         );
+        // It answers the server's sampling requests (the legacy era's requests to the client).
         init.params
-            .insert("capabilities".into(), serde_json::json!({}));
+            .insert("capabilities".into(), serde_json::json!({"sampling": {}}));
         init.params.insert(
             "clientInfo".into(),
             serde_json::json!({"name": "mcp-sim", "version": env!("CARGO_PKG_VERSION")}),
@@ -999,6 +1017,8 @@ impl Client {
                     total: p.total,
                 });
             }
+            // The legacy server gives up on its own request: the answer is dropped.
+            Message::Cancelled(c) if self.answering.remove(&c.request_id).is_some() => {}
             // A server-sent cancellation may end a stdio listen (§7.1).
             Message::Cancelled(c) => {
                 if self
@@ -1020,8 +1040,60 @@ impl Client {
                     p.acked = true;
                 }
             }
-            // Other notifications and any server-sent request carry nothing this client acts on.
+            Message::Request(r) if self.era.is_legacy() => self.server_request(now, r),
+            // Other notifications, and a server-sent request outside the legacy era, carry
+            // nothing this client acts on.
             Message::Notification(_) | Message::Request(_) => {}
+        }
+    }
+
+    /// Legacy era: a request of the server's own (docs/spec/mcp-2025-11-25.md LB7). `ping`
+    /// and `roots/list` are answered at once, `sampling/createMessage` after the host's
+    /// model took [`SAMPLING_DELAY`], anything else with -32601.
+    fn server_request(&mut self, now: Time, r: Request) {
+        if !self.asked.insert(r.id.clone()) {
+            return;
+        }
+        if r.method == "sampling/createMessage" {
+            self.answering.insert(r.id, now + SAMPLING_DELAY);
+            return;
+        }
+        let answer: Message = match &*r.method {
+            "ping" => legacy_result(r.id, Map::new()).into(),
+            "roots/list" => {
+                let roots = serde_json::json!({"roots": []});
+                legacy_result(r.id, roots.as_object().cloned().unwrap_or_default()).into()
+            }
+            _ => crate::wire::ErrorResponse::new(
+                Some(r.id),
+                codes::METHOD_NOT_FOUND,
+                "Method not found",
+            )
+            .into(),
+        };
+        let (_, transmit) = self.addressed(answer);
+        self.transmits.push_back(transmit);
+    }
+
+    /// The answers of the host's model that are due at `now`.
+    fn answer_timers(&mut self, now: Time) {
+        let due: Vec<RequestId> = self
+            .answering
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.answering.remove(&id);
+            let sampled = serde_json::json!({
+                "role": "assistant",
+                "content": {"type": "text", "text": "The step is done."},
+                "model": "mcp-sim",
+                "stopReason": "endTurn",
+            });
+            let answer = legacy_result(id, sampled.as_object().cloned().unwrap_or_default());
+            let (_, transmit) = self.addressed(answer.into());
+            self.transmits.push_back(transmit);
         }
     }
 
@@ -1305,6 +1377,8 @@ impl Client {
             status == 404 && self.session.is_some() && sent_in == Some(self.session.clone());
         if expired {
             self.session = None;
+            // The server that asked forgot the session: its requests have no one to answer.
+            self.answering.clear();
             if matches!(self.handshake, Handshake::Done) {
                 self.handshake = Handshake::NotStarted;
             }
@@ -1469,6 +1543,8 @@ impl Client {
     /// stdio: the pipe broke (the server exited). Every outstanding request is lost.
     pub fn handle_disconnect(&mut self, now: Time) {
         self.reset_handshake();
+        // The server that asked is gone with the pipe.
+        self.answering.clear();
         let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
         for id in ids {
             self.lose(now, &id);
@@ -1670,7 +1746,9 @@ impl Client {
         };
         let resumes = self.pending.values().filter_map(|p| p.resume.at);
         let ping = self.ping_due();
+        let answers = self.answering.values().copied();
         requests
+            .chain(answers)
             .chain(tasks)
             .chain(handshake)
             .chain(resumes)
@@ -1715,6 +1793,7 @@ impl Client {
     /// Fires every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
         self.handshake_timer(now);
+        self.answer_timers(now);
         self.resume_timers(now);
         self.ping_timer(now);
         self.request_timers(now);
@@ -1776,6 +1855,7 @@ impl Client {
     /// The session's `DELETE`, if it is due now.
     fn session_delete(&mut self) -> Option<ClientTransmit> {
         let idle = self.pending.is_empty()
+            && self.answering.is_empty()
             && self.tasks.is_empty()
             && self.sent_in.is_empty()
             && self.transmits.is_empty();
@@ -1823,5 +1903,14 @@ impl Client {
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
         self.events.pop_front()
+    }
+}
+
+/// A result in the legacy shape (no `resultType`).
+fn legacy_result(id: RequestId, result: Map<String, Value>) -> ResultResponse {
+    ResultResponse {
+        id,
+        result_type: None,
+        result,
     }
 }

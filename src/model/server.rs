@@ -29,7 +29,16 @@
 //! is not one (LC11). Anything else opens the modern era. Over HTTP the legacy `initialize`
 //! issues a session ([`Server::session`]; its driver refuses other sessions' requests with 404),
 //! and every event stream is resumable (`model/resume.rs`): a stream that breaks keeps its work
-//! and its events, and a `GET` with `Last-Event-ID` picks them up.
+//! and its events, and a `GET` with `Last-Event-ID` picks them up. A `DELETE` ends the session.
+//!
+//! In the legacy era a call whose arguments say `"sample": true` (the era's way to ask the
+//! client for something, where 2026-07-28 has input rounds) makes the server send a request
+//! of its own, `sampling/createMessage`, on the call's stream, when the client declared the
+//! `sampling` capability. The call's work does not wait for it; the server cancels it (LC9)
+//! when the call ends first, is cancelled, or [`SAMPLING_TIMEOUT`] passes, and its ids `s-T-N`
+//! name the process's start so that a restarted server never reuses one. A server configured
+//! [`ServerEras::LegacyOnly`] speaks only the legacy era and refuses an auto-mode client's
+//! `server/discover`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -220,7 +229,14 @@ struct Job {
     last_write: Time,
     /// The task this job's work is for (its call was answered with a `CreateTaskResult`).
     task: Option<String>,
+    /// Legacy era: the server's own `sampling/createMessage` for this call, not yet
+    /// answered, and when the server gives up on it.
+    sampling: Option<(RequestId, Time)>,
 }
+
+/// How long the server waits for the client's answer to its `sampling/createMessage` before
+/// it cancels the request.
+pub const SAMPLING_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// An open `subscriptions/listen` request.
 #[derive(Debug, Clone)]
@@ -264,6 +280,10 @@ pub struct Server {
     /// When this server process started: session ids name it, so that a restarted server
     /// never issues an id it issued before.
     started: Time,
+    /// The legacy client declared the `sampling` capability in its `initialize`.
+    client_samples: bool,
+    /// How many requests of its own this server sent (their ids are `s-N`).
+    own_requests: u64,
 }
 
 impl Server {
@@ -286,6 +306,8 @@ impl Server {
             cancel_ignored: BTreeSet::new(),
             listening: None,
             started: Time::ZERO,
+            client_samples: false,
+            own_requests: 0,
         }
     }
 
@@ -317,6 +339,10 @@ impl Server {
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or as the body of the POST
     /// that opened `stream`.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
+        match &msg {
+            Message::Result(_) | Message::Error(_) => return self.handle_answer(stream, msg),
+            _ => {}
+        }
         match msg {
             Message::Request(r) => self.handle_request(now, stream, r),
             Message::Cancelled(c) => {
@@ -340,21 +366,74 @@ impl Server {
                         .push_back(ServerTransmit::Accepted { stream: s });
                 }
             }
-            Message::Result(_) | Message::Error(_) => {
-                if let Some(s) = stream {
-                    let e = ErrorResponse::new(
-                        None,
-                        codes::INVALID_REQUEST,
-                        "clients do not send responses",
-                    );
-                    self.transmits.push_back(ServerTransmit::Json {
-                        stream: s,
-                        status: 400,
-                        msg: e.into(),
-                        session: None,
-                    });
+            Message::Result(_) | Message::Error(_) => unreachable!("handled above"),
+        }
+    }
+
+    /// A response from the client: in the legacy era the answer to a request of the
+    /// server's own (a POST of its own over HTTP, answered 202); 2026-07-28 clients send none.
+    fn handle_answer(&mut self, stream: Option<StreamId>, msg: Message) {
+        if self.legacy() {
+            if let Some(id) = msg.id() {
+                for job in self.jobs.values_mut() {
+                    if job.sampling.as_ref().is_some_and(|(s, _)| s == id) {
+                        job.sampling = None;
+                    }
                 }
             }
+            if let Some(s) = stream {
+                self.transmits
+                    .push_back(ServerTransmit::Accepted { stream: s });
+            }
+            return;
+        }
+        if let Some(s) = stream {
+            let e = ErrorResponse::new(
+                None,
+                codes::INVALID_REQUEST,
+                "clients do not send responses",
+            );
+            self.transmits.push_back(ServerTransmit::Json {
+                stream: s,
+                status: 400,
+                msg: e.into(),
+                session: None,
+            });
+        }
+    }
+
+    /// Legacy era: asks the client for a `sampling/createMessage` on the call's stream (on
+    /// stdio, the pipe); its id and when the server gives up on it.
+    fn ask_to_sample(&mut self, now: Time, stream: Option<StreamId>) -> (RequestId, Time) {
+        self.own_requests += 1;
+        // Named by the process's start too, so that a restarted server never reuses an id.
+        let id = RequestId::String(format!(
+            "s-{}-{}",
+            self.started.as_millis(),
+            self.own_requests
+        ));
+        let mut r = Request::new(id.clone(), "sampling/createMessage");
+        r.meta.legacy = true;
+        r.params.insert(
+            "messages".into(),
+            json!([{"role": "user", "content": {"type": "text", "text": "Summarise the step."}}]),
+        );
+        r.params.insert("maxTokens".into(), json!(16));
+        self.send(stream, r.into());
+        (id, now + SAMPLING_TIMEOUT)
+    }
+
+    /// Cancels the server's own request of `job`, if one is outstanding: the notification
+    /// goes where the request went (docs/spec/mcp-2025-11-25.md LC9).
+    fn cancel_sampling(&mut self, job: &mut Job, reason: &str) {
+        let Some((id, _)) = job.sampling.take() else {
+            return;
+        };
+        let writable = job.stream.is_none_or(|s| self.open_sse.contains(&s));
+        if writable {
+            let mut c = crate::wire::Cancelled::new(id);
+            c.reason = Some(reason.to_owned());
+            self.send(job.stream, c.into());
         }
     }
 
@@ -440,6 +519,10 @@ impl Server {
     /// stdio: the client closed the pipe. Everything in progress is abandoned.
     /// Tasks run on: they outlive connections (§7.3).
     pub fn handle_disconnect(&mut self, now: Time) {
+        // The client that was asked is gone with the pipe: nothing to cancel.
+        for job in self.jobs.values_mut() {
+            job.sampling = None;
+        }
         let ids: Vec<RequestId> = self
             .jobs
             .iter()
@@ -554,6 +637,11 @@ impl Server {
             .unwrap_or(Era::LEGACY);
         self.era = Some(era);
         self.open_resumable(era);
+        self.client_samples = r
+            .params
+            .get("capabilities")
+            .and_then(|c| c.get("sampling"))
+            .is_some();
         let mut res = ResultResponse::complete(r.id);
         res.result_type = None;
         res.result
@@ -755,6 +843,10 @@ impl Server {
             self.sse_start(s);
         }
         let step = Duration::from_millis(step_ms);
+        let samples = args.and_then(|a| a.get("sample")) == Some(&json!(true));
+        let can_ask = stream_of_job.is_none_or(|s| self.open_sse.contains(&s));
+        let sampling = (samples && self.legacy() && self.client_samples && can_ask)
+            .then(|| self.ask_to_sample(now, stream_of_job));
         let job = Job {
             stream: stream_of_job,
             token,
@@ -765,6 +857,7 @@ impl Server {
             last_progress_at: None,
             last_write: now,
             task,
+            sampling,
         };
         if steps > 0 {
             self.backend.push_back(BackendCall::Work {
@@ -1034,7 +1127,8 @@ impl Server {
 
     /// Stops a request: nothing more is sent for it and its resource is released.
     fn cancel(&mut self, id: &RequestId) {
-        if let Some(job) = self.jobs.remove(id) {
+        if let Some(mut job) = self.jobs.remove(id) {
+            self.cancel_sampling(&mut job, "the call was cancelled");
             self.backend.push_back(BackendCall::Release {
                 request: id.clone(),
             });
@@ -1049,9 +1143,10 @@ impl Server {
     }
 
     fn complete(&mut self, now: Time, id: &RequestId) {
-        let Some(job) = self.jobs.remove(id) else {
+        let Some(mut job) = self.jobs.remove(id) else {
             return;
         };
+        self.cancel_sampling(&mut job, "the tool finished without it");
         let mut res = ResultResponse::complete(id.clone());
         res.result.insert(
             "content".into(),
@@ -1143,7 +1238,8 @@ impl Server {
             let ka = keepalive
                 .filter(|_| j.stream.is_some())
                 .map(|k| j.last_write + k);
-            std::iter::once(j.next_step_at).chain(ka)
+            let sampling = j.sampling.as_ref().map(|(_, at)| *at);
+            std::iter::once(j.next_step_at).chain(ka).chain(sampling)
         });
         let listens = self.listens.values().flat_map(|l| {
             let ka = keepalive
@@ -1170,6 +1266,12 @@ impl Server {
         let keepalive = self.keepalive_interval();
         let ids: Vec<RequestId> = self.jobs.keys().cloned().collect();
         for id in ids {
+            if let Some(mut job) = self.jobs.remove(&id) {
+                if job.sampling.as_ref().is_some_and(|(_, at)| *at <= now) {
+                    self.cancel_sampling(&mut job, "the client did not answer in time");
+                }
+                self.jobs.insert(id.clone(), job);
+            }
             while let Some(job) = self.jobs.get(&id) {
                 if job.next_step_at > now {
                     break;

@@ -206,6 +206,9 @@ pub struct PlannedCall {
     pub idempotent: bool,
     /// A tool call (maybe a task, maybe with input rounds) or a subscription.
     pub kind: CallKind,
+    /// Legacy era: the tool asks the client for a `sampling/createMessage` while it works
+    /// (the era's way to ask the client for something; 2026-07-28 has input rounds instead).
+    pub sampling: bool,
 }
 
 impl PlannedCall {
@@ -219,6 +222,9 @@ impl PlannedCall {
         } = self.kind
         {
             args["input_rounds"] = json!(n);
+        }
+        if self.sampling {
+            args["sample"] = json!(true);
         }
         args
     }
@@ -556,6 +562,7 @@ impl Scenario {
                         .then(|| d.ms_in(knobs::CANCEL_AFTER_MS)),
                     idempotent: d.chance(knobs::IDEMPOTENT_PERCENT),
                     kind: CallKind::TOOL,
+                    sampling: false,
                 }
             })
             .collect::<Vec<_>>();
@@ -676,6 +683,7 @@ impl Scenario {
                 cancel_after: (k == 2).then_some(Duration::from_secs(40)),
                 idempotent: k % 2 == 0,
                 kind: CallKind::TOOL,
+                sampling: false,
             })
             .collect();
         Scenario {
@@ -749,6 +757,15 @@ impl Scenario {
                     call.policy = TimeoutPolicy::typescript_sdk();
                     call.progress = true;
                 }
+                // A call that asks for input asks by the legacy era's means: a sampling
+                // request of the server's own.
+                call.sampling = matches!(
+                    call.kind,
+                    CallKind::Tool {
+                        input_rounds: 1..,
+                        ..
+                    }
+                );
                 call.kind = CallKind::TOOL;
             }
         }

@@ -125,6 +125,7 @@ pub fn arb_call() -> impl Strategy<Value = PlannedCall> {
                     cancel_after,
                     idempotent,
                     kind,
+                    sampling: false,
                 };
                 match kind {
                     CallKind::Listen { .. } => {

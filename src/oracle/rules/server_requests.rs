@@ -3,13 +3,14 @@
 //! ask for progress on them and cancel them, and the same rules hold as for the client's
 //! requests: ids and tokens unique while outstanding, progress only for a request in flight,
 //! strictly increasing and never after its answer, and a cancel only of a request the server
-//! sent and still believes in progress. The client's requests are judged by the other rules;
+//! sent and still believes in progress (a cancel that crosses the client's answer on the
+//! wire is no fault: only the server's receipt of the answer ends its belief). The client's requests are judged by the other rules;
 //! these functions judge only the server's, under the same rule names.
 
 use super::{sender, Sink};
 
 use crate::oracle::{Level, Profile};
-use crate::trace::Side;
+use crate::trace::{EventKind, Side};
 use crate::wire::{Message, ProgressToken, RequestId};
 
 /// A request the server sent.
@@ -19,6 +20,8 @@ struct ServerRequest {
     sent: usize,
     /// The client's first answer.
     answered: Option<usize>,
+    /// The server's receipt of it, when the trace has the server's view.
+    answer_received: Option<usize>,
     /// The server's first cancel of it.
     cancelled: Option<usize>,
 }
@@ -38,13 +41,17 @@ fn server_requests(s: &Sink<'_, '_>) -> Vec<ServerRequest> {
     let mut out: Vec<ServerRequest> = Vec::new();
     for i in 0..ix.trace.events.len() {
         match (sender(ix, i), ix.msg(i)) {
-            (Some(Side::Server), Some(Message::Request(r))) => out.push(ServerRequest {
-                id: r.id.clone(),
-                token: r.meta.progress_token.clone(),
-                sent: i,
-                answered: None,
-                cancelled: None,
-            }),
+            // A request replayed on a resumed stream is the same request.
+            (Some(Side::Server), Some(Message::Request(r))) if !ix.is_replay(i) => {
+                out.push(ServerRequest {
+                    id: r.id.clone(),
+                    token: r.meta.progress_token.clone(),
+                    sent: i,
+                    answered: None,
+                    answer_received: None,
+                    cancelled: None,
+                })
+            }
             (Some(Side::Client), Some(m @ (Message::Result(_) | Message::Error(_)))) => {
                 let Some(id) = m.id() else { continue };
                 if let Some(r) = out
@@ -54,12 +61,25 @@ fn server_requests(s: &Sink<'_, '_>) -> Vec<ServerRequest> {
                     r.answered = Some(i);
                 }
             }
-            (Some(Side::Server), Some(Message::Cancelled(c))) => {
+            (Some(Side::Server), Some(Message::Cancelled(c))) if !ix.is_replay(i) => {
                 if let Some(r) = out.iter_mut().rev().find(|r| r.id == c.request_id) {
                     r.cancelled.get_or_insert(i);
                 }
             }
             _ => {}
+        }
+        // The server's own receipt of an answer, wherever the client was recorded.
+        let event = &ix.trace.events[i];
+        let received = event.side == Side::Server && matches!(event.kind, EventKind::Recv(_));
+        if let (true, Some(m @ (Message::Result(_) | Message::Error(_)))) = (received, ix.msg(i)) {
+            let id = m.id();
+            if let Some(r) = out
+                .iter_mut()
+                .rev()
+                .find(|r| Some(&r.id) == id && r.answer_received.is_none())
+            {
+                r.answer_received = Some(i);
+            }
         }
     }
     out
@@ -144,7 +164,8 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                 }
                 last_value[n] = Some((i, p.progress));
             }
-            (Some(Side::Server), Some(Message::Cancelled(c))) => {
+            // Each cancel once: a replay on a resumed stream is the same one.
+            (Some(Side::Server), Some(Message::Cancelled(c))) if !ix.is_replay(i) => {
                 let target = requests
                     .iter()
                     .rev()
@@ -154,10 +175,15 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                         vec![i],
                         format!("cancel of {}, which the server never sent", c.request_id),
                     )),
-                    Some(r) => match (r.answered, r.cancelled) {
-                        (Some(a), _) if a < i => Some((
+                    // Only the server's own view tells a cancel after the answer arrived
+                    // from one that crossed it (sent before the answer reached the server).
+                    Some(r) => match (r.answer_received, r.cancelled) {
+                        (Some(a), _) if a < i && ix.trace.events[i].side == Side::Server => Some((
                             vec![a, i],
-                            format!("the server cancels {} after the client answered it", r.id),
+                            format!(
+                                "the server cancels {} after the client's answer reached it",
+                                r.id
+                            ),
                         )),
                         (_, Some(first)) if first < i => Some((
                             vec![first, i],
