@@ -52,6 +52,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        if method == "server/discover":
+            # 2026-07-28 servers MUST implement it (a client in auto mode asks first).
+            return self.json_body(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "1"}}}})
         if method == "tools/list":
             return self.json_body(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "resultType": "complete", "tools": [{"name": "slow_op",

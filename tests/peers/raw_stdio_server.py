@@ -5,7 +5,11 @@ cancel, for the probe's own tests.
 Tool `slow_op {steps, step_ms}`: sleeps `steps` times `step_ms`, sends progress after each step
 when the request carried a progress token, then the result.
 
-    raw_stdio_server.py [MODE]
+    raw_stdio_server.py [MODE] [legacy]
+
+With `legacy` it speaks only the legacy era (2025-11-25), as the TypeScript SDK v1 does: it
+answers `initialize` and `ping`, refuses `server/discover` with -32601, and its results carry
+no `resultType`.
 
 MODE, on `notifications/cancelled` for a running call:
     correct          stop the call, send nothing more for it (the default); a call that is
@@ -19,6 +23,7 @@ import sys
 import threading
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "correct"
+LEGACY = len(sys.argv) > 2 and sys.argv[2] == "legacy"
 out_lock = threading.Lock()
 state_lock = threading.Lock()  # the calls table, and a call's last check before it writes
 calls = {}  # request id (as JSON text) -> threading.Event set on cancel
@@ -28,6 +33,12 @@ def send(msg):
     with out_lock:
         sys.stdout.write(json.dumps(msg) + "\n")
         sys.stdout.flush()
+
+
+def result(rid, body):
+    if not LEGACY:
+        body = {"resultType": "complete", **body}
+    return {"jsonrpc": "2.0", "id": rid, "result": body}
 
 
 def slow_op(rid, params, stop):
@@ -49,8 +60,7 @@ def slow_op(rid, params, stop):
         if stop.is_set():
             return
         calls.pop(json.dumps(rid), None)
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "resultType": "complete", "content": [{"type": "text", "text": "done"}]}})
+        send(result(rid, {"content": [{"type": "text", "text": "done"}]}))
 
 
 for line in sys.stdin:
@@ -66,9 +76,19 @@ for line in sys.stdin:
         stop = threading.Event()
         calls[json.dumps(rid)] = stop
         threading.Thread(target=slow_op, args=(rid, params, stop), daemon=True).start()
+    elif LEGACY and method == "initialize" and rid is not None:
+        send(result(rid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                          "serverInfo": {"name": "raw-legacy", "version": "1"}}))
+    elif LEGACY and method == "ping" and rid is not None:
+        send(result(rid, {}))
+    elif not LEGACY and method == "server/discover" and rid is not None:
+        # 2026-07-28 servers MUST implement it (a client in auto mode asks first).
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "1"}}}})
     elif method == "tools/list" and rid is not None:
-        send({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "tools": [
-            {"name": "slow_op", "inputSchema": {"type": "object"}}]}})
+        send(result(rid, {"tools": [{"name": "slow_op", "inputSchema": {"type": "object"}}]}))
     elif method == "notifications/cancelled":
         target = params.get("requestId")
         with state_lock:

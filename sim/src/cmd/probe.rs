@@ -56,6 +56,11 @@ pub struct Args {
     /// Bound on the whole run in seconds; calls still open then are cancelled.
     #[arg(long, default_value_t = 60)]
     max_seconds: u64,
+    /// The era to speak: `auto` (`server/discover`, falling back to `initialize` when the
+    /// server refuses it or keeps silent 10 s, as the SDKs' auto mode does), `modern`,
+    /// `legacy` (2025-11-25) or a revision's date.
+    #[arg(long, default_value = "auto")]
+    era: probe::ProbeEra,
     /// How long to keep reading after the last outcome, in ms (late messages after a cancel).
     #[arg(long, default_value_t = 1500)]
     drain_ms: u64,
@@ -180,6 +185,7 @@ fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
         proxy,
         latency_ms: args.latency_ms,
         reset_percent: args.reset_percent,
+        era: args.era,
     };
     config
         .validate(&target)
@@ -217,6 +223,12 @@ struct JsonVerdict<'a> {
     natural_ms: Option<u64>,
     /// The window cancels were placed in, in ms after their call's start.
     cancel_window_ms: [u64; 2],
+    /// The era asked for (`auto`, `modern`, a legacy revision).
+    era_asked: String,
+    /// The revision the session spoke, as the oracle read it from the trace.
+    era: &'static str,
+    /// Why the oracle read that era.
+    era_reading: String,
     coverage: &'a Coverage,
     findings: &'a [Finding],
     violations: Vec<JsonViolation<'a>>,
@@ -252,6 +264,9 @@ fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
                 exit_code: word.exit_code(),
                 natural_ms: run.natural_ms,
                 cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],
+                era_asked: era_asked(args.era),
+                era: verdict.era.era.version(),
+                era_reading: verdict.era.describe(),
                 coverage: &coverage,
                 findings: &found,
                 violations: json_violations(&verdict),
@@ -276,6 +291,15 @@ fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
     ExitCode::from(word.exit_code())
 }
 
+/// The era the probe was asked to speak, as the flag spells it.
+fn era_asked(era: probe::ProbeEra) -> String {
+    match era {
+        probe::ProbeEra::Auto => "auto".into(),
+        probe::ProbeEra::Modern => "modern".into(),
+        probe::ProbeEra::Legacy(r) => mcp_sim::Era::Legacy(r).version().into(),
+    }
+}
+
 struct TextReport<'a> {
     args: &'a Args,
     label: &'a str,
@@ -298,6 +322,11 @@ fn print_text(r: &TextReport<'_>) {
     println!(
         "policy: idle {} ms reset by progress, hard maximum {} ms",
         args.timeout_ms, args.max_total_ms
+    );
+    println!(
+        "era: asked {}, spoke {}",
+        era_asked(args.era),
+        r.verdict.era.describe()
     );
     let width = run.cancel_window_ms.1 - run.cancel_window_ms.0;
     match run.natural_ms {

@@ -160,18 +160,24 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
             eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
         }
     }
+    // Counted in the era the client spoke (as the oracle read it).
+    let era = verdict.era.era;
+    let decode = mcp_sim::wire::DecodeOptions {
+        era,
+        ..config.decode
+    };
     let mut calls = 0;
     let mut results = 0;
     let mut progress = 0;
     let mut cancels = 0;
     for e in &trace.events {
         match (&e.kind, e.side) {
-            (EventKind::Recv(w), Side::Server) => match w.decode(&config.decode) {
+            (EventKind::Recv(w), Side::Server) => match w.decode(&decode) {
                 Ok(Message::Request(r)) if r.method == METHOD_TOOLS_CALL => calls += 1,
                 Ok(Message::Cancelled(_)) => cancels += 1,
                 _ => {}
             },
-            (EventKind::Send(w), Side::Server) => match w.decode(&config.decode) {
+            (EventKind::Send(w), Side::Server) => match w.decode(&decode) {
                 Ok(Message::Progress(_)) => progress += 1,
                 Ok(Message::Result(_)) => results += 1,
                 _ => {}
@@ -183,12 +189,12 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
                     ..
                 },
                 Side::Server,
-            ) => cancels += 1,
+            ) if !era.is_legacy() => cancels += 1,
             _ => {}
         }
     }
     eprintln!(
-        "serve: ended because {}; {} events, {} requests received, {} tool calls, {} results and {} progress sent, {} cancels seen (notifications and stream closes){}",
+        "serve: ended because {}; {} events, {} requests received, {} tool calls, {} results and {} progress sent, {} cancels seen (notifications, and in 2026-07-28 stream closes){}",
         served.end.describe(),
         trace.events.len(),
         served.run.stats.requests,
@@ -202,6 +208,7 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
             String::new()
         }
     );
+    eprintln!("era: {}", verdict.era.describe());
     match args.client_policy {
         Some(p) => eprintln!(
             "declared client policy: {}",

@@ -1,8 +1,9 @@
 //! The sockets of the Streamable HTTP probe.
 //!
 //! Every `ClientTransmit::Post` is a real HTTP/1.1 POST on its own connection, with the
-//! headers of the simulated client (Host, Content-Type, Accept, `MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name`; see [`crate::lanes::http_exchange`]); the response is streamed
+//! headers the reference client computed (2026-07-28's Content-Type, Accept,
+//! `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, or the legacy era's session and version
+//! headers; see [`crate::lanes::http_exchange`]), and so is each legacy `GET` and `DELETE`; the response is streamed
 //! back to the probe's event loop: a `text/event-stream` body through the SSE decoder, one
 //! message per event, any other body as one message when it ends. Closing a stream aborts its
 //! task, which drops the connection (the cancellation on HTTP). The tasks run on a tokio
@@ -21,6 +22,7 @@ use super::relay::{ConnFaults, Relay, RelayConfig, Relayed};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
 use crate::lanes::live::Input;
 use crate::model::{MutantSet, StreamId};
+use crate::wire::http::Method;
 use crate::wire::Message;
 
 /// Where a Streamable HTTP server is.
@@ -159,14 +161,23 @@ impl Http {
         })
     }
 
-    /// Sends `msg` in a POST of its own, through the relay with `faults`; its response arrives
-    /// as `stream`.
-    pub fn post(&mut self, stream: StreamId, msg: Message, faults: ConnFaults) {
+    /// Sends a request of its own (a POST of `msg`, or the legacy era's `GET` or `DELETE`)
+    /// with `headers`, through the relay with `faults`; its response arrives as `stream`.
+    pub fn send(
+        &mut self,
+        stream: StreamId,
+        method: Method,
+        msg: Option<Message>,
+        headers: BTreeMap<String, String>,
+        faults: ConnFaults,
+    ) {
         let task = self.handle.spawn(post(Post {
             target: self.target,
             endpoint: Arc::clone(&self.endpoint),
             stream,
+            method,
             msg,
+            headers,
             faults,
             tx: self.tx.clone(),
             relayed: Arc::clone(&self.relayed),
@@ -237,7 +248,9 @@ struct Post {
     target: SocketAddr,
     endpoint: Arc<Endpoint>,
     stream: StreamId,
-    msg: Message,
+    method: Method,
+    msg: Option<Message>,
+    headers: BTreeMap<String, String>,
     faults: ConnFaults,
     tx: mpsc::Sender<Input>,
     relayed: Arc<Mutex<Relayed>>,
@@ -251,7 +264,9 @@ async fn post(p: Post) {
         target,
         endpoint,
         stream,
+        method,
         msg,
+        headers,
         faults,
         tx,
         relayed,
@@ -282,7 +297,11 @@ async fn post(p: Post) {
     http::exchange(
         tcp,
         to,
-        http::Outgoing::post(&msg),
+        http::Outgoing {
+            method,
+            msg: msg.as_ref(),
+            headers,
+        },
         MutantSet::NONE,
         |item| {
             // An end or a cut that our own relay caused is the proxy's; any other the server's.

@@ -93,7 +93,12 @@ struct CallView {
 /// the cancel a crossing of finished work, and no message from the first of them on counts as
 /// a crossing.
 pub fn coverage(trace: &Trace, config: &OracleConfig, flagged: &BTreeSet<usize>) -> Coverage {
+    // Read in the era the trace speaks (a legacy server's answers carry no resultType).
+    let era = config
+        .era
+        .unwrap_or_else(|| crate::oracle::EraReading::of_trace(trace).era);
     let lenient = DecodeOptions {
+        era,
         allow_null_error_id: true,
         allow_integral_float_ids: true,
         require_result_type: false,
@@ -229,7 +234,7 @@ pub fn findings(c: &Coverage, end: &ServerEnd, tool: &str, cancels_planned: usiz
             kind: "fault",
             message: format!(
                 "the server answered none of the {sent} requests it was sent{refused}: it does \
-                 not read its input, is stuck, or does not speak MCP 2026-07-28"
+                 not read its input, is stuck, or speaks no era the probe asked for"
             ),
         });
     }

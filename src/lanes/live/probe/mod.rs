@@ -74,7 +74,8 @@ use crate::model::{TimeoutPolicy, Transport};
 use crate::scenario::ProxyConfig;
 use crate::time::Time;
 use crate::trace::{EventKind, Side, FAULT_STALL};
-use crate::wire::RequestId;
+use crate::wire::http::Method;
+use crate::wire::{Era, LegacyRevision, RequestId};
 use findings::ServerEnd;
 
 /// The longest hard maximum a call may be given, in ms (one hour).
@@ -144,6 +145,57 @@ pub struct ProbeConfig {
     pub latency_ms: Option<(u64, u64)>,
     /// HTTP: percentage of posts whose connection the relay resets mid-response.
     pub reset_percent: u64,
+    /// The era the probe speaks: by default the SDKs' auto mode.
+    pub era: ProbeEra,
+}
+
+/// The era a probe speaks (docs/spec/mcp-2025-11-25.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProbeEra {
+    /// `server/discover` first, falling back to `initialize` (2025-11-25) when the server
+    /// refuses it or keeps silent for 10 s, as the dual-era SDKs' auto mode does.
+    #[default]
+    Auto,
+    /// 2026-07-28 only.
+    Modern,
+    /// A legacy revision: `initialize` first.
+    Legacy(LegacyRevision),
+}
+
+impl std::str::FromStr for ProbeEra {
+    type Err = String;
+
+    /// `auto`, `modern`, `legacy` (2025-11-25) or a revision's date.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ProbeEra::Auto),
+            "modern" => Ok(ProbeEra::Modern),
+            "legacy" => Ok(ProbeEra::Legacy(LegacyRevision::V2025_11_25)),
+            date => match Era::from_version(date) {
+                Some(Era::Modern) => Ok(ProbeEra::Modern),
+                Some(Era::Legacy(r)) => Ok(ProbeEra::Legacy(r)),
+                None => Err(format!(
+                    "unknown era {date:?}: auto, modern, legacy or a revision's date (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
+                )),
+            },
+        }
+    }
+}
+
+impl ProbeEra {
+    /// The reference client's configuration for this era on `transport`.
+    pub fn client_config(self, transport: Transport) -> ClientConfig {
+        let (era, auto) = match self {
+            ProbeEra::Auto => (Era::Modern, Some(LegacyRevision::V2025_11_25)),
+            ProbeEra::Modern => (Era::Modern, None),
+            ProbeEra::Legacy(r) => (Era::Legacy(r), None),
+        };
+        ClientConfig {
+            era,
+            auto,
+            ..ClientConfig::new(transport)
+        }
+    }
 }
 
 impl Default for ProbeConfig {
@@ -167,6 +219,7 @@ impl Default for ProbeConfig {
             proxy: None,
             latency_ms: None,
             reset_percent: 0,
+            era: ProbeEra::Auto,
         }
     }
 }
@@ -427,10 +480,24 @@ impl Probe {
                     self.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            ClientOutput::Post { stream, msg, .. } => {
+            ClientOutput::Post {
+                stream,
+                msg,
+                headers,
+            } => {
                 let faults = self.draw_faults(stream);
                 if let Conn::Http(http) = &mut self.conn {
-                    http.post(stream, msg, faults);
+                    http.send(stream, Method::Post, Some(msg), headers, faults);
+                }
+            }
+            // The legacy era's `GET` (a listening or resumed stream) and `DELETE`.
+            ClientOutput::Open {
+                stream,
+                method,
+                headers,
+            } => {
+                if let Conn::Http(http) = &mut self.conn {
+                    http.send(stream, method, None, headers, ConnFaults::default());
                 }
             }
             ClientOutput::Close(stream) => {
@@ -438,8 +505,6 @@ impl Probe {
                     http.close(stream);
                 }
             }
-            // The probe speaks the modern era: its client opens no legacy `GET` or `DELETE`.
-            ClientOutput::Open { .. } => {}
             // The reference client never drops the pipe.
             ClientOutput::Disconnect => {
                 if let Conn::Stdio(p) = &mut self.conn {
@@ -702,6 +767,14 @@ fn list_tools(policy: &TimeoutPolicy) -> CallSpec {
     }
 }
 
+/// `ping`: the legacy era's barrier after a stdio cancel.
+fn ping(policy: &TimeoutPolicy) -> CallSpec {
+    CallSpec {
+        method: "ping".into(),
+        ..list_tools(policy)
+    }
+}
+
 /// What the run did, for the report.
 struct RunSummary {
     plan: Vec<Planned>,
@@ -799,10 +872,12 @@ fn drive(probe: &mut Probe) -> RunSummary {
                     let t = probe.now();
                     let _ = probe.driver.client_mut().cancel(t, &id);
                     if probe.transport == Transport::Stdio {
-                        probe
-                            .driver
-                            .client_mut()
-                            .start_request(t, list_tools(policy));
+                        // The legacy era's barrier is a `ping` (every server answers it).
+                        let barrier = match probe.driver.client().era() {
+                            Era::Legacy(_) => ping(policy),
+                            Era::Modern => list_tools(policy),
+                        };
+                        probe.driver.client_mut().start_request(t, barrier);
                     }
                     probe.flush();
                 }
@@ -878,7 +953,7 @@ pub fn probe(target: &Target, config: &ProbeConfig) -> Result<ProbeRun, ProbeErr
 fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &ProbeConfig) -> Probe {
     Probe {
         driver: ClientDriver::new(
-            Client::new(ClientConfig::new(transport)),
+            Client::new(config.era.client_config(transport)),
             transport,
             ClientRecording {
                 as_written: true,
@@ -897,6 +972,30 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
     }
 }
 
+/// The host is done: a legacy session ends with its `DELETE` (sent once every POST has its
+/// answer), whose answer is awaited for up to [`SESSION_END_MS`].
+fn end_session(probe: &mut Probe) {
+    let Conn::Http(http) = &probe.conn else {
+        return;
+    };
+    let before = http.open();
+    probe.driver.client_mut().end_session();
+    probe.flush();
+    let deadline = Time::from_millis(probe.now().as_millis() + SESSION_END_MS);
+    loop {
+        let Conn::Http(http) = &probe.conn else {
+            return;
+        };
+        let waiting = http.open().iter().any(|s| !before.contains(s));
+        if !waiting || probe.now() >= deadline || !probe.wait(deadline) {
+            return;
+        }
+    }
+}
+
+/// How long the probe waits for the answer to its session's `DELETE`, in ms.
+pub const SESSION_END_MS: u64 = 2000;
+
 fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
     let endpoint = http::parse_url(url).map_err(|message| {
         ProbeError::Config(ConfigError {
@@ -913,6 +1012,7 @@ fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
         .map_err(|e| ProbeError::Unreachable(format!("{url}: {e}")))?;
     let mut probe = new_probe(Transport::Http, Conn::Http(Box::new(http)), rx, config);
     let run = drive(&mut probe);
+    end_session(&mut probe);
     // The streams still open are the client's to drop.
     let Conn::Http(http) = &mut probe.conn else {
         unreachable!("the HTTP probe keeps its connection");
