@@ -106,6 +106,7 @@ pub use wire::{Era, LegacyRevision};
 
 #[cfg(feature = "turmoil")]
 pub mod check;
+pub mod ci;
 pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

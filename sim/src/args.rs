@@ -30,6 +30,10 @@ pub enum Format {
     Text,
     /// One JSON object.
     Json,
+    /// JUnit XML: a test case per rule per run (see `mcp_sim::ci`).
+    Junit,
+    /// GitHub workflow annotations: `::error title=RULE::...` per violation.
+    Github,
 }
 
 /// How the live commands (`serve`, `record`) judge what they recorded.

@@ -427,3 +427,73 @@ fn mutants_command_reports_the_score() {
     let unknown = mcp_sim(&["mutants", "--only", "nope"], b"");
     assert_eq!(unknown.status.code(), Some(2));
 }
+
+/// The two CI formats (`mcp_sim::ci`): JUnit XML with a case per rule of the trace's era, the
+/// broken MUST rule failing with its message; GitHub annotations, one line per violation. The
+/// exit code is the command's, whatever the format. The XML is checked for the structure a CI
+/// reader needs (one `testsuites`, balanced cases, escaped text), not by a schema.
+#[test]
+fn check_trace_and_sweep_print_junit_and_github_annotations() {
+    let broken = traces().join("cancel-on-timeout-violates.jsonl");
+    let broken = broken.to_str().unwrap();
+    let junit = mcp_sim(&["check-trace", broken, "--format", "junit"], b"");
+    assert_eq!(junit.status.code(), Some(1));
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert_eq!(xml.matches("<testsuites ").count(), 1, "{xml}");
+    let modern_rules = mcp_sim::oracle::RULES
+        .iter()
+        .filter(|r| r.modern.is_some())
+        .count();
+    assert_eq!(xml.matches("<testcase ").count(), modern_rules, "{xml}");
+    assert_eq!(
+        xml.matches("<failure ").count(),
+        xml.matches("</failure>").count()
+    );
+    assert!(
+        xml.contains("name=\"cancel-on-timeout\">\n      <failure type=\"MUST\""),
+        "{xml}"
+    );
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+
+    let github = mcp_sim(&["check-trace", broken, "--format", "github"], b"");
+    assert_eq!(github.status.code(), Some(1));
+    let lines = String::from_utf8_lossy(&github.stdout);
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(
+        lines.starts_with("::error title=cancel-on-timeout::"),
+        "{lines}"
+    );
+
+    // A sweep: one suite, a MUST rule failing with the failing seeds' replay lines.
+    let sweep = mcp_sim(
+        &[
+            "sweep",
+            "--lane",
+            "memory",
+            "--mutant",
+            "respond_after_cancel",
+            "--seeds",
+            "0..30",
+            "--format",
+            "junit",
+        ],
+        b"",
+    );
+    assert_eq!(sweep.status.code(), Some(1));
+    let xml = String::from_utf8_lossy(&sweep.stdout);
+    assert_eq!(xml.matches("<testsuite ").count(), 1, "{xml}");
+    assert!(xml.contains("<failure type=\"MUST\""), "{xml}");
+    assert!(
+        xml.contains("replay --seed") && xml.contains("--mutant respond_after_cancel"),
+        "{xml}"
+    );
+    let clean = mcp_sim(
+        &[
+            "sweep", "--lane", "memory", "--seeds", "0..20", "--format", "github",
+        ],
+        b"",
+    );
+    assert_eq!(clean.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&clean.stdout).contains("::error"));
+}

@@ -70,10 +70,18 @@ pub fn run(args: &Args) -> ExitCode {
         ..oracle_config(args.profile, args.grace_ms)
     };
     let verdict = oracle::check(&trace, &config);
+    let ci_run = || mcp_sim::ci::CiRun {
+        name: args.file.display().to_string(),
+        verdict: &verdict,
+        replay: None,
+        outcome: None,
+    };
     match args.format {
         Format::Json => {
             println!("{}", json_verdict(&trace, &verdict));
         }
+        Format::Junit => print!("{}", mcp_sim::ci::junit("mcp-sim check-trace", &[ci_run()])),
+        Format::Github => print!("{}", mcp_sim::ci::github(&[ci_run()])),
         Format::Text => {
             println!(
                 "{} events, {} violations",

@@ -122,6 +122,8 @@ pub fn run(args: &Args) -> ExitCode {
             );
             print!("{}", total.text());
         }
+        Format::Junit => print!("{}", total.junit("mcp-sim merge")),
+        Format::Github => print!("{}", total.github()),
     }
     if total.failing.is_empty() {
         ExitCode::SUCCESS

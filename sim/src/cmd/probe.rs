@@ -255,7 +255,27 @@ fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
     let word = ProbeVerdict::of(&verdict, &found);
+    // The findings decide the run's own outcome for CI: a fault fails it, anything else that
+    // kept it from being exercised leaves it inconclusive.
+    let findings_text = found
+        .iter()
+        .map(|f| format!("{} ({}): {}", f.finding, f.kind, f.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let outcome = match word {
+        ProbeVerdict::ServerFault => Some(mcp_sim::ci::RunOutcome::Failed(findings_text)),
+        ProbeVerdict::Inconclusive => Some(mcp_sim::ci::RunOutcome::Inconclusive(findings_text)),
+        ProbeVerdict::Clean | ProbeVerdict::Violations => None,
+    };
+    let ci_run = || mcp_sim::ci::CiRun {
+        name: label.to_owned(),
+        verdict: &verdict,
+        replay: Some(replay_line(args, label)),
+        outcome: outcome.clone(),
+    };
     match args.format {
+        Format::Junit => print!("{}", mcp_sim::ci::junit("mcp-sim probe", &[ci_run()])),
+        Format::Github => print!("{}", mcp_sim::ci::github(&[ci_run()])),
         Format::Json => {
             let out = JsonVerdict {
                 target: label,
@@ -289,6 +309,20 @@ fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
         }),
     }
     ExitCode::from(word.exit_code())
+}
+
+/// The probe's command line again with this seed and era, for a failure's text (the other
+/// flags as the user gave them are in the CI job).
+fn replay_line(args: &Args, label: &str) -> String {
+    let target = match &args.url {
+        Some(url) => format!("--url {url}"),
+        None => format!("-- {label}"),
+    };
+    format!(
+        "mcp-sim probe --seed {} --era {} {target}",
+        args.seed,
+        era_asked(args.era)
+    )
 }
 
 /// The era the probe was asked to speak, as the flag spells it.

@@ -306,6 +306,8 @@ pub fn run(args: &Args) -> ExitCode {
             serde_json::to_string(&totals).expect("totals serialize")
         ),
         Format::Text => print!("{}", totals.text()),
+        Format::Junit => print!("{}", totals.junit("mcp-sim sweep")),
+        Format::Github => print!("{}", totals.github()),
     }
     if totals.failing.is_empty() {
         ExitCode::SUCCESS
@@ -404,7 +406,123 @@ pub(crate) struct FailingRun {
     pub report: Option<String>,
 }
 
+/// How many failing runs a CI report lists per rule (the JSON output has them all).
+const CI_LISTED: usize = 50;
+
 impl Totals {
+    /// The sweep as one JUnit suite: a case per rule that applies in an era it ran (and one
+    /// for crashes), a MUST rule failing with its failing runs' replay lines.
+    pub fn junit(&self, tool: &str) -> String {
+        use mcp_sim::ci::{junit_suites, Case, CaseResult, Suite};
+        let eras: Vec<mcp_sim::Era> = self
+            .eras
+            .keys()
+            .filter_map(|v| mcp_sim::Era::from_version(v))
+            .collect();
+        let mut names: Vec<&str> = mcp_sim::oracle::RULES
+            .iter()
+            .filter(|r| eras.iter().any(|&e| r.level_in(e).is_some()))
+            .map(|r| r.name)
+            .collect();
+        // A crash, or a rule of an era none of the runs was read in, still gets its case.
+        let extra: Vec<&str> = self
+            .violations
+            .keys()
+            .map(String::as_str)
+            .filter(|v| !names.contains(v))
+            .collect();
+        names.extend(extra);
+        let cases = names
+            .into_iter()
+            .map(|name| {
+                let result = match self.violations.get(name) {
+                    None => CaseResult::Passed,
+                    Some(count) if count.level == Level::Must.as_str() => {
+                        let failing: Vec<&FailingRun> = self
+                            .failing
+                            .iter()
+                            .filter(|f| f.rules.iter().any(|r| r == name))
+                            .collect();
+                        let mut text: Vec<String> = failing
+                            .iter()
+                            .take(CI_LISTED)
+                            .map(|f| format!("seed {}: {}", f.seed, f.replay))
+                            .collect();
+                        if failing.len() > CI_LISTED {
+                            text.push(format!("and {} more", failing.len() - CI_LISTED));
+                        }
+                        CaseResult::Failed {
+                            kind: "MUST".into(),
+                            message: format!("{} of {} runs break it", count.runs, self.runs),
+                            text: text.join("\n"),
+                        }
+                    }
+                    Some(count) => CaseResult::PassedWithOutput(format!(
+                        "{} of {} runs break this {} rule",
+                        count.runs, self.runs, count.level
+                    )),
+                };
+                Case {
+                    name: name.to_owned(),
+                    result,
+                }
+            })
+            .collect();
+        let suite = Suite {
+            name: format!("seeds {}..{} {}", self.seeds.0, self.seeds.1, self.setup),
+            properties: vec![
+                ("runs".into(), self.runs.to_string()),
+                ("traces".into(), format!("{:016x}", self.traces)),
+                (
+                    "eras".into(),
+                    self.eras
+                        .iter()
+                        .map(|(e, n)| format!("{e} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+            ],
+            cases,
+        };
+        junit_suites(tool, &[suite])
+    }
+
+    /// The sweep as GitHub annotations: one per broken rule, with the first failing runs'
+    /// replay lines for a MUST rule.
+    pub fn github(&self) -> String {
+        use mcp_sim::ci::{github_lines, Annotation};
+        let annotations: Vec<Annotation> = self
+            .violations
+            .iter()
+            .map(|(rule, count)| {
+                let level = match count.level.as_str() {
+                    "MUST" => Level::Must,
+                    "SHOULD" => Level::Should,
+                    _ => Level::Policy,
+                };
+                let mut message = format!(
+                    "{} of {} runs of seeds {}..{} break {} ({})",
+                    count.runs, self.runs, self.seeds.0, self.seeds.1, rule, count.level
+                );
+                let listed = if level == Level::Must { 3 } else { 0 };
+                for f in self
+                    .failing
+                    .iter()
+                    .filter(|f| f.rules.iter().any(|r| r == rule))
+                    .take(listed)
+                {
+                    let _ = write!(message, "\nreplay: {}", f.replay);
+                }
+                Annotation {
+                    command: mcp_sim::ci::annotation_command(level),
+                    title: rule.clone(),
+                    message,
+                }
+            })
+            .collect();
+        github_lines(&annotations)
+    }
+
     /// The text summary `mcp-sim sweep` prints after its header.
     pub fn text(&self) -> String {
         let mut out = String::new();

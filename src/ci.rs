@@ -1,0 +1,427 @@
+//! Results a CI system reads: JUnit XML (`--format junit`) and GitHub workflow annotations
+//! (`--format github`).
+//!
+//! A *run* is one judged trace: a seed of a sweep, a probed server, a served client, a
+//! recorded session, a checked file. In JUnit each run is a `<testsuite>` and each rule of the
+//! catalog that applies in the run's era is a `<testcase>` of it (`classname` the run, `name`
+//! the rule), so a CI dashboard counts the rules that held as well as those that broke. A MUST
+//! violation is a `<failure>` whose text has every violation of the rule and the line that
+//! replays the run; a SHOULD or policy violation leaves the case passing, its messages in
+//! `<system-out>`; a run that could not be judged fairly (a verdict that exercised nothing, a
+//! crash, a finding about the server) is one more case, `verdict`, failing or skipped as the
+//! command's exit code says. In GitHub's format every violation is one annotation line,
+//! `::error` for MUST, `::warning` for SHOULD, `::notice` for policy, titled with the rule.
+//!
+//! Both writers escape what they must (XML's five characters and the control characters XML
+//! 1.0 forbids; GitHub's `%`, CR, LF and, in properties, `:` and `,`), so any message a peer
+//! provoked stays one well-formed line or element.
+
+use std::fmt::Write as _;
+
+use crate::oracle::{Level, Verdict, RULES};
+
+/// One judged trace, as CI sees it.
+#[derive(Debug, Clone)]
+pub struct CiRun<'a> {
+    /// What was judged: `seed 17 (http)`, a server's command line, a file.
+    pub name: String,
+    /// The oracle's verdict.
+    pub verdict: &'a Verdict,
+    /// How to replay it, when it can be (a sweep's seed); attached to each failure.
+    pub replay: Option<String>,
+    /// Besides the rules: whether the run itself failed or was inconclusive, and why (a
+    /// finding, a crash, nothing exercised). `None`: the rules say it all.
+    pub outcome: Option<RunOutcome>,
+}
+
+/// What a run's command concluded beyond the rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// It failed for a reason of its own (a crash, a server that exited or never answered).
+    Failed(String),
+    /// It could not conclude (nothing exercised).
+    Inconclusive(String),
+}
+
+/// One JUnit `<testsuite>`: a run, or a whole sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suite {
+    /// Its name (the run, or the sweep's setup).
+    pub name: String,
+    /// `name=value` properties (the era read, the seed range).
+    pub properties: Vec<(String, String)>,
+    /// Its cases, in order.
+    pub cases: Vec<Case>,
+}
+
+/// One JUnit `<testcase>`: a rule (or the run's own verdict) in a suite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    /// The rule's name, or `verdict`.
+    pub name: String,
+    /// How it went.
+    pub result: CaseResult,
+}
+
+/// How one case went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseResult {
+    /// It held.
+    Passed,
+    /// It held at the MUST level, with SHOULD or policy findings to show.
+    PassedWithOutput(String),
+    /// It failed: a one-line message and the whole text.
+    Failed {
+        /// The failure's `type` attribute (`MUST`, `verdict`).
+        kind: String,
+        /// The first message.
+        message: String,
+        /// Every message, and the replay line.
+        text: String,
+    },
+    /// It could not be judged.
+    Skipped(String),
+}
+
+/// One GitHub workflow annotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    /// `error`, `warning` or `notice`.
+    pub command: &'static str,
+    /// The title (a rule's name).
+    pub title: String,
+    /// The message, any text.
+    pub message: String,
+}
+
+/// The annotation command for a violation of `level`.
+pub fn annotation_command(level: Level) -> &'static str {
+    match level {
+        Level::Must => "error",
+        Level::Should => "warning",
+        Level::Policy => "notice",
+    }
+}
+
+/// JUnit XML of `suites` inside one `<testsuites>` named `tool`.
+pub fn junit_suites(tool: &str, suites: &[Suite]) -> String {
+    let mut body = String::new();
+    let (mut tests, mut failures, mut skipped) = (0usize, 0usize, 0usize);
+    for suite in suites {
+        let mut cases = String::new();
+        let (mut f, mut s) = (0usize, 0usize);
+        for case in &suite.cases {
+            let _ = write!(
+                cases,
+                "    <testcase classname=\"{}\" name=\"{}\"",
+                xml(&suite.name),
+                xml(&case.name)
+            );
+            match &case.result {
+                CaseResult::Passed => cases.push_str("/>\n"),
+                CaseResult::PassedWithOutput(text) => {
+                    let _ = write!(
+                        cases,
+                        ">\n      <system-out>{}</system-out>\n    </testcase>\n",
+                        xml(text)
+                    );
+                }
+                CaseResult::Failed {
+                    kind,
+                    message,
+                    text,
+                } => {
+                    f += 1;
+                    let _ = write!(
+                        cases,
+                        ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                        xml(kind),
+                        xml(message),
+                        xml(text)
+                    );
+                }
+                CaseResult::Skipped(why) => {
+                    s += 1;
+                    let _ = write!(
+                        cases,
+                        ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                        xml(why)
+                    );
+                }
+            }
+        }
+        let t = suite.cases.len();
+        let _ = writeln!(
+            body,
+            "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{f}\" errors=\"0\" skipped=\"{s}\">",
+            xml(&suite.name)
+        );
+        if !suite.properties.is_empty() {
+            body.push_str("    <properties>\n");
+            for (k, v) in &suite.properties {
+                let _ = writeln!(
+                    body,
+                    "      <property name=\"{}\" value=\"{}\"/>",
+                    xml(k),
+                    xml(v)
+                );
+            }
+            body.push_str("    </properties>\n");
+        }
+        body.push_str(&cases);
+        body.push_str("  </testsuite>\n");
+        tests += t;
+        failures += f;
+        skipped += s;
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">\n{body}</testsuites>\n",
+        xml(tool)
+    )
+}
+
+/// The suite of one judged run: a case per rule of its era, and `verdict` when the run has
+/// an outcome of its own.
+pub fn run_suite(run: &CiRun<'_>) -> Suite {
+    let era = run.verdict.era.era;
+    let mut cases: Vec<Case> = RULES
+        .iter()
+        .filter(|r| r.level_in(era).is_some())
+        .map(|rule| {
+            let broken: Vec<_> = run
+                .verdict
+                .violations
+                .iter()
+                .filter(|v| v.rule == rule.name)
+                .collect();
+            let text: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
+            let mut text = text.join("\n");
+            let result = match broken.first() {
+                None => CaseResult::Passed,
+                Some(first) if broken.iter().any(|v| v.level == Level::Must) => {
+                    if let Some(replay) = &run.replay {
+                        let _ = write!(text, "\nreplay: {replay}");
+                    }
+                    CaseResult::Failed {
+                        kind: "MUST".into(),
+                        message: first.message.clone(),
+                        text,
+                    }
+                }
+                Some(_) => CaseResult::PassedWithOutput(text),
+            };
+            Case {
+                name: rule.name.into(),
+                result,
+            }
+        })
+        .collect();
+    match &run.outcome {
+        Some(RunOutcome::Failed(why)) => cases.push(Case {
+            name: "verdict".into(),
+            result: CaseResult::Failed {
+                kind: "verdict".into(),
+                message: why.clone(),
+                text: why.clone(),
+            },
+        }),
+        Some(RunOutcome::Inconclusive(why)) => cases.push(Case {
+            name: "verdict".into(),
+            result: CaseResult::Skipped(why.clone()),
+        }),
+        None => {}
+    }
+    Suite {
+        name: run.name.clone(),
+        properties: vec![("era".into(), run.verdict.era.describe())],
+        cases,
+    }
+}
+
+/// JUnit XML for `runs`, one `<testsuite>` each inside one `<testsuites>` named `tool`.
+pub fn junit(tool: &str, runs: &[CiRun<'_>]) -> String {
+    let suites: Vec<Suite> = runs.iter().map(run_suite).collect();
+    junit_suites(tool, &suites)
+}
+
+/// The annotations of `runs`: one per violation (and per failed or inconclusive run).
+pub fn run_annotations(runs: &[CiRun<'_>]) -> Vec<Annotation> {
+    let mut out = Vec::new();
+    for run in runs {
+        for v in &run.verdict.violations {
+            let mut message = format!("{}: {v}", run.name);
+            if let (Level::Must, Some(replay)) = (v.level, &run.replay) {
+                let _ = write!(message, "\nreplay: {replay}");
+            }
+            out.push(Annotation {
+                command: annotation_command(v.level),
+                title: v.rule.into(),
+                message,
+            });
+        }
+        match &run.outcome {
+            Some(RunOutcome::Failed(why)) => out.push(Annotation {
+                command: "error",
+                title: "verdict".into(),
+                message: format!("{}: {why}", run.name),
+            }),
+            Some(RunOutcome::Inconclusive(why)) => out.push(Annotation {
+                command: "warning",
+                title: "inconclusive".into(),
+                message: format!("{}: {why}", run.name),
+            }),
+            None => {}
+        }
+    }
+    out
+}
+
+/// GitHub workflow annotations for `runs`: one line per violation (and per failed or
+/// inconclusive run), `::error` for MUST, `::warning` for SHOULD, `::notice` for policy.
+pub fn github(runs: &[CiRun<'_>]) -> String {
+    github_lines(&run_annotations(runs))
+}
+
+/// The workflow command lines of `annotations`, one line each.
+pub fn github_lines(annotations: &[Annotation]) -> String {
+    let mut out = String::new();
+    for a in annotations {
+        let _ = writeln!(
+            out,
+            "::{} title={}::{}",
+            a.command,
+            gh_property(&a.title),
+            gh_data(&a.message)
+        );
+    }
+    out
+}
+
+/// Text for an XML attribute or element: the five special characters escaped, and the
+/// control characters XML 1.0 cannot carry at all replaced by U+FFFD.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A workflow command's message: `%`, CR and LF escaped (GitHub's toolkit encoding).
+fn gh_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value: as [`gh_data`], and `:` and `,` too.
+fn gh_property(s: &str) -> String {
+    gh_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oracle::{EraReading, Violation};
+
+    fn verdict(violations: Vec<Violation>) -> Verdict {
+        Verdict {
+            violations,
+            era: EraReading::default(),
+        }
+    }
+
+    fn must(rule: &'static str, message: &str) -> Violation {
+        Violation {
+            rule,
+            level: Level::Must,
+            events: vec![3],
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn junit_has_one_case_per_rule_of_the_era_and_fails_the_broken_one() {
+        let v = verdict(vec![must(
+            "response-after-cancel",
+            "a <late> \"answer\" & more",
+        )]);
+        let runs = [CiRun {
+            name: "seed 7".into(),
+            verdict: &v,
+            replay: Some("mcp-sim replay --seed 7".into()),
+            outcome: None,
+        }];
+        let x = junit("mcp-sim sweep", &runs);
+        let modern_rules = RULES.iter().filter(|r| r.modern.is_some()).count();
+        assert_eq!(x.matches("<testcase ").count(), modern_rules, "{x}");
+        assert_eq!(x.matches("<failure ").count(), 1, "{x}");
+        assert!(x.contains("failures=\"1\""), "{x}");
+        assert!(
+            x.contains("a &lt;late&gt; &quot;answer&quot; &amp; more"),
+            "{x}"
+        );
+        assert!(x.contains("replay: mcp-sim replay --seed 7"), "{x}");
+        assert!(!x.contains("<late>"), "{x}");
+    }
+
+    #[test]
+    fn a_should_passes_in_junit_and_warns_in_github_an_inconclusive_run_is_skipped() {
+        let v = verdict(vec![Violation {
+            level: Level::Should,
+            ..must("cancel-on-timeout", "no cancel")
+        }]);
+        let runs = [CiRun {
+            name: "server".into(),
+            verdict: &v,
+            replay: None,
+            outcome: Some(RunOutcome::Inconclusive("nothing exercised".into())),
+        }];
+        let x = junit("mcp-sim probe", &runs);
+        assert_eq!(x.matches("<failure ").count(), 0, "{x}");
+        assert!(x.contains("<system-out>"), "{x}");
+        assert!(
+            x.contains("<skipped message=\"nothing exercised\"/>"),
+            "{x}"
+        );
+        let g = github(&runs);
+        assert_eq!(
+            g,
+            "::warning title=cancel-on-timeout::server: [SHOULD] cancel-on-timeout at #3: no cancel\n\
+             ::warning title=inconclusive::server: nothing exercised\n"
+        );
+    }
+
+    #[test]
+    fn github_lines_stay_one_line_whatever_the_message() {
+        let v = verdict(vec![must("message-shape", "100% bad\r\nline two")]);
+        let runs = [CiRun {
+            name: "a:b,c".into(),
+            verdict: &v,
+            replay: Some("replay it".into()),
+            outcome: None,
+        }];
+        let g = github(&runs);
+        assert_eq!(g.lines().count(), 1, "{g}");
+        assert!(g.starts_with("::error title=message-shape::a:b,c: "), "{g}");
+        assert!(
+            g.contains("100%25 bad%0D%0Aline two%0Areplay: replay it"),
+            "{g}"
+        );
+        assert_eq!(gh_property("a:b,c%"), "a%3Ab%2Cc%25");
+    }
+
+    #[test]
+    fn xml_drops_the_control_characters_it_cannot_carry() {
+        assert_eq!(xml("a\u{1}b\tc"), "a\u{FFFD}b\tc");
+    }
+}
