@@ -297,6 +297,122 @@ pub fn github_lines(annotations: &[Annotation]) -> String {
     out
 }
 
+/// The most entries a baseline file may list (a guard on what is read).
+pub const MAX_BASELINE_ENTRIES: usize = 1000;
+
+/// Findings a team expects (`--baseline FILE`): a server with known bugs is adopted, and only
+/// new ones fail. One rule name (or a probe finding such as `no-response`) per line; `#`
+/// starts a comment; blank lines are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Baseline {
+    /// The expected names.
+    pub expected: std::collections::BTreeSet<String>,
+}
+
+/// A baseline file that cannot be used, naming the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineError {
+    /// The 1-based line.
+    pub line: usize,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for BaselineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for BaselineError {}
+
+/// How a run compares with its baseline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BaselineDiff {
+    /// Failing findings the baseline does not list: they fail the run.
+    pub unexpected: Vec<String>,
+    /// Baseline entries that no longer occur: they fail the run too, so that a fixed bug
+    /// is taken off the list (and cannot come back unseen).
+    pub stale: Vec<String>,
+}
+
+impl BaselineDiff {
+    /// Whether the run agrees with its baseline.
+    pub fn is_clean(&self) -> bool {
+        self.unexpected.is_empty() && self.stale.is_empty()
+    }
+
+    /// One line per difference, for people.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for u in &self.unexpected {
+            let _ = writeln!(out, "baseline: unexpected {u} (not in the baseline)");
+        }
+        for s in &self.stale {
+            let _ = writeln!(out, "baseline: stale {s} (listed, but it no longer occurs)");
+        }
+        out
+    }
+}
+
+impl Baseline {
+    /// Reads a baseline; `known` says which names may appear (the rules of the catalog, and
+    /// the command's own findings). An unknown name is an error naming its line, so that a
+    /// typo cannot silently expect nothing.
+    pub fn parse(text: &str, known: impl Fn(&str) -> bool) -> Result<Baseline, BaselineError> {
+        let mut expected = std::collections::BTreeSet::new();
+        for (n, line) in text.lines().enumerate() {
+            let name = line.split('#').next().unwrap_or_default().trim();
+            if name.is_empty() {
+                continue;
+            }
+            let err = |message: String| BaselineError {
+                line: n + 1,
+                message,
+            };
+            if !known(name) {
+                return Err(err(format!("{name:?} is no rule or finding")));
+            }
+            if !expected.insert(name.to_owned()) {
+                return Err(err(format!("{name} is listed twice")));
+            }
+            if expected.len() > MAX_BASELINE_ENTRIES {
+                return Err(err(format!("more than {MAX_BASELINE_ENTRIES} entries")));
+            }
+        }
+        Ok(Baseline { expected })
+    }
+
+    /// Compares the findings of a run: `failing` (what would fail it: MUST violations,
+    /// faults) and `seen` (everything that occurred, at any level).
+    pub fn compare<'a>(
+        &self,
+        failing: impl IntoIterator<Item = &'a str>,
+        seen: impl IntoIterator<Item = &'a str>,
+    ) -> BaselineDiff {
+        let seen: std::collections::BTreeSet<&str> = seen.into_iter().collect();
+        let mut unexpected: Vec<String> = failing
+            .into_iter()
+            .filter(|f| !self.expected.contains(*f))
+            .map(str::to_owned)
+            .collect();
+        unexpected.sort();
+        unexpected.dedup();
+        let stale = self
+            .expected
+            .iter()
+            .filter(|e| !seen.contains(e.as_str()))
+            .cloned()
+            .collect();
+        BaselineDiff { unexpected, stale }
+    }
+}
+
+/// Whether `name` is a rule of the catalog.
+pub fn is_rule(name: &str) -> bool {
+    RULES.iter().any(|r| r.name == name)
+}
+
 /// Text for an XML attribute or element: the five special characters escaped, and the
 /// control characters XML 1.0 cannot carry at all replaced by U+FFFD.
 fn xml(s: &str) -> String {
@@ -418,6 +534,37 @@ mod tests {
             "{g}"
         );
         assert_eq!(gh_property("a:b,c%"), "a%3Ab%2Cc%25");
+    }
+
+    #[test]
+    fn a_baseline_fails_on_new_findings_and_on_stale_entries_and_names_bad_lines() {
+        let b = Baseline::parse(
+            "# known\nresponse-after-cancel\n\ncancel-on-timeout # SHOULD\n",
+            is_rule,
+        )
+        .unwrap();
+        assert_eq!(b.expected.len(), 2);
+        let same = b.compare(
+            ["response-after-cancel"],
+            ["response-after-cancel", "cancel-on-timeout"],
+        );
+        assert!(same.is_clean(), "{same:?}");
+        let new = b.compare(
+            ["response-after-cancel", "message-shape"],
+            [
+                "response-after-cancel",
+                "cancel-on-timeout",
+                "message-shape",
+            ],
+        );
+        assert_eq!(new.unexpected, vec!["message-shape".to_string()]);
+        let fixed = b.compare(["response-after-cancel"], ["response-after-cancel"]);
+        assert_eq!(fixed.stale, vec!["cancel-on-timeout".to_string()]);
+        let typo = Baseline::parse("response-after-cancle\n", is_rule).unwrap_err();
+        assert_eq!(typo.line, 1);
+        assert!(typo.message.contains("response-after-cancle"));
+        let twice = Baseline::parse("message-shape\nmessage-shape\n", is_rule).unwrap_err();
+        assert_eq!(twice.line, 2);
     }
 
     #[test]

@@ -315,3 +315,15 @@ pub(crate) fn parse_range(s: &str) -> Result<(u64, u64), String> {
             .map_err(|_| format!("expected A..B or a seed, got {s:?}")),
     }
 }
+
+/// Reads `--baseline FILE` (see `mcp_sim::ci::Baseline`); `known` tells the names that may
+/// appear. The error names the file and the line.
+pub(crate) fn read_baseline(
+    path: &std::path::Path,
+    known: impl Fn(&str) -> bool,
+) -> Result<mcp_sim::ci::Baseline, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--baseline: cannot read {}: {e}", path.display()))?;
+    mcp_sim::ci::Baseline::parse(&text, known)
+        .map_err(|e| format!("--baseline: {}: {e}", path.display()))
+}

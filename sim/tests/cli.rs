@@ -497,3 +497,34 @@ fn check_trace_and_sweep_print_junit_and_github_annotations() {
     assert_eq!(clean.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&clean.stdout).contains("::error"));
 }
+
+/// `--baseline FILE`: a listed MUST rule no longer fails the run, a listed rule that no longer
+/// occurs does (stale), a rule not listed still does, and a name that is no rule is refused
+/// with its line before anything is judged.
+#[test]
+fn check_trace_baselines_fail_on_new_and_on_stale_findings() {
+    let dir = std::env::temp_dir().join(format!("mcp-sim-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let broken = traces().join("cancel-on-timeout-violates.jsonl");
+    let broken = broken.to_str().unwrap();
+    let run = |baseline: &str| mcp_sim(&["check-trace", broken, "--baseline", baseline], b"");
+    let known = file("known", "# adopted with its known bug\ncancel-on-timeout\n");
+    assert_eq!(run(&known).status.code(), Some(0));
+    let stale = file("stale", "cancel-on-timeout\nmessage-shape\n");
+    let out = run(&stale);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stale message-shape"));
+    let other = file("other", "message-shape\n");
+    let out = run(&other);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected cancel-on-timeout"));
+    let typo = file("typo", "\ncancel-on-timeut\n");
+    let out = run(&typo);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
+}

@@ -37,6 +37,10 @@ pub struct Args {
     /// (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26).
     #[arg(long)]
     era: Option<Era>,
+    /// Expected findings, one rule per line: the exit code then fails only on a MUST rule
+    /// the file does not list, or on a listed rule that no longer occurs.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -69,6 +73,18 @@ pub fn run(args: &Args) -> ExitCode {
         era: args.era,
         ..oracle_config(args.profile, args.grace_ms)
     };
+    let baseline = match args
+        .baseline
+        .as_deref()
+        .map(|p| crate::args::read_baseline(p, mcp_sim::ci::is_rule))
+        .transpose()
+    {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("mcp-sim check-trace: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let verdict = oracle::check(&trace, &config);
     let ci_run = || mcp_sim::ci::CiRun {
         name: args.file.display().to_string(),
@@ -97,6 +113,20 @@ pub fn run(args: &Args) -> ExitCode {
                 );
             }
         }
+    }
+    if let Some(baseline) = baseline {
+        let failing = verdict
+            .violations
+            .iter()
+            .filter(|v| v.level == oracle::Level::Must)
+            .map(|v| v.rule);
+        let diff = baseline.compare(failing, verdict.violations.iter().map(|v| v.rule));
+        eprint!("{}", diff.text());
+        return if diff.is_clean() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
     }
     if verdict.has_must() {
         ExitCode::from(1)

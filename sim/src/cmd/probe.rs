@@ -61,6 +61,11 @@ pub struct Args {
     /// `legacy` (2025-11-25) or a revision's date.
     #[arg(long, default_value = "auto")]
     era: probe::ProbeEra,
+    /// Expected findings, one rule or probe finding (`no-response`, `server-exited`,
+    /// `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
+    /// the file does not list, or on a listed one that no longer occurs.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
     /// How long to keep reading after the last outcome, in ms (late messages after a cancel).
     #[arg(long, default_value_t = 1500)]
     drain_ms: u64,
@@ -198,8 +203,22 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
+    // Read before the run, so that a bad file costs no probe.
+    let known = |n: &str| {
+        mcp_sim::ci::is_rule(n)
+            || ["no-response", "server-exited", "nothing-exercised"].contains(&n)
+    };
+    let baseline = match args
+        .baseline
+        .as_deref()
+        .map(|p| crate::args::read_baseline(p, known))
+        .transpose()
+    {
+        Ok(b) => b,
+        Err(e) => return usage(&e),
+    };
     match probe::probe(&target, &config) {
-        Ok(run) => finish(&run, args, &target.label()),
+        Ok(run) => finish(&run, args, &target.label(), baseline.as_ref()),
         Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),
         Err(ProbeError::Unreachable(e)) => {
             eprintln!("mcp-sim probe: {e}");
@@ -237,7 +256,12 @@ struct JsonVerdict<'a> {
 }
 
 /// Writes the trace, judges it and prints the verdict; returns the exit code.
-fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
+fn finish(
+    run: &ProbeRun,
+    args: &Args,
+    label: &str,
+    baseline: Option<&mcp_sim::ci::Baseline>,
+) -> ExitCode {
     let trace = &run.run.trace;
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
@@ -255,6 +279,25 @@ fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
     let word = ProbeVerdict::of(&verdict, &found);
+    let baseline_code = match baseline {
+        None => None,
+        Some(baseline) => {
+            let failing = verdict
+                .violations
+                .iter()
+                .filter(|v| v.level == mcp_sim::oracle::Level::Must)
+                .map(|v| v.rule)
+                .chain(found.iter().map(|f| f.finding));
+            let seen = verdict
+                .violations
+                .iter()
+                .map(|v| v.rule)
+                .chain(found.iter().map(|f| f.finding));
+            let diff = baseline.compare(failing, seen);
+            eprint!("{}", diff.text());
+            Some(if diff.is_clean() { 0 } else { 1 })
+        }
+    };
     // The findings decide the run's own outcome for CI: a fault fails it, anything else that
     // kept it from being exercised leaves it inconclusive.
     let findings_text = found
@@ -308,7 +351,7 @@ fn finish(run: &ProbeRun, args: &Args, label: &str) -> ExitCode {
             word,
         }),
     }
-    ExitCode::from(word.exit_code())
+    ExitCode::from(baseline_code.unwrap_or(word.exit_code()))
 }
 
 /// The probe's command line again with this seed and era, for a failure's text (the other
