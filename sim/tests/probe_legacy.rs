@@ -197,3 +197,18 @@ fn over_http_the_legacy_probe_opens_a_session_and_deletes_it_at_the_end() {
     );
     assert!(answered, "the server accepted the DELETE");
 }
+
+/// `serve --era` pins the reference server to one era: the auto-mode probe meets a
+/// legacy-only server by falling back and a modern-only one by staying modern, clean both
+/// times.
+#[test]
+fn the_auto_probe_follows_the_era_serve_is_pinned_to() {
+    let bin = env!("CARGO_BIN_EXE_mcp-sim");
+    for (pinned, spoken) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let mut args = vec!["--seed", "1"];
+        args.extend_from_slice(SLOW);
+        let (code, v) = common::probe::probe_json(&args, &[bin, "serve", "--era", pinned]);
+        assert_eq!(code, 0, "serve --era {pinned}: {v:#}");
+        assert_eq!(v["era"], spoken, "serve --era {pinned}: {v:#}");
+    }
+}

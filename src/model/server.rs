@@ -214,6 +214,9 @@ pub enum ServerEras {
         /// `server/discover` gets no answer at all.
         ignores_discover: bool,
     },
+    /// 2026-07-28 only: `initialize` is refused with -32022 naming the supported version
+    /// (docs/spec/mcp-2026-07-28.md §10.1).
+    ModernOnly,
 }
 
 /// A tool call in progress.
@@ -549,11 +552,14 @@ impl Server {
         if legacy_only && r.method == "server/discover" {
             return self.refuse_discover(stream, r);
         }
-        let era = *self.era.get_or_insert(if r.meta.legacy || legacy_only {
-            Era::LEGACY
-        } else {
-            Era::Modern
-        });
+        let modern_only = self.config.eras == ServerEras::ModernOnly;
+        let era = *self
+            .era
+            .get_or_insert(if (r.meta.legacy || legacy_only) && !modern_only {
+                Era::LEGACY
+            } else {
+                Era::Modern
+            });
         self.open_resumable(era);
         if era.is_legacy() && r.method == "ping" && self.mutant(Mutant::PingUnanswered) {
             return;
@@ -630,6 +636,16 @@ impl Server {
     /// The legacy handshake: the version the client asked for when it is a legacy one, else
     /// the newest legacy revision (version negotiation, docs/spec/mcp-2025-11-25.md §2).
     fn initialize(&mut self, stream: Option<StreamId>, r: Request) {
+        if self.config.eras == ServerEras::ModernOnly {
+            let mut e = ErrorResponse::new(
+                Some(r.id),
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version: this server speaks 2026-07-28 only",
+            );
+            let asked = r.params.get("protocolVersion").cloned();
+            e.error.data = Some(json!({"supported": [PROTOCOL_VERSION], "requested": asked}));
+            return self.respond(stream, e.into(), 400);
+        }
         let asked = r.params.get("protocolVersion").and_then(Value::as_str);
         let era = asked
             .and_then(Era::from_version)

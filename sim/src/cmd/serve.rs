@@ -24,6 +24,17 @@ use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
 use crate::args::{json_verdict, Judging};
 
+/// `serve --era`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ServeEra {
+    /// Both eras: the client's first request decides.
+    Auto,
+    /// 2026-07-28 only.
+    Modern,
+    /// The legacy era only.
+    Legacy,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     /// Serve Streamable HTTP on this address (`127.0.0.1:8080`; port 0 picks a free one and
@@ -38,6 +49,11 @@ pub struct Args {
     /// `timeout=MS[,reset][,max=MS]`. Recorded as each request's policy and checked.
     #[arg(long, value_parser = TimeoutPolicy::from_spec)]
     client_policy: Option<TimeoutPolicy>,
+    /// The eras to serve: `auto` (both; the client's first request decides, as the SDK
+    /// servers do), `modern` (2026-07-28 only: `initialize` is refused) or `legacy` (the
+    /// legacy era only: `server/discover` is refused, as the TypeScript SDK v1 does).
+    #[arg(long, value_enum, default_value_t = ServeEra::Auto)]
+    era: ServeEra,
     /// Write the trace (JSON Lines, format v1) here at the end.
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -115,6 +131,13 @@ pub fn run(args: &Args) -> ExitCode {
         max_seconds: args.max_seconds,
         verbose: args.verbose,
         keepalive: args.keepalive_ms.map(Duration::from_millis),
+        eras: match args.era {
+            ServeEra::Auto => mcp_sim::model::ServerEras::Both,
+            ServeEra::Modern => mcp_sim::model::ServerEras::ModernOnly,
+            ServeEra::Legacy => mcp_sim::model::ServerEras::LegacyOnly {
+                ignores_discover: false,
+            },
+        },
     };
     let listen = match &args.http {
         Some(addr) => match std::net::TcpListener::bind(addr) {

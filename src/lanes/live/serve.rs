@@ -59,6 +59,8 @@ pub struct ServeConfig {
     /// Keep-alive comments on quiet SSE streams after this long (`None`: the model's default,
     /// 15 s).
     pub keepalive: Option<Duration>,
+    /// The eras it serves: both by default (the client's first request decides).
+    pub eras: crate::model::ServerEras,
 }
 
 /// Where the server listens.
@@ -126,7 +128,7 @@ pub fn server_config(transport: Transport, config: &ServeConfig) -> ServerConfig
             ..ServerBehaviour::default()
         },
         mutants: config.mutants,
-        eras: crate::model::ServerEras::Both,
+        eras: config.eras,
     }
 }
 
