@@ -15,23 +15,7 @@ use std::process::{Child, Command, Stdio};
 use mcp_sim::trace::{EventKind, Trace};
 use serde_json::Value;
 
-/// Calls of about 1.2 s, half of them cancelled.
-const SLOW: &[&str] = &[
-    "--calls",
-    "4",
-    "--args",
-    r#"{"steps":6,"step_ms":200}"#,
-    "--cancel-percent",
-    "50",
-    "--timeout-ms",
-    "5000",
-    "--max-total-ms",
-    "20000",
-    "--max-seconds",
-    "40",
-    "--drain-ms",
-    "800",
-];
+use common::probe::SLOW;
 
 fn legacy_server(mode: &str) -> Vec<String> {
     let script = common::repo().join("tests/peers/raw_stdio_server.py");

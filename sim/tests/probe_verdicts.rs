@@ -20,23 +20,7 @@ fn raw_server(mode: &str) -> Vec<String> {
     vec!["python3".into(), script.display().to_string(), mode.into()]
 }
 
-/// Calls of about 1.2 s, half of them cancelled.
-const SLOW: &[&str] = &[
-    "--calls",
-    "4",
-    "--args",
-    r#"{"steps":6,"step_ms":200}"#,
-    "--cancel-percent",
-    "50",
-    "--timeout-ms",
-    "5000",
-    "--max-total-ms",
-    "20000",
-    "--max-seconds",
-    "30",
-    "--drain-ms",
-    "800",
-];
+use common::probe::SLOW;
 
 fn rules(verdict: &Value) -> Vec<String> {
     verdict["violations"]

@@ -342,11 +342,8 @@ impl Server {
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or as the body of the POST
     /// that opened `stream`.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
-        match &msg {
-            Message::Result(_) | Message::Error(_) => return self.handle_answer(stream, msg),
-            _ => {}
-        }
         match msg {
+            Message::Result(_) | Message::Error(_) => self.handle_answer(stream, msg),
             Message::Request(r) => self.handle_request(now, stream, r),
             Message::Cancelled(c) => {
                 if let Some(s) = stream {
@@ -369,7 +366,6 @@ impl Server {
                         .push_back(ServerTransmit::Accepted { stream: s });
                 }
             }
-            Message::Result(_) | Message::Error(_) => unreachable!("handled above"),
         }
     }
 
@@ -1282,11 +1278,14 @@ impl Server {
         let keepalive = self.keepalive_interval();
         let ids: Vec<RequestId> = self.jobs.keys().cloned().collect();
         for id in ids {
-            if let Some(mut job) = self.jobs.remove(&id) {
-                if job.sampling.as_ref().is_some_and(|(_, at)| *at <= now) {
+            // Only a job whose sampling request is overdue is taken out to cancel it: this
+            // runs on every tick of the simulation.
+            let overdue = self.jobs.get(&id).and_then(|j| j.sampling.as_ref());
+            if overdue.is_some_and(|(_, at)| *at <= now) {
+                if let Some(mut job) = self.jobs.remove(&id) {
                     self.cancel_sampling(&mut job, "the client did not answer in time");
+                    self.jobs.insert(id.clone(), job);
                 }
-                self.jobs.insert(id.clone(), job);
             }
             while let Some(job) = self.jobs.get(&id) {
                 if job.next_step_at > now {

@@ -7,6 +7,24 @@ use std::process::Command;
 use mcp_sim::trace::{EventKind, Trace};
 use serde_json::Value;
 
+/// Calls of about 1.2 s, half of them cancelled: the schedule the probe tests share.
+pub const SLOW: &[&str] = &[
+    "--calls",
+    "4",
+    "--args",
+    r#"{"steps":6,"step_ms":200}"#,
+    "--cancel-percent",
+    "50",
+    "--timeout-ms",
+    "5000",
+    "--max-total-ms",
+    "20000",
+    "--max-seconds",
+    "30",
+    "--drain-ms",
+    "800",
+];
+
 /// Runs `mcp-sim probe --format json ARGS [-- SERVER...]`; returns the exit code and the
 /// verdict object, or panics with the probe's output when it printed no single JSON object.
 pub fn probe_json(args: &[&str], server: &[&str]) -> (i32, Value) {
