@@ -32,6 +32,19 @@ pub struct CiRun<'a> {
     /// Besides the rules: whether the run itself failed or was inconclusive, and why (a
     /// finding, a crash, nothing exercised). `None`: the rules say it all.
     pub outcome: Option<RunOutcome>,
+    /// The run's baseline (`--baseline FILE`) and how the run compares with it: a MUST rule
+    /// it lists does not fail the rule's case (nor make an `::error`), and the differences
+    /// are one more case, `baseline`, failing when the run disagrees with it.
+    pub baseline: Option<(&'a Baseline, BaselineDiff)>,
+}
+
+impl CiRun<'_> {
+    /// Whether the baseline lists `name`.
+    fn expected(&self, name: &str) -> bool {
+        self.baseline
+            .as_ref()
+            .is_some_and(|(b, _)| b.expected.contains(name))
+    }
 }
 
 /// What a run's command concluded beyond the rules.
@@ -198,6 +211,9 @@ pub fn run_suite(run: &CiRun<'_>) -> Suite {
             let mut text = text.join("\n");
             let result = match broken.first() {
                 None => CaseResult::Passed,
+                Some(_) if run.expected(rule.name) => {
+                    CaseResult::PassedWithOutput(format!("expected by the baseline:\n{text}"))
+                }
                 Some(first) if broken.iter().any(|v| v.level == Level::Must) => {
                     if let Some(replay) = &run.replay {
                         let _ = write!(text, "\nreplay: {replay}");
@@ -231,6 +247,22 @@ pub fn run_suite(run: &CiRun<'_>) -> Suite {
         }),
         None => {}
     }
+    if let Some((_, diff)) = &run.baseline {
+        let result = if diff.is_clean() {
+            CaseResult::Passed
+        } else {
+            let text = diff.text();
+            CaseResult::Failed {
+                kind: "baseline".into(),
+                message: text.lines().next().unwrap_or_default().to_owned(),
+                text,
+            }
+        };
+        cases.push(Case {
+            name: "baseline".into(),
+            result,
+        });
+    }
     Suite {
         name: run.name.clone(),
         properties: vec![("era".into(), run.verdict.era.describe())],
@@ -253,8 +285,15 @@ pub fn run_annotations(runs: &[CiRun<'_>]) -> Vec<Annotation> {
             if let (Level::Must, Some(replay)) = (v.level, &run.replay) {
                 let _ = write!(message, "\nreplay: {replay}");
             }
+            let expected = run.expected(v.rule);
+            if expected {
+                message.push_str(" (expected by the baseline)");
+            }
             out.push(Annotation {
-                command: annotation_command(v.level),
+                command: match (v.level, expected) {
+                    (Level::Must, true) => "warning",
+                    (level, _) => annotation_command(level),
+                },
                 title: v.rule.into(),
                 message,
             });
@@ -271,6 +310,15 @@ pub fn run_annotations(runs: &[CiRun<'_>]) -> Vec<Annotation> {
                 message: format!("{}: {why}", run.name),
             }),
             None => {}
+        }
+        if let Some((_, diff)) = &run.baseline {
+            for line in diff.text().lines() {
+                out.push(Annotation {
+                    command: "error",
+                    title: "baseline".into(),
+                    message: format!("{}: {line}", run.name),
+                });
+            }
         }
     }
     out
@@ -408,6 +456,25 @@ impl Baseline {
     }
 }
 
+impl Baseline {
+    /// Compares a judged run: its MUST violations and `findings` (a command's own, such as a
+    /// probe's faults) would fail it; every violation at any level, and the findings, occurred.
+    pub fn compare_verdict(&self, verdict: &Verdict, findings: &[&str]) -> BaselineDiff {
+        let failing = verdict
+            .violations
+            .iter()
+            .filter(|v| v.level == Level::Must)
+            .map(|v| v.rule)
+            .chain(findings.iter().copied());
+        let seen = verdict
+            .violations
+            .iter()
+            .map(|v| v.rule)
+            .chain(findings.iter().copied());
+        self.compare(failing, seen)
+    }
+}
+
 /// Whether `name` is a rule of the catalog.
 pub fn is_rule(name: &str) -> bool {
     RULES.iter().any(|r| r.name == name)
@@ -476,6 +543,7 @@ mod tests {
             verdict: &v,
             replay: Some("mcp-sim replay --seed 7".into()),
             outcome: None,
+            baseline: None,
         }];
         let x = junit("mcp-sim sweep", &runs);
         let modern_rules = RULES.iter().filter(|r| r.modern.is_some()).count();
@@ -501,6 +569,7 @@ mod tests {
             verdict: &v,
             replay: None,
             outcome: Some(RunOutcome::Inconclusive("nothing exercised".into())),
+            baseline: None,
         }];
         let x = junit("mcp-sim probe", &runs);
         assert_eq!(x.matches("<failure ").count(), 0, "{x}");
@@ -525,6 +594,7 @@ mod tests {
             verdict: &v,
             replay: Some("replay it".into()),
             outcome: None,
+            baseline: None,
         }];
         let g = github(&runs);
         assert_eq!(g.lines().count(), 1, "{g}");
@@ -565,6 +635,46 @@ mod tests {
         assert!(typo.message.contains("response-after-cancle"));
         let twice = Baseline::parse("message-shape\nmessage-shape\n", is_rule).unwrap_err();
         assert_eq!(twice.line, 2);
+    }
+
+    #[test]
+    fn a_listed_must_passes_in_junit_and_only_warns_and_a_stale_entry_fails() {
+        let v = verdict(vec![must("response-after-cancel", "late answer")]);
+        let b = Baseline::parse("response-after-cancel\nmessage-shape\n", is_rule).unwrap();
+        let diff = b.compare(["response-after-cancel"], ["response-after-cancel"]);
+        assert_eq!(diff.stale, vec!["message-shape".to_string()]);
+        let runs = [CiRun {
+            name: "server".into(),
+            verdict: &v,
+            replay: None,
+            outcome: None,
+            baseline: Some((&b, diff)),
+        }];
+        let x = junit("mcp-sim probe", &runs);
+        // Only the baseline case fails: the listed rule's case passes with its text.
+        assert_eq!(x.matches("<failure ").count(), 1, "{x}");
+        assert!(x.contains("type=\"baseline\""), "{x}");
+        assert!(x.contains("expected by the baseline"), "{x}");
+        let g = github(&runs);
+        assert!(
+            g.starts_with("::warning title=response-after-cancel::"),
+            "{g}"
+        );
+        assert!(
+            g.contains("::error title=baseline::server: baseline: stale message-shape"),
+            "{g}"
+        );
+        // Without the stale entry, nothing fails.
+        let b = Baseline::parse("response-after-cancel\n", is_rule).unwrap();
+        let diff = b.compare(["response-after-cancel"], ["response-after-cancel"]);
+        let runs = [CiRun {
+            baseline: Some((&b, diff)),
+            ..runs[0].clone()
+        }];
+        assert_eq!(
+            junit("mcp-sim probe", &runs).matches("<failure ").count(),
+            0
+        );
     }
 
     #[test]

@@ -289,6 +289,11 @@ const CASES: &[Case] = &[
     case("reset-needs-token-passes.jsonl", STRICT, true, &[]),
     case("reset-needs-token-passes-2.jsonl", STRICT, true, &[]),
     case("reset-needs-token-violates-2.jsonl", STRICT, false, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
+    // Seen from the server's end (`serve --client-policy timeout=1500,reset,max=5000`, legacy
+    // stdio): the declared reset is impossible for a call that asks for no progress; the same
+    // call with a token passes, and `initialize`, under the same declared policy, is not judged.
+    case("reset-needs-token-violates-3.jsonl", STRICT, true, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
+    case("reset-needs-token-passes-3.jsonl", STRICT, true, &[]),
 
     // idle-stream-cut: a proxy's idle timeout cuts a silent stream before its response (both
     // sides; a black-box server whose progress stopped, the cut reported by proxy and client).

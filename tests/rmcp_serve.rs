@@ -5,7 +5,9 @@
 //! rmcp 3.11 enforces `max_total_timeout` and cancels on the wire when it fires, so a client
 //! declaring `timeout=1000,reset,max=2000` is clean: its cancel reaches the server at the
 //! maximum and a call after the race still succeeds. Over stdio the server runs on one end of
-//! a socket pair; over Streamable HTTP on a local port.
+//! a socket pair; over Streamable HTTP on a local port. Each case runs twice: with
+//! `ClientLifecycleMode::Discover` (2026-07-28), and with rmcp's default `serve`, which opens
+//! with `initialize` and is judged by the legacy era's rules (2025-11-25).
 
 #![cfg(feature = "live")]
 
@@ -49,19 +51,22 @@ fn call(steps: u64, step_ms: u64) -> ClientRequest {
     ))
 }
 
-/// The client's work: a long call that hits the maximum, then a short one.
-async fn client<T, E, A>(io: T) -> Vec<String>
+/// The client's work: a long call that hits the maximum, then a short one. `modern`: the
+/// 2026-07-28 lifecycle; else rmcp's default (`initialize`, the legacy era).
+async fn client<T, E, A>(io: T, modern: bool) -> Vec<String>
 where
     T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
-    let running = Quiet
-        .serve_with_lifecycle(io, lifecycle)
-        .await
-        .expect("rmcp's client starts");
+    let running = if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        Quiet.serve_with_lifecycle(io, lifecycle).await
+    } else {
+        rmcp::ServiceExt::serve(Quiet, io).await
+    }
+    .expect("rmcp's client starts");
     let mut outcomes = Vec::new();
     for (steps, step_ms) in [(30, 300), (3, 100)] {
         let handle = running
@@ -79,8 +84,15 @@ where
     outcomes
 }
 
-fn judge(served: &Served) -> (Vec<&'static str>, usize) {
+/// The rules broken and the cancels seen; panics unless the trace speaks `era`.
+fn judge(served: &Served, era: &str) -> (Vec<&'static str>, usize) {
     let verdict = oracle::check(&served.run.trace, &OracleConfig::default());
+    assert_eq!(
+        verdict.era.era.version(),
+        era,
+        "{}",
+        served.run.trace.to_jsonl()
+    );
     let rules = verdict.violations.iter().map(|v| v.rule).collect();
     let cancels = served
         .run
@@ -113,6 +125,25 @@ fn config() -> ServeConfig {
 
 #[test]
 fn rmcp_client_over_stdio_cancels_at_its_maximum() {
+    over_stdio(true, "2026-07-28");
+}
+
+#[test]
+fn rmcp_default_client_over_stdio_is_judged_legacy_and_cancels_at_its_maximum() {
+    over_stdio(false, "2025-11-25");
+}
+
+#[test]
+fn rmcp_client_over_http_closes_the_stream_at_its_maximum() {
+    over_http(true, "2026-07-28");
+}
+
+#[test]
+fn rmcp_default_client_over_http_is_judged_legacy_and_cancels_at_its_maximum() {
+    over_http(false, "2025-11-25");
+}
+
+fn over_stdio(modern: bool, era: &str) {
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
     let stop = Arc::new(AtomicBool::new(false));
     let server = {
@@ -136,11 +167,11 @@ fn rmcp_client_over_stdio_cancels_at_its_maximum() {
     let outcomes = runtime.block_on(async {
         ours.set_nonblocking(true).expect("nonblocking");
         let io = tokio::net::UnixStream::from_std(ours).expect("tokio stream");
-        client(io).await
+        client(io, modern).await
     });
     drop(runtime); // closes the client's end: the server reads the end of its input
     let served = server.join().expect("the server thread");
-    let (rules, cancels) = judge(&served);
+    let (rules, cancels) = judge(&served, era);
     assert_eq!(outcomes, ["timeout", "result"]);
     assert!(
         rules.is_empty(),
@@ -150,8 +181,7 @@ fn rmcp_client_over_stdio_cancels_at_its_maximum() {
     assert_eq!(cancels, 1, "{}", served.run.trace.to_jsonl());
 }
 
-#[test]
-fn rmcp_client_over_http_closes_the_stream_at_its_maximum() {
+fn over_http(modern: bool, era: &str) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
     let stop = Arc::new(AtomicBool::new(false));
@@ -168,14 +198,14 @@ fn rmcp_client_over_http_closes_the_stream_at_its_maximum() {
         .expect("a runtime");
     let outcomes = runtime.block_on(async {
         let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
-        client(transport).await
+        client(transport, modern).await
     });
     drop(runtime);
     // Let the server see the last close, then stop it.
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let served = server.join().expect("the server thread");
-    let (rules, cancels) = judge(&served);
+    let (rules, cancels) = judge(&served, era);
     assert_eq!(outcomes, ["timeout", "result"]);
     assert!(
         rules.is_empty(),

@@ -46,12 +46,58 @@ pub struct Judging {
     /// after a cancel, for inferring an unrecorded side's observations.
     #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
     pub grace_ms: u64,
+    /// What `--report` holds: the JSON verdict, JUnit XML (a test case per rule of the era
+    /// spoken) or GitHub workflow annotations. Without `--report`, JUnit and annotations go
+    /// to stdout over HTTP and to stderr over stdio (stdout carries the protocol there).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Json)]
+    pub format: ReportFormat,
+}
+
+/// `--format` of `serve` and `record`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The object `check-trace --format json` prints.
+    Json,
+    /// JUnit XML (see `mcp_sim::ci`).
+    Junit,
+    /// GitHub workflow annotations.
+    Github,
 }
 
 impl Judging {
     /// The oracle settings.
     pub fn config(&self) -> OracleConfig {
         oracle_config(self.profile, self.grace_ms)
+    }
+
+    /// Writes the verdict of `run` in `--format` to `report` (or, for JUnit and annotations
+    /// without a file, to stdout when `stdout_free`, else stderr). A file that cannot be
+    /// written is said on stderr.
+    pub fn write_report(
+        &self,
+        tool: &str,
+        run: &mcp_sim::ci::CiRun<'_>,
+        trace: &mcp_sim::trace::Trace,
+        report: Option<&std::path::Path>,
+        stdout_free: bool,
+    ) {
+        let text = match self.format {
+            ReportFormat::Json => json_verdict(trace, run.verdict) + "\n",
+            ReportFormat::Junit => {
+                mcp_sim::ci::junit(&format!("mcp-sim {tool}"), std::slice::from_ref(run))
+            }
+            ReportFormat::Github => mcp_sim::ci::github(std::slice::from_ref(run)),
+        };
+        match report {
+            Some(path) => {
+                if let Err(e) = std::fs::write(path, text) {
+                    eprintln!("mcp-sim {tool}: cannot write {}: {e}", path.display());
+                }
+            }
+            None if self.format == ReportFormat::Json => {}
+            None if stdout_free => print!("{text}"),
+            None => eprint!("{text}"),
+        }
     }
 }
 
@@ -316,9 +362,16 @@ pub(crate) fn parse_range(s: &str) -> Result<(u64, u64), String> {
     }
 }
 
-/// Reads `--baseline FILE` (see `mcp_sim::ci::Baseline`); `known` tells the names that may
+/// Reads `--baseline FILE`, when given (see `mcp_sim::ci::Baseline`); `known` tells the names that may
 /// appear. The error names the file and the line.
 pub(crate) fn read_baseline(
+    path: Option<&std::path::Path>,
+    known: impl Fn(&str) -> bool,
+) -> Result<Option<mcp_sim::ci::Baseline>, String> {
+    path.map(|p| read_baseline_file(p, known)).transpose()
+}
+
+fn read_baseline_file(
     path: &std::path::Path,
     known: impl Fn(&str) -> bool,
 ) -> Result<mcp_sim::ci::Baseline, String> {

@@ -528,3 +528,57 @@ fn check_trace_baselines_fail_on_new_and_on_stale_findings() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
 }
+
+/// `record --baseline` reads its file before it starts anything: a typo is refused with its
+/// line (exit 2), and the server is never started.
+#[test]
+fn record_refuses_a_bad_baseline_before_starting_the_server() {
+    let dir = std::env::temp_dir().join(format!("mcp-sim-rec-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let typo = dir.join("typo");
+    std::fs::write(&typo, "initialize-canceled\n").unwrap();
+    let marker = dir.join("started");
+    let started = format!("open({:?}, 'w')", marker.display().to_string());
+    let out = mcp_sim(
+        &[
+            "record",
+            "--baseline",
+            typo.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            &started,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 1") && stderr.contains("initialize-canceled"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the server was started");
+}
+
+/// `serve --format junit` over stdio keeps stdout for the protocol: the JUnit report goes to
+/// stderr, and a session with no `tools/call` is a skipped `verdict` case (exit 3).
+#[test]
+fn serve_junit_over_stdio_goes_to_stderr_and_names_an_empty_session() {
+    let out = mcp_sim(&["serve", "--format", "junit"], b"");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("<testsuites name=\"mcp-sim serve\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("name=\"verdict\""), "{stderr}");
+    assert!(
+        stderr.contains("<skipped message=\"nothing-exercised"),
+        "{stderr}"
+    );
+}

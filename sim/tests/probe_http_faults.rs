@@ -213,3 +213,38 @@ fn nginx_buffers_progress_unless_the_server_opts_out() {
         spread(&trace)
     );
 }
+
+/// A server that stops answering mid-run: the call it wedged on times out or is cancelled, the
+/// liveness check after it (`tools/list`, 2026-07-28) goes unanswered, and the probe names it
+/// and stops there (an HTTP server is not the probe's to restart).
+#[test]
+fn a_wedged_http_server_is_named_unresponsive() {
+    let server = Server::start(&["--hang-after", "3"]);
+    let (code, v, _) = probe(
+        &server,
+        "wedged",
+        &[
+            "--seed",
+            "1",
+            "--calls",
+            "4",
+            "--args",
+            r#"{"steps":6,"step_ms":200}"#,
+            "--timeout-ms",
+            "2000",
+            "--liveness-ms",
+            "1500",
+            "--drain-ms",
+            "300",
+        ],
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["verdict"], "server-fault", "{v:#}");
+    let findings: Vec<&str> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["finding"].as_str())
+        .collect();
+    assert_eq!(findings, ["unresponsive-after-cancel"], "{v:#}");
+}

@@ -200,3 +200,45 @@ fn a_run_whose_cancels_all_come_too_late_is_inconclusive() {
     assert_eq!(v["findings"][0]["finding"], "nothing-exercised", "{v:#}");
     assert_eq!(v["coverage"]["cancels_met_running_work"], 0, "{v:#}");
 }
+
+fn findings(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["finding"].as_str().expect("finding").to_string())
+        .collect()
+}
+
+#[test]
+fn a_server_wedged_by_a_cancel_is_named_and_the_run_stops_there() {
+    // The check's bound only matters for a server that answers: this one never does again.
+    let (code, v) = run_raw("hang-on-cancel", "1", &["--liveness-ms", "1500"]);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["verdict"], "server-fault", "{v:#}");
+    assert_eq!(findings(&v), ["unresponsive-after-cancel"], "{v:#}");
+    let message = v["findings"][0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("after the cancel of call") && message.contains("the run stopped"),
+        "{v:#}"
+    );
+    assert_eq!(v["coverage"]["faults"]["restart"], Value::Null, "{v:#}");
+}
+
+#[test]
+fn with_restarts_a_wedged_server_is_restarted_and_the_run_goes_on() {
+    let (code, v) = run_raw(
+        "hang-on-cancel",
+        "1",
+        &["--liveness-ms", "1500", "--restarts", "1"],
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(findings(&v), ["unresponsive-after-cancel"], "{v:#}");
+    let message = v["findings"][0]["message"].as_str().expect("message");
+    assert!(message.contains("went on"), "{v:#}");
+    // The planned restart and at least one after a hang.
+    let restarts = v["coverage"]["faults"]["restart"].as_u64().unwrap_or(0);
+    assert!(restarts >= 2, "{v:#}");
+    // Calls after the first hang still ran: more results than the two calibration calls.
+    assert!(v["coverage"]["results"].as_u64() > Some(2), "{v:#}");
+}

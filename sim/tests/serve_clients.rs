@@ -16,247 +16,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
 use common::peers::{node_ts_sdk, python_sdk};
-use mcp_sim::trace::{EventKind, Side, Trace};
-use mcp_sim::wire::{DecodeOptions, Message};
-use serde_json::Value;
-
-const MCP_SIM: &str = env!("CARGO_BIN_EXE_mcp-sim");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root")
-        .to_path_buf()
-}
-
-/// A fresh folder for one case's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create a scratch folder");
-    dir
-}
-
-/// What one case produced.
-struct Case {
-    /// One JSON object per call, as the client printed it.
-    outcomes: Vec<Value>,
-    /// `serve --report` / `record --report`: `{ok, events, violations}`.
-    report: Value,
-    trace: Trace,
-}
-
-impl Case {
-    fn outcome_names(&self) -> Vec<&str> {
-        self.outcomes
-            .iter()
-            .map(|o| o["outcome"].as_str().unwrap_or("?"))
-            .collect()
-    }
-
-    fn rules(&self) -> Vec<String> {
-        let mut rules: Vec<String> = self.report["violations"]
-            .as_array()
-            .expect("violations")
-            .iter()
-            .map(|v| v["rule"].as_str().unwrap_or("?").to_string())
-            .collect();
-        rules.sort();
-        rules.dedup();
-        rules
-    }
-
-    /// Cancels that reached the server: stdio notifications, and HTTP closes by the client of
-    /// a stream whose response the server had not sent yet (closing a finished stream, or a
-    /// keep-alive connection after it, cancels nothing).
-    fn cancels_seen(&self) -> usize {
-        let mut answered = std::collections::BTreeSet::new();
-        let mut cancels = 0;
-        for e in self.trace.events.iter().filter(|e| e.side == Side::Server) {
-            match &e.kind {
-                EventKind::Recv(w) => {
-                    if let Ok(Message::Cancelled(_)) = w.decode(&DecodeOptions::default()) {
-                        cancels += 1;
-                    }
-                }
-                EventKind::Send(w) => {
-                    if let Ok(Message::Result(_) | Message::Error(_)) =
-                        w.decode(&DecodeOptions::default())
-                    {
-                        answered.extend(w.stream);
-                    }
-                }
-                EventKind::Close {
-                    stream: Some(s),
-                    by: Side::Client,
-                    ..
-                } if !answered.contains(s) => cancels += 1,
-                _ => {}
-            }
-        }
-        cancels
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "outcomes {:?}\nreport {}\ntrace:\n{}",
-            self.outcomes,
-            self.report,
-            self.trace.to_jsonl()
-        )
-    }
-}
-
-/// Waits for `path` to hold a whole file (the tap or server writes it as it exits).
-fn read_when_written(path: &Path) -> String {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if text.ends_with('\n') {
-                return text;
-            }
-        }
-        assert!(Instant::now() < until, "{} was not written", path.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Runs `client` (its command line up to the server part) with `server_part` appended, and
-/// reads the files `server_part` was told to write.
-fn run_client(client: &mut Command, dir: &Path) -> Case {
-    let out = client.output().expect("the client runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let outcomes: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let report = read_when_written(&dir.join("report.json"));
-    let trace = read_when_written(&dir.join("trace.jsonl"));
-    let case = Case {
-        outcomes,
-        report: serde_json::from_str(&report).expect("the report is JSON"),
-        trace: Trace::from_jsonl(&trace).expect("the trace reads"),
-    };
-    assert!(
-        out.status.success(),
-        "the client failed: {}\nstderr:\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        case.describe()
-    );
-    case
-}
-
-/// `mcp-sim serve` arguments writing into `dir`, with the declared client policy.
-fn serve_args(dir: &Path, policy: &str) -> Vec<String> {
-    vec![
-        "serve".into(),
-        "--client-policy".into(),
-        policy.into(),
-        "--trace".into(),
-        dir.join("trace.jsonl").display().to_string(),
-        "--report".into(),
-        dir.join("report.json").display().to_string(),
-    ]
-}
-
-/// A background process that prints `... http://ADDR ...` on its first stderr line; stopped
-/// with SIGTERM so that it writes its files.
-struct Listening {
-    child: Child,
-    url: String,
-}
-
-impl Listening {
-    fn start(args: &[String]) -> Listening {
-        let mut child = Command::new(MCP_SIM)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("mcp-sim starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let start = first.find("http://").expect("the address is printed");
-        let url = first[start..]
-            .split([',', ' '])
-            .next()
-            .expect("a URL")
-            .to_string();
-        // Keep reading stderr so the process never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Listening { child, url }
-    }
-
-    fn stop(mut self) -> i32 {
-        // SAFETY: SIGTERM to our own child, not yet reaped.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
-        self.child
-            .wait()
-            .expect("mcp-sim exits")
-            .code()
-            .unwrap_or(-1)
-    }
-}
-
-/// Starts `mcp-sim ARGS` listening, runs the client `client(url + path)` against it, stops it;
-/// returns the case (from the files it wrote into `dir`) and its exit code.
-fn against_listening(args: &[String], path: &str, mut client: Command, dir: &Path) -> (Case, i32) {
-    let listening = Listening::start(args);
-    let url = format!("{}{path}", listening.url);
-    let out = client
-        .args(["--url", &url])
-        .output()
-        .expect("the client runs");
-    let code = listening.stop();
-    let case = Case {
-        outcomes: String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect(),
-        report: serde_json::from_str(&read_when_written(&dir.join("report.json")))
-            .expect("the report is JSON"),
-        trace: Trace::from_jsonl(&read_when_written(&dir.join("trace.jsonl")))
-            .expect("the trace reads"),
-    };
-    assert!(
-        out.status.success(),
-        "the client failed: {}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        case.describe()
-    );
-    (case, code)
-}
-
-/// `mcp-sim serve` over stdio, launched by `client` with the declared `policy` and `extra`
-/// arguments.
-fn against_stdio_serve(mut client: Command, dir: &Path, policy: &str, extra: &[&str]) -> Case {
-    run_client(
-        client
-            .arg("--")
-            .arg(MCP_SIM)
-            .args(serve_args(dir, policy))
-            .args(extra),
-        dir,
-    )
-}
-
-/// `mcp-sim serve --http` on a free port, with the declared `policy`.
-fn against_http_serve(client: Command, dir: &Path, policy: &str) -> (Case, i32) {
-    let mut args = serve_args(dir, policy);
-    args.extend(["--http".into(), "127.0.0.1:0".into()]);
-    against_listening(&args, "", client, dir)
-}
+use common::repo;
+use common::serve::*;
+use mcp_sim::trace::Side;
 
 fn python(python: &Path, plan: &str) -> Command {
     let mut c = Command::new(python);
@@ -454,15 +220,8 @@ fn clients_through_the_stdio_tap_in_front_of_the_python_sdk_server() {
 #[test]
 fn clients_through_the_http_tap_in_front_of_the_python_sdk_server() {
     let Some(py) = python_sdk() else { return };
-    let port = free_port();
-    let mut upstream = Command::new(&py)
-        .arg(repo().join("tests/peers/python_slow_http_server.py"))
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the Python SDK server starts");
-    wait_for_port(port);
+    let upstream = Upstream::python_sdk(&py);
+    let port = upstream.port;
     let dir = scratch("record-http");
     let tap = [
         "record".into(),
@@ -476,26 +235,7 @@ fn clients_through_the_http_tap_in_front_of_the_python_sdk_server() {
         dir.join("report.json").display().to_string(),
     ];
     let (case, code) = against_listening(&tap, "/mcp", python(&py, PY_RECORD_PLAN), &dir);
-    let _ = upstream.kill();
-    let _ = upstream.wait();
+    drop(upstream);
     assert_compliant(&case);
     assert_eq!(code, 0, "{}", case.describe());
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn wait_for_port(port: u16) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < until,
-            "the server never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }

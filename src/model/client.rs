@@ -1695,9 +1695,10 @@ impl Client {
             }
             // The legacy era cancels by notification on HTTP too (a POST answered 202); the
             // stream, of no more use, is dropped after it.
-            // A request of a session the server forgot has nothing left to cancel.
+            // A request of a session the server forgot has nothing left to cancel; a server
+            // that issued no session (the Python SDK's stateless mode) still gets the cancel.
             stream if self.legacy_http() => {
-                let same_session = self.session.is_some() && pending.resume.session == self.session;
+                let same_session = pending.resume.session == self.session;
                 if same_session {
                     let mut cancel = Cancelled::new(id.clone());
                     cancel.reason = Some(reason);

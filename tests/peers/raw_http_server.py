@@ -2,7 +2,8 @@
 """A raw MCP 2026-07-28 Streamable HTTP server (standard library only) for the probe's own
 tests of intermediaries and network faults.
 
-    raw_http_server.py PORT [--no-accel-header] [--head-delay-ms N]     (PORT 0: any free port)
+    raw_http_server.py PORT [--no-accel-header] [--head-delay-ms N] [--hang-after N]
+    (PORT 0: any free port)
 
 POST /mcp with one JSON-RPC message. `tools/list` gets a JSON body. `tools/call` of
 `slow_op {steps, step_ms}` gets a `text/event-stream` body: progress after each step (when the
@@ -11,11 +12,14 @@ goes away stops the call (closing the stream is the cancellation, spec §5.2).
 
 --no-accel-header    leave out `X-Accel-Buffering: no`, so an nginx-like proxy buffers
 --head-delay-ms N    wait N ms before the response head of a call (a silent start)
+--hang-after N       once the N-th tools/call has begun, answer nothing more at all (a wedged
+                     server: calls stop mid-way, every later request is held unanswered)
 """
 
 import http.server
 import json
 import sys
+import threading
 import time
 
 PORT = int(sys.argv[1])
@@ -23,6 +27,17 @@ ACCEL = "--no-accel-header" not in sys.argv
 HEAD_DELAY = 0.0
 if "--head-delay-ms" in sys.argv:
     HEAD_DELAY = int(sys.argv[sys.argv.index("--head-delay-ms") + 1]) / 1000
+HANG_AFTER = None
+if "--hang-after" in sys.argv:
+    HANG_AFTER = int(sys.argv[sys.argv.index("--hang-after") + 1])
+calls_begun = 0
+count_lock = threading.Lock()
+wedged = threading.Event()
+
+
+def hold_forever():
+    while True:
+        time.sleep(3600)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -45,8 +60,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_POST(self):
+        global calls_begun
         msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if wedged.is_set():
+            hold_forever()
+        if HANG_AFTER is not None and method == "tools/call":
+            with count_lock:
+                calls_begun += 1
+                if calls_begun >= HANG_AFTER:
+                    wedged.set()
         if rid is None:
             self.send_response(202)
             self.send_header("Content-Length", "0")
@@ -80,6 +103,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             for done in range(1, steps + 1):
                 time.sleep(step_ms / 1000)
+                if wedged.is_set():
+                    hold_forever()
                 if token is not None:
                     self.event({"jsonrpc": "2.0", "method": "notifications/progress",
                                 "params": {"progressToken": token, "progress": done,

@@ -16,6 +16,8 @@ MODE, on `notifications/cancelled` for a running call:
                      writing its result when the cancel is read finishes first
     answer-cancel    stop it and answer with an error "Request cancelled" (python-sdk #1419)
     ignore-cancel    keep working: progress and the result follow (mcp-go #755)
+    hang-on-cancel   stop the call, and from then on answer nothing at all (a handler that
+                     wedges the server's only reader on cancel)
 """
 
 import json
@@ -27,6 +29,7 @@ LEGACY = len(sys.argv) > 2 and sys.argv[2] == "legacy"
 out_lock = threading.Lock()
 state_lock = threading.Lock()  # the calls table, and a call's last check before it writes
 calls = {}  # request id (as JSON text) -> threading.Event set on cancel
+wedged = False  # hang-on-cancel: a cancel was read
 
 
 def send(msg):
@@ -68,6 +71,8 @@ for line in sys.stdin:
         msg = json.loads(line)
     except ValueError:
         continue
+    if wedged:
+        continue
     method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
     if method == "tools/call" and rid is not None and params.get("name") != "slow_op":
         send({"jsonrpc": "2.0", "id": rid,
@@ -95,6 +100,7 @@ for line in sys.stdin:
             stop = None if MODE == "ignore-cancel" else calls.pop(json.dumps(target), None)
             if stop is not None:
                 stop.set()
+                wedged = MODE == "hang-on-cancel"
                 if MODE == "answer-cancel":
                     send({"jsonrpc": "2.0", "id": target,
                           "error": {"code": -32800, "message": "Request cancelled"}})

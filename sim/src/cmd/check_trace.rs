@@ -73,11 +73,7 @@ pub fn run(args: &Args) -> ExitCode {
         era: args.era,
         ..oracle_config(args.profile, args.grace_ms)
     };
-    let baseline = match args
-        .baseline
-        .as_deref()
-        .map(|p| crate::args::read_baseline(p, mcp_sim::ci::is_rule))
-        .transpose()
+    let baseline = match crate::args::read_baseline(args.baseline.as_deref(), mcp_sim::ci::is_rule)
     {
         Ok(b) => b,
         Err(e) => {
@@ -86,11 +82,13 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     let verdict = oracle::check(&trace, &config);
+    let diff = baseline.as_ref().map(|b| b.compare_verdict(&verdict, &[]));
     let ci_run = || mcp_sim::ci::CiRun {
         name: args.file.display().to_string(),
         verdict: &verdict,
         replay: None,
         outcome: None,
+        baseline: baseline.as_ref().zip(diff.clone()),
     };
     match args.format {
         Format::Json => {
@@ -114,13 +112,7 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     }
-    if let Some(baseline) = baseline {
-        let failing = verdict
-            .violations
-            .iter()
-            .filter(|v| v.level == oracle::Level::Must)
-            .map(|v| v.rule);
-        let diff = baseline.compare(failing, verdict.violations.iter().map(|v| v.rule));
+    if let Some(diff) = diff {
         eprint!("{}", diff.text());
         return if diff.is_clean() {
             ExitCode::SUCCESS

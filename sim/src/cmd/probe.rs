@@ -62,7 +62,7 @@ pub struct Args {
     #[arg(long, default_value = "auto")]
     era: probe::ProbeEra,
     /// Expected findings, one rule or probe finding (`no-response`, `server-exited`,
-    /// `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
+    /// `unresponsive-after-cancel`, `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
     /// the file does not list, or on a listed one that no longer occurs.
     #[arg(long)]
     baseline: Option<PathBuf>,
@@ -113,9 +113,14 @@ pub struct Args {
     /// stdio: how long a stall lasts, a range of ms (`A..B`).
     #[arg(long, value_parser = parse_ms_range, default_value = "200..2000")]
     stall_ms: (u64, u64),
-    /// stdio: kill and restart the server this many times, between calls.
+    /// stdio: kill and restart the server this many times, between calls; when set, a
+    /// server that leaves a liveness check unanswered is restarted too and the run goes on.
     #[arg(long, default_value_t = 0)]
     restarts: u32,
+    /// How long the liveness check after each cancel and each timeout (`ping` in the legacy
+    /// era, `tools/list` in 2026-07-28) may wait for its answer, in ms.
+    #[arg(long, default_value_t = probe::LIVENESS_MS)]
+    liveness_ms: u64,
     /// The server command and its arguments (after `--`).
     #[arg(required_unless_present = "url", last = true, num_args = 1..)]
     command: Vec<String>,
@@ -187,6 +192,7 @@ fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
         stall_percent: args.stall_percent,
         stall_ms: args.stall_ms,
         restarts: args.restarts,
+        liveness_ms: args.liveness_ms,
         proxy,
         latency_ms: args.latency_ms,
         reset_percent: args.reset_percent,
@@ -206,14 +212,15 @@ pub fn run(args: &Args) -> ExitCode {
     // Read before the run, so that a bad file costs no probe.
     let known = |n: &str| {
         mcp_sim::ci::is_rule(n)
-            || ["no-response", "server-exited", "nothing-exercised"].contains(&n)
+            || [
+                "no-response",
+                "server-exited",
+                "unresponsive-after-cancel",
+                "nothing-exercised",
+            ]
+            .contains(&n)
     };
-    let baseline = match args
-        .baseline
-        .as_deref()
-        .map(|p| crate::args::read_baseline(p, known))
-        .transpose()
-    {
+    let baseline = match crate::args::read_baseline(args.baseline.as_deref(), known) {
         Ok(b) => b,
         Err(e) => return usage(&e),
     };
@@ -236,8 +243,11 @@ struct JsonVerdict<'a> {
     seed: u64,
     /// `clean`, `violations`, `server-fault` or `inconclusive`.
     verdict: &'static str,
-    /// The process's exit code.
+    /// The process's exit code (with `--baseline`, the baseline's verdict).
     exit_code: u8,
+    /// With `--baseline`: how the run compares with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<JsonBaseline<'a>>,
     /// The calibrated duration of one call, in ms, when measured.
     natural_ms: Option<u64>,
     /// The window cancels were placed in, in ms after their call's start.
@@ -253,6 +263,17 @@ struct JsonVerdict<'a> {
     violations: Vec<JsonViolation<'a>>,
     /// Where the trace was written.
     trace: Option<String>,
+}
+
+/// How a run compares with its baseline, in JSON.
+#[derive(Serialize)]
+struct JsonBaseline<'a> {
+    /// No unexpected finding and no stale entry.
+    agrees: bool,
+    /// Failing findings the baseline does not list.
+    unexpected: &'a [String],
+    /// Entries that no longer occur.
+    stale: &'a [String],
 }
 
 /// Writes the trace, judges it and prints the verdict; returns the exit code.
@@ -279,34 +300,37 @@ fn finish(
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
     let word = ProbeVerdict::of(&verdict, &found);
-    let baseline_code = match baseline {
-        None => None,
-        Some(baseline) => {
-            let failing = verdict
-                .violations
-                .iter()
-                .filter(|v| v.level == mcp_sim::oracle::Level::Must)
-                .map(|v| v.rule)
-                .chain(found.iter().map(|f| f.finding));
-            let seen = verdict
-                .violations
-                .iter()
-                .map(|v| v.rule)
-                .chain(found.iter().map(|f| f.finding));
-            let diff = baseline.compare(failing, seen);
-            eprint!("{}", diff.text());
-            Some(if diff.is_clean() { 0 } else { 1 })
-        }
+    let names: Vec<&str> = found.iter().map(|f| f.finding).collect();
+    let diff = baseline.map(|b| b.compare_verdict(&verdict, &names));
+    if let Some(diff) = &diff {
+        eprint!("{}", diff.text());
+    }
+    // With a baseline, its verdict is the exit code; without, the probe's.
+    let exit_code = match &diff {
+        Some(diff) => u8::from(!diff.is_clean()),
+        None => word.exit_code(),
     };
     // The findings decide the run's own outcome for CI: a fault fails it, anything else that
-    // kept it from being exercised leaves it inconclusive.
+    // kept it from being exercised leaves it inconclusive. Findings the baseline lists are
+    // shown, not failed.
+    let listed = |f: &Finding| baseline.is_some_and(|b| b.expected.contains(f.finding));
     let findings_text = found
         .iter()
-        .map(|f| format!("{} ({}): {}", f.finding, f.kind, f.message))
+        .map(|f| {
+            let expected = if listed(f) {
+                ", expected by the baseline"
+            } else {
+                ""
+            };
+            format!("{} ({}{expected}): {}", f.finding, f.kind, f.message)
+        })
         .collect::<Vec<_>>()
         .join("; ");
+    let all_listed = found.iter().all(listed);
     let outcome = match word {
+        ProbeVerdict::ServerFault if all_listed => None,
         ProbeVerdict::ServerFault => Some(mcp_sim::ci::RunOutcome::Failed(findings_text)),
+        ProbeVerdict::Inconclusive if all_listed => None,
         ProbeVerdict::Inconclusive => Some(mcp_sim::ci::RunOutcome::Inconclusive(findings_text)),
         ProbeVerdict::Clean | ProbeVerdict::Violations => None,
     };
@@ -315,6 +339,7 @@ fn finish(
         verdict: &verdict,
         replay: Some(replay_line(args, label)),
         outcome: outcome.clone(),
+        baseline: baseline.zip(diff.clone()),
     };
     match args.format {
         Format::Junit => print!("{}", mcp_sim::ci::junit("mcp-sim probe", &[ci_run()])),
@@ -324,7 +349,12 @@ fn finish(
                 target: label,
                 seed: args.seed,
                 verdict: word.as_str(),
-                exit_code: word.exit_code(),
+                exit_code,
+                baseline: diff.as_ref().map(|d| JsonBaseline {
+                    agrees: d.is_clean(),
+                    unexpected: &d.unexpected,
+                    stale: &d.stale,
+                }),
                 natural_ms: run.natural_ms,
                 cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],
                 era_asked: era_asked(args.era),
@@ -351,7 +381,7 @@ fn finish(
             word,
         }),
     }
-    ExitCode::from(baseline_code.unwrap_or(word.exit_code()))
+    ExitCode::from(exit_code)
 }
 
 /// The probe's command line again with this seed and era, for a failure's text (the other

@@ -19,7 +19,7 @@ use mcp_sim::report;
 use mcp_sim::scenario::ProxyConfig;
 
 use super::serve::stop_on_signals;
-use crate::args::{json_verdict, Judging};
+use crate::args::Judging;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,6 +43,12 @@ pub struct Args {
     /// With `--http`: stop after this many seconds.
     #[arg(long, requires = "http")]
     max_seconds: Option<u64>,
+    /// Expected findings, one rule per line (`#` comments): the verdict then fails only on a
+    /// MUST rule the file does not list, or on a listed one that no longer occurs. It decides
+    /// the exit code over HTTP; over stdio the tap exits as its server did, and the baseline's
+    /// verdict is in the report and on stderr.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
     #[command(flatten)]
     judging: Judging,
     /// Print every trace event to stderr as it is recorded.
@@ -65,6 +71,12 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    // Read before the session, so that a bad file costs no recording.
+    let baseline = match crate::args::read_baseline(args.baseline.as_deref(), mcp_sim::ci::is_rule)
+    {
+        Ok(b) => b,
+        Err(e) => return usage(&e),
+    };
     let stop = stop_on_signals();
     let recorded = match (&args.http, &args.upstream) {
         (Some(listen), Some(upstream)) => {
@@ -104,25 +116,35 @@ pub fn run(args: &Args) -> ExitCode {
         ),
     };
     match recorded {
-        Ok(r) => finish(&r, args),
+        Ok(r) => finish(&r, args, baseline.as_ref()),
         Err(e) => usage(&format!("cannot start: {e}")),
     }
 }
 
-fn finish(r: &Recorded, args: &Args) -> ExitCode {
+fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -> ExitCode {
     let trace = &r.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
-    for (path, text) in [
-        (&args.trace, trace.to_jsonl()),
-        (&args.report, json_verdict(trace, &verdict) + "\n"),
-    ] {
-        if let Some(path) = path {
-            if let Err(e) = std::fs::write(path, text) {
-                eprintln!("mcp-sim record: cannot write {}: {e}", path.display());
-            }
+    if let Some(path) = &args.trace {
+        if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
+            eprintln!("mcp-sim record: cannot write {}: {e}", path.display());
         }
     }
+    let diff = baseline.map(|b| b.compare_verdict(&verdict, &[]));
+    let name = match &args.upstream {
+        Some(upstream) => format!("session with {upstream}"),
+        None => format!("session with {}", args.command.join(" ")),
+    };
+    let run = mcp_sim::ci::CiRun {
+        name,
+        verdict: &verdict,
+        replay: None,
+        outcome: None,
+        baseline: baseline.zip(diff.clone()),
+    };
+    let stdout_free = args.http.is_some();
+    args.judging
+        .write_report("record", &run, trace, args.report.as_deref(), stdout_free);
     eprintln!(
         "record: {} events, {} messages ({} requests), {} bytes to the server, {} back{}",
         trace.events.len(),
@@ -136,8 +158,24 @@ fn finish(r: &Recorded, args: &Args) -> ExitCode {
             String::new()
         }
     );
+    eprintln!("era: {}", verdict.era.describe());
     eprintln!("violations: {}", verdict.violations.len());
     eprint!("{}", report::violations_text(&verdict));
+    if let Some(diff) = &diff {
+        eprint!("{}", diff.text());
+        eprintln!(
+            "baseline: {}",
+            if diff.is_clean() {
+                "agrees"
+            } else {
+                "disagrees"
+            }
+        );
+    }
+    let failed = match &diff {
+        Some(diff) => !diff.is_clean(),
+        None => verdict.has_must(),
+    };
     match (&args.http, r.exit) {
         (None, Some(status)) => {
             eprintln!("server: {status}");
@@ -147,6 +185,6 @@ fn finish(r: &Recorded, args: &Args) -> ExitCode {
             eprintln!("server: killed when the tap stopped");
             ExitCode::from(1)
         }
-        (Some(_), _) => ExitCode::from(u8::from(verdict.has_must())),
+        (Some(_), _) => ExitCode::from(u8::from(failed)),
     }
 }

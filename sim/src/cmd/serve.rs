@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_sim::ci::{CiRun, RunOutcome};
 use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
 use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::{MutantSet, TimeoutPolicy};
@@ -22,7 +23,7 @@ use mcp_sim::report;
 use mcp_sim::trace::{EventKind, Side};
 use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
-use crate::args::{json_verdict, Judging};
+use crate::args::Judging;
 
 /// `serve --era`.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -161,11 +162,17 @@ pub fn run(args: &Args) -> ExitCode {
     finish(&served, args)
 }
 
-/// The rules about what the client declared.
+/// The rules about what the client declared: its deadlines, and a declared reset on progress
+/// that its own calls make impossible (they ask for no progress).
 fn breaks_declared_policy(verdict: &Verdict) -> bool {
     verdict.violations.iter().any(|v| {
         v.level == Level::Policy
-            && [rule::DECLARED_DEADLINE, rule::TIMEOUT_DEADLINE].contains(&v.rule)
+            && [
+                rule::DECLARED_DEADLINE,
+                rule::TIMEOUT_DEADLINE,
+                rule::RESET_NEEDS_TOKEN,
+            ]
+            .contains(&v.rule)
     })
 }
 
@@ -175,11 +182,6 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
     let verdict = oracle::check(trace, &config);
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
-            eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
-        }
-    }
-    if let Some(path) = &args.report {
-        if let Err(e) = std::fs::write(path, json_verdict(trace, &verdict) + "\n") {
             eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
         }
     }
@@ -242,16 +244,32 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
     }
     eprintln!("violations: {}", verdict.violations.len());
     eprint!("{}", report::violations_text(&verdict));
-    let (word, code) = if verdict.has_must() {
-        ("violations", 1)
+    let nothing = "nothing-exercised: no tools/call reached the server";
+    let (word, code, outcome) = if verdict.has_must() {
+        ("violations", 1, None)
     } else if breaks_declared_policy(&verdict) {
-        ("policy-broken", 1)
+        let why = "the client broke the timeout policy it declares (--client-policy)";
+        ("policy-broken", 1, Some(RunOutcome::Failed(why.into())))
     } else if calls == 0 {
-        eprintln!("finding: nothing-exercised (inconclusive): no tools/call reached the server");
-        ("inconclusive", 3)
+        eprintln!("finding: {nothing} (inconclusive)");
+        (
+            "inconclusive",
+            3,
+            Some(RunOutcome::Inconclusive(nothing.into())),
+        )
     } else {
-        ("clean", 0)
+        ("clean", 0, None)
     };
+    let run = CiRun {
+        name: format!("client ({})", served.end.describe()),
+        verdict: &verdict,
+        replay: None,
+        outcome,
+        baseline: None,
+    };
+    let stdout_free = args.http.is_some();
+    args.judging
+        .write_report("serve", &run, trace, args.report.as_deref(), stdout_free);
     eprintln!("verdict: {word} (exit {code})");
     ExitCode::from(code)
 }

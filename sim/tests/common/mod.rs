@@ -1,8 +1,10 @@
 //! What the tests against real peers share: where the repository is, the peers themselves
-//! (installed on first use, see [`peers`]) and the probe's JSON verdict ([`probe`]).
+//! (installed on first use, see [`peers`]), the probe's JSON verdict ([`probe`]) and clients
+//! run against `serve` ([`serve`]).
 
 pub mod peers;
 pub mod probe;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 

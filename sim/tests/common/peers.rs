@@ -4,10 +4,15 @@
 //! - Python SDK: a virtual environment `<target>/peers/python-mcp-2.3.0/`, made with
 //!   `python3 -m venv` and filled by `pip install -r tests/peers/python-requirements.txt`
 //!   (`mcp==2.3.0`). Tests run the servers with that venv's python.
+//! - Python SDK 1.x (legacy era only): `<target>/peers/python-mcp-1.30.0/`, the same way from
+//!   `tests/peers/python1-requirements.txt` (`mcp==1.30.0`).
 //! - TypeScript SDK v2: `<target>/peers/node-ts-sdk-2.4.0/`, where `tests/peers/ts/package.json`
 //!   and `package-lock.json` (`@modelcontextprotocol/server` 2.4.0, `zod` 4.6.7) are copied and
-//!   installed with `npm ci`; the server scripts of `tests/peers/ts/` are copied beside them so
+//!   installed with `npm ci`; the scripts of `tests/peers/ts/` are copied beside them so
 //!   that Node.js resolves the SDK from that folder's `node_modules`.
+//! - TypeScript SDK v1 and `server-everything` (legacy era only):
+//!   `<target>/peers/node-ts-sdk-v1-1.32.2/`, the same way from `tests/peers/ts-v1/`
+//!   (`@modelcontextprotocol/sdk` 1.32.2, `@modelcontextprotocol/server-everything` 2026.8.31).
 //!
 //! `<target>` is the build folder the test binaries were built into (`CARGO_TARGET_DIR` or
 //! `target/`). Each install runs once, under an exclusive lock on `<target>/peers/NAME.lock`
@@ -33,9 +38,16 @@ use super::repo;
 
 /// The pinned Python SDK (PyPI `mcp`), as in `tests/peers/python-requirements.txt`.
 pub const PYTHON_MCP_VERSION: &str = "2.3.0";
+/// The pinned Python SDK 1.x, as in `tests/peers/python1-requirements.txt`.
+pub const PYTHON_MCP_V1_VERSION: &str = "1.30.0";
 /// The pinned TypeScript SDK (npm `@modelcontextprotocol/server`), as in
 /// `tests/peers/ts/package.json`.
 pub const TS_SDK_VERSION: &str = "2.4.0";
+/// The pinned TypeScript SDK v1 (npm `@modelcontextprotocol/sdk`), as in
+/// `tests/peers/ts-v1/package.json`.
+pub const TS_SDK_V1_VERSION: &str = "1.32.2";
+/// The pinned `@modelcontextprotocol/server-everything`, as in `tests/peers/ts-v1/package.json`.
+pub const SERVER_EVERYTHING_VERSION: &str = "2026.8.31";
 
 const STAMP: &str = ".installed";
 
@@ -53,6 +65,24 @@ pub fn peers_dir() -> PathBuf {
 /// The venv python with the Python SDK installed, or `None` when the test is to be skipped
 /// (the reason is printed; with `CI=true` it panics instead).
 pub fn python_sdk() -> Option<PathBuf> {
+    python_venv(
+        "python-requirements.txt",
+        PYTHON_MCP_VERSION,
+        "import mcp.server.mcpserver, uvicorn",
+    )
+}
+
+/// The venv python with the Python SDK 1.x installed (legacy era only), or `None` as for
+/// [`python_sdk`].
+pub fn python_sdk_v1() -> Option<PathBuf> {
+    python_venv(
+        "python1-requirements.txt",
+        PYTHON_MCP_V1_VERSION,
+        "import mcp.server.fastmcp, mcp.client.stdio",
+    )
+}
+
+fn python_venv(requirements_file: &str, version: &str, import_check: &str) -> Option<PathBuf> {
     if skipped_on_purpose("MCP_SIM_SKIP_PYTHON", "Python SDK") {
         return None;
     }
@@ -81,17 +111,17 @@ pub fn python_sdk() -> Option<PathBuf> {
             )
         }
     };
-    let requirements_path = repo().join("tests/peers/python-requirements.txt");
+    let requirements_path = repo().join("tests/peers").join(requirements_file);
     let requirements = fs::read_to_string(&requirements_path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", requirements_path.display()));
     assert!(
         requirements
             .lines()
-            .any(|l| l.trim() == format!("mcp=={PYTHON_MCP_VERSION}")),
-        "{} must pin mcp=={PYTHON_MCP_VERSION}",
+            .any(|l| l.trim() == format!("mcp=={version}")),
+        "{} must pin mcp=={version}",
         requirements_path.display()
     );
-    let dir = peers_dir().join(format!("python-mcp-{PYTHON_MCP_VERSION}"));
+    let dir = peers_dir().join(format!("python-mcp-{version}"));
     let venv_python = if cfg!(windows) {
         dir.join("Scripts").join("python.exe")
     } else {
@@ -117,7 +147,7 @@ pub fn python_sdk() -> Option<PathBuf> {
             "installing the Python SDK",
         );
         check(
-            Command::new(&venv_python).args(["-c", "import mcp.server.mcpserver, uvicorn"]),
+            Command::new(&venv_python).args(["-c", import_check]),
             "importing the installed Python SDK",
         );
     });
@@ -136,8 +166,29 @@ pub struct NodeSdk {
 /// Node.js with the TypeScript SDK installed, or `None` when the test is to be skipped (the
 /// reason is printed; with `CI=true` it panics instead).
 pub fn node_ts_sdk() -> Option<NodeSdk> {
-    const WHAT: &str = "TypeScript SDK";
-    if skipped_on_purpose("MCP_SIM_SKIP_NODE", WHAT) {
+    node_project(
+        "ts",
+        "TypeScript SDK",
+        "@modelcontextprotocol/server",
+        TS_SDK_VERSION,
+    )
+}
+
+/// Node.js with the TypeScript SDK v1 and `server-everything` installed (legacy era only), or
+/// `None` as for [`node_ts_sdk`].
+pub fn node_ts_sdk_v1() -> Option<NodeSdk> {
+    node_project(
+        "ts-v1",
+        "TypeScript SDK v1",
+        "@modelcontextprotocol/sdk",
+        TS_SDK_V1_VERSION,
+    )
+}
+
+/// Installs the npm project `tests/peers/FOLDER` (its manifest must pin `package` at
+/// `version`) into `<target>/peers/node-ts-sdk[-FOLDER's suffix]-VERSION/`.
+fn node_project(folder: &str, what: &str, package: &str, version: &str) -> Option<NodeSdk> {
+    if skipped_on_purpose("MCP_SIM_SKIP_NODE", what) {
         return None;
     }
     let node = PathBuf::from("node");
@@ -145,7 +196,7 @@ pub fn node_ts_sdk() -> Option<NodeSdk> {
         Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
         Err(e) => {
             return unavailable(
-                WHAT,
+                what,
                 &format!("node cannot be run: {e}; install Node.js 20 or later"),
             )
         }
@@ -158,27 +209,26 @@ pub fn node_ts_sdk() -> Option<NodeSdk> {
         .unwrap_or(0);
     if major < 20 {
         return unavailable(
-            WHAT,
+            what,
             &format!("node is {node_version}; the SDK needs Node.js 20 or later"),
         );
     }
     let npm = PathBuf::from(if cfg!(windows) { "npm.cmd" } else { "npm" });
     if let Err(e) = run(Command::new(&npm).arg("--version")) {
-        return unavailable(WHAT, &format!("npm cannot be run: {e}; install npm"));
+        return unavailable(what, &format!("npm cannot be run: {e}; install npm"));
     }
-    let source = repo().join("tests/peers/ts");
+    let source = repo().join("tests/peers").join(folder);
     let read = |name: &str| {
         let path = source.join(name);
         fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
     };
     let (manifest, lock) = (read("package.json"), read("package-lock.json"));
     assert!(
-        manifest.contains(&format!(
-            "\"@modelcontextprotocol/server\": \"{TS_SDK_VERSION}\""
-        )),
-        "tests/peers/ts/package.json must pin @modelcontextprotocol/server {TS_SDK_VERSION}"
+        manifest.contains(&format!("\"{package}\": \"{version}\"")),
+        "tests/peers/{folder}/package.json must pin {package} {version}"
     );
-    let dir = peers_dir().join(format!("node-ts-sdk-{TS_SDK_VERSION}"));
+    let suffix = folder.strip_prefix("ts").unwrap_or(folder);
+    let dir = peers_dir().join(format!("node-ts-sdk{suffix}-{version}"));
     let stamp = format!("node {node_version}\n{manifest}\n{lock}");
     install_once(&dir, &stamp, |dir| {
         fs::write(dir.join("package.json"), &manifest).expect("write package.json");
@@ -193,7 +243,7 @@ pub fn node_ts_sdk() -> Option<NodeSdk> {
     // The server scripts go beside node_modules; a script is replaced (atomically) only when
     // its text changed, under the same lock as the install.
     let _lock = Lock::acquire(&lock_path(&dir));
-    for entry in fs::read_dir(&source).expect("read tests/peers/ts") {
+    for entry in fs::read_dir(&source).expect("read the peer's folder") {
         let path = entry.expect("directory entry").path();
         if path.extension().is_some_and(|e| e == "mjs") {
             let name = path.file_name().expect("file name");

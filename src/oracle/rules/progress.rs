@@ -100,7 +100,15 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
 }
 
 pub(super) fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
-    let (Some(sent), Some(policy)) = (r.client_send, r.policy) else {
+    // Seen from the server's end (`serve`), the policy is the one the client declares for
+    // every request; only a tool call is one it can be meant to reset on progress, and a
+    // declared reset the call makes impossible (it asks for no progress) is named there.
+    let sent = match (r.client_send, r.server_recv) {
+        (Some(sent), _) => sent,
+        (None, Some(recv)) if r.method == crate::wire::METHOD_TOOLS_CALL => recv,
+        _ => return,
+    };
+    let Some(policy) = r.policy else {
         return;
     };
     if policy.reset_timeout_on_progress && r.token.is_none() {

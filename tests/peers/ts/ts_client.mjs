@@ -1,7 +1,7 @@
 // A client built with the TypeScript SDK v2 (npm `@modelcontextprotocol/client` 2.4.0), driven
 // against `mcp-sim serve`.
 //
-// Usage: node ts_client.mjs PLAN (--url URL | -- COMMAND ARGS...)
+// Usage: node ts_client.mjs PLAN [--sdk-default] (--url URL | -- COMMAND ARGS...)
 //
 // PLAN is a JSON list of calls made one after the other, each
 // `{"steps": N, "step_ms": M, "options": {...}, "progress": true}`: a `tools/call` of `slow_op`
@@ -16,8 +16,13 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-const [planText, ...rest] = process.argv.slice(2);
+let [planText, ...rest] = process.argv.slice(2);
 const plan = JSON.parse(planText);
+// `--sdk-default`: the SDK's own default negotiation (the 2025-11-25 handshake).
+const sdkDefault = rest[0] === '--sdk-default';
+if (sdkDefault) {
+    rest = rest.slice(1);
+}
 let transport;
 if (rest[0] === '--url') {
     transport = new StreamableHTTPClientTransport(new URL(rest[1]));
@@ -25,8 +30,9 @@ if (rest[0] === '--url') {
     const command = rest[0] === '--' ? rest.slice(1) : rest;
     transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: 'inherit' });
 }
-// 2026-07-28 (the SDK's default is still the 2025-11-25 handshake).
-const client = new Client({ name: 'mcp-sim-ts-client', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+// 2026-07-28 unless `--sdk-default` (the SDK's default is still the 2025-11-25 handshake).
+const options = sdkDefault ? {} : { versionNegotiation: { mode: { pin: '2026-07-28' } } };
+const client = new Client({ name: 'mcp-sim-ts-client', version: '1.0.0' }, options);
 await client.connect(transport);
 for (const [i, call] of plan.entries()) {
     let progress = 0;

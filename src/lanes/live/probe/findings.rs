@@ -9,6 +9,7 @@
 //! | --- | --- | --- |
 //! | `server-exited` | server fault | the server closed its output or exited before the run was over |
 //! | `no-response` | server fault | the server answered none of the requests it was sent |
+//! | `unresponsive-after-cancel` | server fault | the liveness check after a cancel or a timeout (`ping` in the legacy era, `tools/list` in 2026-07-28) got no answer within its bound |
 //! | `nothing-exercised` | inconclusive | no call of the tool returned a result, or cancels were planned and none met a call still running |
 //!
 //! Exit codes: 0 the run exercised the server and no MUST rule is broken; 1 a MUST rule is
@@ -75,6 +76,19 @@ pub struct ServerEnd {
     pub exited_early: Option<String>,
     /// Connections that could not be opened (HTTP).
     pub refused: usize,
+    /// Liveness checks the server left unanswered.
+    pub hangs: Vec<Hang>,
+}
+
+/// A liveness check the server left unanswered within its bound.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hang {
+    /// What it followed: `the cancel of call 3`, `the timeout of call 2`.
+    pub after: String,
+    /// When the client gave up on the check, in ms since the run began.
+    pub at_ms: u64,
+    /// Whether the probe restarted the server and went on (stdio with `--restarts`).
+    pub restarted: bool,
 }
 
 #[derive(Default)]
@@ -235,6 +249,25 @@ pub fn findings(c: &Coverage, end: &ServerEnd, tool: &str, cancels_planned: usiz
             message: format!(
                 "the server answered none of the {sent} requests it was sent{refused}: it does \
                  not read its input, is stuck, or speaks no era the probe asked for"
+            ),
+        });
+    }
+    if let Some(first) = end.hangs.first() {
+        let restarted = end.hangs.iter().filter(|h| h.restarted).count();
+        let then = if restarted > 0 {
+            format!("; restarted {restarted} times and went on")
+        } else {
+            "; the run stopped there (--restarts restarts a stdio server and goes on)".into()
+        };
+        out.push(Finding {
+            finding: "unresponsive-after-cancel",
+            kind: "fault",
+            message: format!(
+                "the server stopped answering: {} liveness checks unanswered, the first after \
+                 {} (at {} ms){then}",
+                end.hangs.len(),
+                first.after,
+                first.at_ms
             ),
         });
     }

@@ -21,12 +21,21 @@
 //!    what lets the oracle tell a server that answers a cancel from one whose result merely
 //!    crossed it (see `mcp_sim::oracle`, "An answer to the cancel").
 //!
-//! # Barriers (stdio)
+//! # Liveness checks and barriers
 //!
-//! Right after each `notifications/cancelled` the probe writes a `tools/list`. The pipes are
-//! ordered both ways, so once its answer arrives, the server has certainly read the cancel,
-//! and anything for the cancelled call that arrives after that answer was written after the
-//! server read the cancel: a `response-after-cancel` with no timing assumption at all.
+//! Right after each cancel of a call, and after each call the client gave up on at its
+//! timeout, the probe sends a cheap request: `ping` in the legacy era (every server must answer
+//! it promptly), `tools/list` in 2026-07-28. It must be answered within
+//! [`ProbeConfig::liveness_ms`]; a server that does not is named (`unresponsive-after-cancel`,
+//! see [`findings`]): a cancel that wedged the server is the bug this check exists for
+//! (amagi-mcp-probe checks the same way). A hung server hides the rest of the run, so the probe
+//! then stops starting calls, unless [`ProbeConfig::restarts`] is set on stdio: it then kills
+//! and restarts the server at once and goes on.
+//!
+//! On stdio the check is also a barrier. The pipes are ordered both ways, so once its answer
+//! arrives, the server has certainly read the cancel, and anything for the cancelled call that
+//! arrives after that answer was written after the server read the cancel: a
+//! `response-after-cancel` with no timing assumption at all.
 //!
 //! # Faults
 //!
@@ -76,7 +85,7 @@ use crate::time::Time;
 use crate::trace::{EventKind, Side, FAULT_STALL};
 use crate::wire::http::Method;
 use crate::wire::{Era, LegacyRevision, RequestId};
-use findings::ServerEnd;
+use findings::{Hang, ServerEnd};
 
 /// The longest hard maximum a call may be given, in ms (one hour).
 pub const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;
@@ -84,6 +93,9 @@ pub const MAX_TOTAL_CEILING_MS: u64 = 60 * 60 * 1000;
 pub const MAX_CALLS: u32 = 1000;
 /// Calibration calls before the schedule.
 pub const CALIBRATION_CALLS: usize = 2;
+/// How long a liveness check may wait for its answer by default, in ms: wide, since a loaded
+/// machine's interpreter must not look hung.
+pub const LIVENESS_MS: u64 = 10_000;
 
 /// The server a probe drives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,8 +149,12 @@ pub struct ProbeConfig {
     pub stall_percent: u64,
     /// stdio: how long a stall lasts, a range of ms.
     pub stall_ms: (u64, u64),
-    /// stdio: kill and restart the server this many times, between calls.
+    /// stdio: kill and restart the server this many times, between calls; and, when it is
+    /// set, restart a server that stopped answering after a cancel or a timeout (see the
+    /// module docs) instead of ending the run.
     pub restarts: u32,
+    /// How long the liveness check after a cancel or a timeout may wait for its answer, in ms.
+    pub liveness_ms: u64,
     /// HTTP: relay through a local intermediary behaving like this preset.
     pub proxy: Option<ProxyConfig>,
     /// HTTP: delay every post's bytes, each way, by a seeded latency in this range of ms.
@@ -216,6 +232,7 @@ impl Default for ProbeConfig {
             stall_percent: 0,
             stall_ms: (200, 2000),
             restarts: 0,
+            liveness_ms: LIVENESS_MS,
             proxy: None,
             latency_ms: None,
             reset_percent: 0,
@@ -256,6 +273,9 @@ impl ProbeConfig {
                 "max-total-ms",
                 format!("must be between 1 and {MAX_TOTAL_CEILING_MS}"),
             );
+        }
+        if self.liveness_ms == 0 {
+            return err("liveness-ms", "must be positive".into());
         }
         if self.startup_timeout_ms == 0 {
             return err("startup-timeout-ms", "must be positive".into());
@@ -441,6 +461,10 @@ struct Probe {
     write_errors: Arc<AtomicUsize>,
     /// Seeded draws of the per-post HTTP faults.
     fault_rng: ChaCha8Rng,
+    /// Liveness checks waiting for their outcome: the check's id and what it followed.
+    checks: Vec<(RequestId, String)>,
+    /// Checks the server left unanswered.
+    hangs: Vec<Hang>,
 }
 
 impl Probe {
@@ -730,7 +754,8 @@ impl Probe {
 
 impl Probe {
     /// The run's result: the trace and what the report needs.
-    fn finish(self, run: RunSummary, ended: String, end: ServerEnd) -> ProbeRun {
+    fn finish(self, run: RunSummary, ended: String, mut end: ServerEnd) -> ProbeRun {
+        end.hangs = self.hangs;
         let mut stats = self.rec.stats;
         stats.sim_ms = self.rec.trace.end();
         ProbeRun {
@@ -767,11 +792,65 @@ fn list_tools(policy: &TimeoutPolicy) -> CallSpec {
     }
 }
 
-/// `ping`: the legacy era's barrier after a stdio cancel.
+/// `ping`: the legacy era's liveness check.
 fn ping(policy: &TimeoutPolicy) -> CallSpec {
     CallSpec {
         method: "ping".into(),
         ..list_tools(policy)
+    }
+}
+
+impl Probe {
+    /// Sends the liveness check that follows `what` (a cancel or a timeout of a call).
+    fn check_liveness(&mut self, what: String) {
+        let policy = TimeoutPolicy::fixed(Duration::from_millis(self.config.liveness_ms));
+        let check = match self.driver.client().era() {
+            Era::Legacy(_) => ping(&policy),
+            Era::Modern => list_tools(&policy),
+        };
+        let now = self.now();
+        let id = self.driver.client_mut().start_request(now, check);
+        self.checks.push((id, what));
+        self.flush();
+    }
+
+    /// A check went unanswered (`hangs[k]`): restarts the server when restarts are allowed
+    /// (stdio with `--restarts`). False when the run cannot go on: no restart allowed, or the
+    /// restart failed (then `eof` says why).
+    fn after_hang(
+        &mut self,
+        k: usize,
+        command: &[String],
+        startup: &TimeoutPolicy,
+        hard_end: Time,
+    ) -> bool {
+        if self.transport != Transport::Stdio || self.config.restarts == 0 {
+            return false;
+        }
+        self.hangs[k].restarted = true;
+        self.restart(command, startup, hard_end)
+    }
+
+    /// The first check found unanswered since the last call, recorded as a hang. Checks that
+    /// got any other outcome are done with.
+    fn new_hang(&mut self) -> Option<usize> {
+        let mut hung = None;
+        let checks = std::mem::take(&mut self.checks);
+        for (id, what) in checks {
+            match self.outcome(&self.current(&id)) {
+                None => self.checks.push((id, what)),
+                Some((Outcome::TimedOut, at)) if hung.is_none() => {
+                    self.hangs.push(Hang {
+                        after: what,
+                        at_ms: at.as_millis(),
+                        restarted: false,
+                    });
+                    hung = Some(self.hangs.len() - 1);
+                }
+                Some(_) => {}
+            }
+        }
+        hung
     }
 }
 
@@ -802,7 +881,12 @@ fn drive(probe: &mut Probe) -> RunSummary {
     };
     // 1. The start-up check.
     let startup = TimeoutPolicy::fixed(Duration::from_millis(args.startup_timeout_ms));
-    if probe.alone(list_tools(&startup), hard_end).is_none() {
+    // A server that leaves it unanswered is not probed further (`no-response`).
+    let answered = probe
+        .alone(list_tools(&startup), hard_end)
+        .and_then(|id| probe.outcome(&id))
+        .is_some_and(|(outcome, _)| matches!(outcome, Outcome::Result | Outcome::Error));
+    if !answered {
         return summary;
     }
     // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
@@ -813,9 +897,23 @@ fn drive(probe: &mut Probe) -> RunSummary {
             return summary;
         };
         summary.started += 1;
-        if let Some((Outcome::Result, at)) = probe.outcome(&id) {
-            let took = at.as_millis() - began.as_millis();
-            summary.natural_ms = Some(summary.natural_ms.map_or(took, |d| d.min(took)));
+        match probe.outcome(&id) {
+            Some((Outcome::Result, at)) => {
+                let took = at.as_millis() - began.as_millis();
+                summary.natural_ms = Some(summary.natural_ms.map_or(took, |d| d.min(took)));
+            }
+            Some((Outcome::TimedOut, _)) => {
+                let what = format!("the timeout of calibration call {}", summary.started);
+                probe.check_liveness(what);
+                while !probe.checks.is_empty() && probe.now() < hard_end && probe.wait(hard_end) {
+                    if let Some(k) = probe.new_hang() {
+                        if !probe.after_hang(k, &command, &startup, hard_end) {
+                            return summary;
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
     summary.window = cancel_window(args, summary.natural_ms);
@@ -826,10 +924,24 @@ fn drive(probe: &mut Probe) -> RunSummary {
     let mut ids: Vec<Option<RequestId>> = vec![None; plan.len()];
     let mut cancelled = vec![false; plan.len()];
     let mut stalled = vec![false; plan.len()];
+    // Calls followed by a liveness check (after their cancel or their timeout).
+    let mut checked = vec![false; plan.len()];
     let mut next_call = 0;
     let mut settled_at: Option<Time> = None;
     let mut gave_up = false;
+    // The server left a liveness check unanswered and is not to be restarted.
+    let mut hung = false;
     loop {
+        if let Some(k) = probe.new_hang() {
+            let before = probe.now().as_millis();
+            if probe.after_hang(k, &command, &startup, hard_end) {
+                base += probe.now().as_millis() - before;
+            } else if probe.eof.is_some() {
+                return summary; // the restart failed
+            } else {
+                hung = true;
+            }
+        }
         let now = probe.now();
         // Start the calls that are due; a restart waits until nothing is outstanding.
         while next_call < plan.len()
@@ -871,16 +983,16 @@ fn drive(probe: &mut Probe) -> RunSummary {
                     cancelled[i] = true;
                     let t = probe.now();
                     let _ = probe.driver.client_mut().cancel(t, &id);
-                    if probe.transport == Transport::Stdio {
-                        // The legacy era's barrier is a `ping` (every server answers it).
-                        let barrier = match probe.driver.client().era() {
-                            Era::Legacy(_) => ping(policy),
-                            Era::Modern => list_tools(policy),
-                        };
-                        probe.driver.client_mut().start_request(t, barrier);
-                    }
                     probe.flush();
+                    if !hung {
+                        checked[i] = true;
+                        probe.check_liveness(format!("the cancel of call {}", i + 1));
+                    }
                 }
+            }
+            if !checked[i] && !hung && matches!(probe.outcome(&id), Some((Outcome::TimedOut, _))) {
+                checked[i] = true;
+                probe.check_liveness(format!("the timeout of call {}", i + 1));
             }
             if let Some((offset, ms)) = plan[i].stall {
                 if !stalled[i] && start + offset <= now {
@@ -892,7 +1004,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
         probe.timers();
         // The run's bound: cancel whatever is still open.
         let now = probe.now();
-        if now >= hard_end && !gave_up {
+        if (now >= hard_end || hung) && !gave_up {
             gave_up = true;
             let open: Vec<RequestId> = ids
                 .iter()
@@ -969,6 +1081,8 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
         eof: None,
         write_errors: Arc::new(AtomicUsize::new(0)),
         fault_rng: ChaCha8Rng::seed_from_u64(config.seed ^ 0x6661_756c_7473),
+        checks: Vec::new(),
+        hangs: Vec::new(),
     }
 }
 
@@ -1035,6 +1149,7 @@ fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
     let end = ServerEnd {
         exited_early: None,
         refused,
+        hangs: Vec::new(),
     };
     Ok(probe.finish(run, ended, end))
 }
@@ -1054,6 +1169,7 @@ fn probe_stdio(command: &[String], config: &ProbeConfig) -> Result<ProbeRun, Pro
     let end = ServerEnd {
         exited_early: probe.eof.clone(),
         refused: 0,
+        hangs: Vec::new(),
     };
     Ok(probe.finish(run, ended, end))
 }
