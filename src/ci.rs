@@ -282,12 +282,12 @@ pub fn run_annotations(runs: &[CiRun<'_>]) -> Vec<Annotation> {
     for run in runs {
         for v in &run.verdict.violations {
             let mut message = format!("{}: {v}", run.name);
-            if let (Level::Must, Some(replay)) = (v.level, &run.replay) {
-                let _ = write!(message, "\nreplay: {replay}");
-            }
             let expected = run.expected(v.rule);
             if expected {
                 message.push_str(" (expected by the baseline)");
+            }
+            if let (Level::Must, Some(replay)) = (v.level, &run.replay) {
+                let _ = write!(message, "\nreplay: {replay}");
             }
             out.push(Annotation {
                 command: match (v.level, expected) {
@@ -457,20 +457,27 @@ impl Baseline {
 }
 
 impl Baseline {
-    /// Compares a judged run: its MUST violations and `findings` (a command's own, such as a
-    /// probe's faults) would fail it; every violation at any level, and the findings, occurred.
-    pub fn compare_verdict(&self, verdict: &Verdict, findings: &[&str]) -> BaselineDiff {
+    /// Compares a judged run: its MUST violations and the command's own `faults` (a probe's
+    /// `no-response`, say) would fail it; every violation at any level, the faults and the
+    /// `other` findings (an inconclusive run's) occurred.
+    pub fn compare_verdict(
+        &self,
+        verdict: &Verdict,
+        faults: &[&str],
+        other: &[&str],
+    ) -> BaselineDiff {
         let failing = verdict
             .violations
             .iter()
             .filter(|v| v.level == Level::Must)
             .map(|v| v.rule)
-            .chain(findings.iter().copied());
+            .chain(faults.iter().copied());
         let seen = verdict
             .violations
             .iter()
             .map(|v| v.rule)
-            .chain(findings.iter().copied());
+            .chain(faults.iter().copied())
+            .chain(other.iter().copied());
         self.compare(failing, seen)
     }
 }

@@ -8,6 +8,7 @@
 //! | TS SDK v1 1.32.2 server | `probe` (stdio, auto) | 2025-11-25 | nothing |
 //! | `server-everything` 2026.8.31 | `probe` (stdio, auto) | 2025-11-25 | `response-after-cancel` (progress after the cancel) |
 //! | `server-everything` 2026.8.31 | `probe` (HTTP, auto) | 2025-11-25 | `message-shape` (its 400 to `server/discover` has `"id": null`) |
+//! | `server-everything` 2026.8.31 | `probe` (HTTP, legacy, half the streams reset) | 2025-11-25 | `replay-other-stream`, `message-shape` (and on some seeds `response-after-cancel`, a SHOULD left unpinned: which streams are reset depends on timing) |
 //! | Python SDK 1.30.0 server | `probe` (stdio, auto) | 2025-11-25 | `response-after-cancel` (code 0 "Request cancelled") |
 //! | Python SDK 2.3.0 server | `probe` (HTTP, legacy) | 2025-11-25 | `priming-event` |
 //! | TS SDK v2 2.4.0 server | `probe` (stdio, legacy) | 2025-11-25 | `response-after-cancel` |
@@ -27,6 +28,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -169,6 +171,74 @@ fn server_everything_over_streamable_http() {
         &["--url", &url],
         &[],
     );
+}
+
+/// The legacy HTTP faults on a server that sends event ids: the probe's relay resets half the
+/// POSTs mid-response and the client resumes each stream it still wants with `GET` and
+/// `Last-Event-ID`. server-everything's event store replays every event after that id,
+/// whatever stream it was on (`replay-other-stream`, MUST, LE16), priming events included,
+/// which go out as `{}` (`message-shape`, MUST). Which POSTs are reset follows their order on
+/// the wire, and what a resume replays follows what the other streams sent meanwhile: the wall
+/// clock decides both, so one seed may show nothing (seed 6 did, of 20). The baseline is then
+/// held over the seeds: no run breaks a MUST rule it does not list (unexpected), and every
+/// entry occurs in some run (not stale). The replays also bring, on most seeds, progress it
+/// kept sending after a cancel (`response-after-cancel`, a SHOULD, not pinned).
+#[test]
+fn server_everything_replays_other_streams_when_a_stream_is_resumed() {
+    let Some(sdk) = node_ts_sdk_v1() else { return };
+    let mut command = Command::new(&sdk.node);
+    command.args([&server_everything(&sdk), "streamableHttp"]);
+    let server = Upstream::start(command, |c, port| {
+        c.env("PORT", port.to_string());
+    });
+    let url = server.url();
+    let expected: BTreeSet<String> = listed("server-everything-http-resets.txt")
+        .into_iter()
+        .collect();
+    let mut seen = BTreeSet::new();
+    // Three seeds by default: a baseline held over the seeds needs more than one.
+    let seeds = match std::env::var("MCP_SIM_PEER_SEEDS") {
+        Ok(_) => seeds(),
+        Err(_) => ["1", "2", "3"].map(String::from).to_vec(),
+    };
+    for seed in seeds {
+        let mut args = vec!["--seed", &seed, "--era", "legacy"];
+        args.extend_from_slice(&[
+            "--tool",
+            LONG_RUNNING,
+            "--args",
+            LONG_RUNNING_ARGS,
+            "--calls",
+            "6",
+            "--cancel-percent",
+            "30",
+            "--reset-percent",
+            "50",
+            "--max-seconds",
+            "40",
+            "--drain-ms",
+            "800",
+            "--url",
+            &url,
+        ]);
+        let (code, v) = common::probe::probe_json(&args, &[]);
+        assert_eq!(v["era"], "2025-11-25", "seed {seed}: {v:#}");
+        let must: BTreeSet<String> = v["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .filter(|x| x["level"] == "MUST")
+            .filter_map(|x| x["rule"].as_str().map(str::to_owned))
+            .collect();
+        assert!(must.is_subset(&expected), "seed {seed}: unexpected: {v:#}");
+        assert!(
+            v["findings"].as_array().is_some_and(Vec::is_empty),
+            "seed {seed}: {v:#}"
+        );
+        assert_eq!(code, i32::from(!must.is_empty()), "seed {seed}: {v:#}");
+        seen.extend(must);
+    }
+    assert_eq!(seen, expected, "a baseline entry occurred in no run");
 }
 
 #[test]

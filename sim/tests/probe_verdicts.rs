@@ -227,11 +227,28 @@ fn a_server_wedged_by_a_cancel_is_named_and_the_run_stops_there() {
 
 #[test]
 fn with_restarts_a_wedged_server_is_restarted_and_the_run_goes_on() {
-    let (code, v) = run_raw(
-        "hang-on-cancel",
+    let path = std::env::temp_dir().join(format!("mcp-sim-wedged-{}.jsonl", std::process::id()));
+    let trace_arg = path.display().to_string();
+    // SLOW with eight calls, so that calls remain to start after the first hang.
+    let mut args = vec!["--seed", "1"];
+    let calls = SLOW
+        .iter()
+        .position(|a| *a == "--calls")
+        .expect("SLOW sets --calls");
+    args.extend_from_slice(&SLOW[..calls]);
+    args.extend_from_slice(&["--calls", "8"]);
+    args.extend_from_slice(&SLOW[calls + 2..]);
+    args.extend_from_slice(&[
+        "--liveness-ms",
+        "1500",
+        "--restarts",
         "1",
-        &["--liveness-ms", "1500", "--restarts", "1"],
-    );
+        "--trace",
+        &trace_arg,
+    ]);
+    let server = raw_server("hang-on-cancel");
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let (code, v) = probe(&args, &server);
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(findings(&v), ["unresponsive-after-cancel"], "{v:#}");
     let message = v["findings"][0]["message"].as_str().expect("message");
@@ -239,6 +256,37 @@ fn with_restarts_a_wedged_server_is_restarted_and_the_run_goes_on() {
     // The planned restart and at least one after a hang.
     let restarts = v["coverage"]["faults"]["restart"].as_u64().unwrap_or(0);
     assert!(restarts >= 2, "{v:#}");
-    // Calls after the first hang still ran: more results than the two calibration calls.
-    assert!(v["coverage"]["results"].as_u64() > Some(2), "{v:#}");
+    // A call sent after the first hang was given up on got its result: the run went on.
+    let hung_at: u64 = message
+        .split("(at ")
+        .nth(1)
+        .and_then(|m| m.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the finding says when");
+    let trace = std::fs::read_to_string(&path).expect("the trace");
+    let trace = mcp_sim::trace::Trace::from_jsonl(&trace).expect("the trace reads");
+    let mut sent_after = std::collections::BTreeSet::new();
+    let mut answered_after = 0;
+    for e in &trace.events {
+        let (mcp_sim::trace::EventKind::Send(w) | mcp_sim::trace::EventKind::Recv(w)) = &e.kind
+        else {
+            continue;
+        };
+        let Some(msg) = &w.msg else { continue };
+        let id = msg.get("id").map(ToString::to_string);
+        match (&e.kind, id) {
+            (mcp_sim::trace::EventKind::Send(_), Some(id))
+                if e.t > hung_at && msg["method"] == "tools/call" =>
+            {
+                sent_after.insert(id);
+            }
+            (mcp_sim::trace::EventKind::Recv(_), Some(id))
+                if msg.get("result").is_some() && sent_after.contains(&id) =>
+            {
+                answered_after += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(answered_after > 0, "{v:#}\n{}", trace.to_jsonl());
 }

@@ -228,6 +228,7 @@ impl<'t> Index<'t> {
             }
             index.replays = replays;
         }
+        index.misplaced_responses();
         index.stdio_answers = index
             .requests
             .iter()
@@ -292,6 +293,62 @@ impl<'t> Index<'t> {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// A client takes a request's response only from the request's own stream (or, in the
+    /// legacy era, a stream resuming it): one that reached it on another request's stream (a
+    /// server replaying events of other streams, or writing on the wrong one) did not end its
+    /// wait, so a later cancel or timeout of the request is no fault of the client's. The
+    /// rules about streams name the server's mistake; here the receipt that counts is the
+    /// first on the right stream, if any.
+    fn misplaced_responses(&mut self) {
+        let stream_of = |i: usize| match &self.trace.events[i].kind {
+            EventKind::Recv(w) => w.stream,
+            _ => None,
+        };
+        let mut moved = Vec::new();
+        for (r, req) in self.requests.iter().enumerate() {
+            let (Some(own), Some(first), Some(id)) = (req.stream, req.client_response, &req.id)
+            else {
+                continue;
+            };
+            let right = |i: usize| stream_of(i).is_none_or(|s| self.origin_stream(s) == own);
+            if right(first) {
+                continue;
+            }
+            let next = (first + 1..self.trace.events.len()).find(|&j| {
+                self.trace.events[j].side == Side::Client
+                    && matches!(self.trace.events[j].kind, EventKind::Recv(_))
+                    && matches!(self.msg(j), Some(Message::Result(_) | Message::Error(_)))
+                    && self.msg(j).and_then(Message::id) == Some(id)
+                    && right(j)
+            });
+            moved.push((r, next));
+        }
+        for (r, next) in moved {
+            let modern = self.era == Era::Modern || self.requests[r].method == "server/discover";
+            let first = self.requests[r].client_response.unwrap_or(0);
+            self.requests[r].client_response = next;
+            if !modern {
+                continue;
+            }
+            // The client's closes of the stream while it still waited are its cancels (the
+            // first reading skipped them, taking the misplaced response for the answer).
+            let before = next.unwrap_or(usize::MAX);
+            let trace = self.trace;
+            let req = &mut self.requests[r];
+            for &c in &req.closes {
+                let by_client = matches!(
+                    &trace.events[c],
+                    e if e.side == Side::Client
+                        && matches!(e.kind, EventKind::Close { by: Side::Client, .. })
+                );
+                if by_client && c > first && c < before && !req.client_cancels.contains(&c) {
+                    req.client_cancels.push(c);
+                }
+            }
+            req.client_cancels.sort_unstable();
         }
     }
 

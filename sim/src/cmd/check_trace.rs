@@ -82,7 +82,9 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     let verdict = oracle::check(&trace, &config);
-    let diff = baseline.as_ref().map(|b| b.compare_verdict(&verdict, &[]));
+    let diff = baseline
+        .as_ref()
+        .map(|b| b.compare_verdict(&verdict, &[], &[]));
     let ci_run = || mcp_sim::ci::CiRun {
         name: args.file.display().to_string(),
         verdict: &verdict,

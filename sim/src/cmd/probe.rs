@@ -300,20 +300,32 @@ fn finish(
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
     let word = ProbeVerdict::of(&verdict, &found);
-    let names: Vec<&str> = found.iter().map(|f| f.finding).collect();
-    let diff = baseline.map(|b| b.compare_verdict(&verdict, &names));
+    let names = |kind: &str| -> Vec<&str> {
+        found
+            .iter()
+            .filter(|f| f.kind == kind)
+            .map(|f| f.finding)
+            .collect()
+    };
+    let diff =
+        baseline.map(|b| b.compare_verdict(&verdict, &names("fault"), &names("inconclusive")));
     if let Some(diff) = &diff {
         eprint!("{}", diff.text());
     }
-    // With a baseline, its verdict is the exit code; without, the probe's.
+    let listed = |f: &Finding| baseline.is_some_and(|b| b.expected.contains(f.finding));
+    // With a baseline, its verdict is the exit code, except that a run that exercised nothing
+    // still says so (exit 3) unless the baseline expects that too; without, the probe's.
     let exit_code = match &diff {
-        Some(diff) => u8::from(!diff.is_clean()),
+        Some(diff) if !diff.is_clean() => 1,
+        Some(_) if found.iter().any(|f| f.kind == "inconclusive" && !listed(f)) => {
+            findings::EXIT_INCONCLUSIVE
+        }
+        Some(_) => 0,
         None => word.exit_code(),
     };
     // The findings decide the run's own outcome for CI: a fault fails it, anything else that
     // kept it from being exercised leaves it inconclusive. Findings the baseline lists are
     // shown, not failed.
-    let listed = |f: &Finding| baseline.is_some_and(|b| b.expected.contains(f.finding));
     let findings_text = found
         .iter()
         .map(|f| {

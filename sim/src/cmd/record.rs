@@ -26,7 +26,8 @@ pub struct Args {
     /// Write the two-sided trace (JSON Lines, format v1) here at the end.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Write the verdict here at the end (the JSON `check-trace --format json` prints).
+    /// Write the verdict here at the end, in `--format` (by default the JSON `check-trace
+    /// --format json` prints).
     #[arg(long)]
     report: Option<PathBuf>,
     /// Be a Streamable HTTP reverse proxy listening here (`127.0.0.1:8080`; port 0 picks a
@@ -46,7 +47,7 @@ pub struct Args {
     /// Expected findings, one rule per line (`#` comments): the verdict then fails only on a
     /// MUST rule the file does not list, or on a listed one that no longer occurs. It decides
     /// the exit code over HTTP; over stdio the tap exits as its server did, and the baseline's
-    /// verdict is in the report and on stderr.
+    /// verdict is on stderr and, with `--format junit|github`, in the report.
     #[arg(long)]
     baseline: Option<PathBuf>,
     #[command(flatten)]
@@ -130,7 +131,7 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
             eprintln!("mcp-sim record: cannot write {}: {e}", path.display());
         }
     }
-    let diff = baseline.map(|b| b.compare_verdict(&verdict, &[]));
+    let diff = baseline.map(|b| b.compare_verdict(&verdict, &[], &[]));
     let name = match &args.upstream {
         Some(upstream) => format!("session with {upstream}"),
         None => format!("session with {}", args.command.join(" ")),

@@ -58,7 +58,8 @@ pub struct Args {
     /// Write the trace (JSON Lines, format v1) here at the end.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Write the verdict here at the end (the JSON `check-trace --format json` prints).
+    /// Write the verdict here at the end, in `--format` (by default the JSON `check-trace
+    /// --format json` prints).
     #[arg(long)]
     report: Option<PathBuf>,
     /// Stop after this many seconds.
@@ -248,7 +249,16 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
     let (word, code, outcome) = if verdict.has_must() {
         ("violations", 1, None)
     } else if breaks_declared_policy(&verdict) {
-        let why = "the client broke the timeout policy it declares (--client-policy)";
+        let impossible = verdict
+            .violations
+            .iter()
+            .all(|v| v.level != Level::Policy || v.rule == rule::RESET_NEEDS_TOKEN);
+        let why = if impossible {
+            "the client's calls ask for no progress, so the reset on progress it declares \
+             (--client-policy) cannot happen"
+        } else {
+            "the client broke the timeout policy it declares (--client-policy)"
+        };
         ("policy-broken", 1, Some(RunOutcome::Failed(why.into())))
     } else if calls == 0 {
         eprintln!("finding: {nothing} (inconclusive)");

@@ -227,6 +227,14 @@ fn node_project(folder: &str, what: &str, package: &str, version: &str) -> Optio
         manifest.contains(&format!("\"{package}\": \"{version}\"")),
         "tests/peers/{folder}/package.json must pin {package} {version}"
     );
+    if folder == "ts-v1" {
+        assert!(
+            manifest.contains(&format!(
+                "\"@modelcontextprotocol/server-everything\": \"{SERVER_EVERYTHING_VERSION}\""
+            )),
+            "tests/peers/ts-v1/package.json must pin server-everything {SERVER_EVERYTHING_VERSION}"
+        );
+    }
     let suffix = folder.strip_prefix("ts").unwrap_or(folder);
     let dir = peers_dir().join(format!("node-ts-sdk{suffix}-{version}"));
     let stamp = format!("node {node_version}\n{manifest}\n{lock}");

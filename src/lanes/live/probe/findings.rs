@@ -50,7 +50,8 @@ pub struct Coverage {
     pub progress_received: usize,
     /// Timer firings of the client (idle or maximum).
     pub timeouts: usize,
-    /// Other requests (`tools/list`: the start-up check and the barriers after stdio cancels).
+    /// Other requests: the start-up check (`tools/list`) and the liveness checks after each
+    /// cancel and timeout (`ping` in the legacy era, `tools/list` in 2026-07-28).
     pub other_requests: usize,
     /// Of those, answered.
     pub other_answered: usize,
@@ -61,7 +62,7 @@ pub struct Coverage {
 /// One finding beyond the oracle's rules.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// `server-exited`, `no-response` or `nothing-exercised`.
+    /// `server-exited`, `no-response`, `unresponsive-after-cancel` or `nothing-exercised`.
     pub finding: &'static str,
     /// `fault` (exit 1) or `inconclusive` (exit 3).
     pub kind: &'static str,

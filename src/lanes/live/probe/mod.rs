@@ -735,7 +735,15 @@ impl Probe {
         let now = self.now();
         self.driver.client_mut().handle_disconnect(now);
         self.flush();
-        self.alone(list_tools(startup), hard_end).is_some()
+        self.startup_check(startup, hard_end)
+    }
+
+    /// The start-up check: one `tools/list`, alone; true when the server answered it (a
+    /// result or an error), false when it left it unanswered, went away or `hard_end` came.
+    fn startup_check(&mut self, startup: &TimeoutPolicy, hard_end: Time) -> bool {
+        self.alone(list_tools(startup), hard_end)
+            .and_then(|id| self.outcome(&id))
+            .is_some_and(|(outcome, _)| matches!(outcome, Outcome::Result | Outcome::Error))
     }
 
     /// Stops reading the server's stdout for `ms` (stdio), and records it.
@@ -827,30 +835,31 @@ impl Probe {
         if self.transport != Transport::Stdio || self.config.restarts == 0 {
             return false;
         }
-        self.hangs[k].restarted = true;
-        self.restart(command, startup, hard_end)
+        let restarted = self.restart(command, startup, hard_end);
+        self.hangs[k].restarted = restarted;
+        restarted
     }
 
-    /// The first check found unanswered since the last call, recorded as a hang. Checks that
-    /// got any other outcome are done with.
+    /// Records every check found unanswered since the last call as a hang, and returns the
+    /// first of them. Checks that got any other outcome are done with.
     fn new_hang(&mut self) -> Option<usize> {
-        let mut hung = None;
+        let mut first = None;
         let checks = std::mem::take(&mut self.checks);
         for (id, what) in checks {
             match self.outcome(&self.current(&id)) {
                 None => self.checks.push((id, what)),
-                Some((Outcome::TimedOut, at)) if hung.is_none() => {
+                Some((Outcome::TimedOut, at)) => {
                     self.hangs.push(Hang {
                         after: what,
                         at_ms: at.as_millis(),
                         restarted: false,
                     });
-                    hung = Some(self.hangs.len() - 1);
+                    first.get_or_insert(self.hangs.len() - 1);
                 }
                 Some(_) => {}
             }
         }
-        hung
+        first
     }
 }
 
@@ -882,11 +891,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
     // 1. The start-up check.
     let startup = TimeoutPolicy::fixed(Duration::from_millis(args.startup_timeout_ms));
     // A server that leaves it unanswered is not probed further (`no-response`).
-    let answered = probe
-        .alone(list_tools(&startup), hard_end)
-        .and_then(|id| probe.outcome(&id))
-        .is_some_and(|(outcome, _)| matches!(outcome, Outcome::Result | Outcome::Error));
-    if !answered {
+    if !probe.startup_check(&startup, hard_end) {
         return summary;
     }
     // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
@@ -926,6 +931,8 @@ fn drive(probe: &mut Probe) -> RunSummary {
     let mut stalled = vec![false; plan.len()];
     // Calls followed by a liveness check (after their cancel or their timeout).
     let mut checked = vec![false; plan.len()];
+    // When each call actually started, in ms: its cancel and stall offsets run from there.
+    let mut started_at = vec![0u64; plan.len()];
     let mut next_call = 0;
     let mut settled_at: Option<Time> = None;
     let mut gave_up = false;
@@ -964,6 +971,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
             let now = probe.now();
             let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
             ids[next_call] = Some(probe.driver.client_mut().start_request(now, spec));
+            started_at[next_call] = now.as_millis();
             next_call += 1;
             summary.started += 1;
             probe.flush();
@@ -974,13 +982,14 @@ fn drive(probe: &mut Probe) -> RunSummary {
             let Some(id) = ids[i].as_ref().map(|id| probe.current(id)) else {
                 continue;
             };
-            let start = base + plan[i].start_ms;
+            // Offsets run from the call's actual start (a restart can delay a start).
+            let start = started_at[i];
             if let Some(after) = plan[i].cancel_after_ms {
-                if !cancelled[i]
-                    && start + after <= now
-                    && probe.driver.client_mut().is_outstanding(&id)
-                {
-                    cancelled[i] = true;
+                // Due once, whether or not the call is still open then (an ended call's
+                // planned cancel must not keep waking the loop).
+                let due = !cancelled[i] && start + after <= now;
+                cancelled[i] |= due;
+                if due && probe.driver.client_mut().is_outstanding(&id) {
                     let t = probe.now();
                     let _ = probe.driver.client_mut().cancel(t, &id);
                     probe.flush();
@@ -1031,7 +1040,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
             wake.push(Time::from_millis(base + p.start_ms));
         }
         for (i, p) in plan.iter().enumerate().take(next_call) {
-            let start = base + p.start_ms;
+            let start = started_at[i];
             if let Some(after) = p.cancel_after_ms.filter(|_| !cancelled[i]) {
                 wake.push(Time::from_millis(start + after));
             }
