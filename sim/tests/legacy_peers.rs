@@ -139,6 +139,16 @@ fn server_everything(sdk: &NodeSdk) -> String {
         .to_string()
 }
 
+/// server-everything's Streamable HTTP transport on a free port (it takes the port from
+/// `PORT`).
+fn server_everything_http(sdk: &NodeSdk) -> Upstream {
+    let mut command = Command::new(&sdk.node);
+    command.args([&server_everything(sdk), "streamableHttp"]);
+    Upstream::start(command, |c, port| {
+        c.env("PORT", port.to_string());
+    })
+}
+
 #[test]
 fn server_everything_keeps_sending_progress_after_a_cancel_over_stdio() {
     let Some(sdk) = node_ts_sdk_v1() else { return };
@@ -157,11 +167,7 @@ fn server_everything_keeps_sending_progress_after_a_cancel_over_stdio() {
 #[test]
 fn server_everything_over_streamable_http() {
     let Some(sdk) = node_ts_sdk_v1() else { return };
-    let mut command = Command::new(&sdk.node);
-    command.args([&server_everything(&sdk), "streamableHttp"]);
-    let server = Upstream::start(command, |c, port| {
-        c.env("PORT", port.to_string());
-    });
+    let server = server_everything_http(&sdk);
     let url = server.url();
     let s = schedule(LONG_RUNNING, LONG_RUNNING_ARGS);
     probe_peer(
@@ -186,11 +192,7 @@ fn server_everything_over_streamable_http() {
 #[test]
 fn server_everything_replays_other_streams_when_a_stream_is_resumed() {
     let Some(sdk) = node_ts_sdk_v1() else { return };
-    let mut command = Command::new(&sdk.node);
-    command.args([&server_everything(&sdk), "streamableHttp"]);
-    let server = Upstream::start(command, |c, port| {
-        c.env("PORT", port.to_string());
-    });
+    let server = server_everything_http(&sdk);
     let url = server.url();
     let expected: BTreeSet<String> = listed("server-everything-http-resets.txt")
         .into_iter()
