@@ -196,10 +196,9 @@ pub fn junit_suites(tool: &str, suites: &[Suite]) -> String {
 /// The suite of one judged run: a case per rule of its era, and `verdict` when the run has
 /// an outcome of its own.
 pub fn run_suite(run: &CiRun<'_>) -> Suite {
-    let era = run.verdict.era.era;
-    let mut cases: Vec<Case> = RULES
-        .iter()
-        .filter(|r| r.level_in(era).is_some())
+    let mut cases: Vec<Case> = run
+        .verdict
+        .rules()
         .map(|rule| {
             let broken: Vec<_> = run
                 .verdict
@@ -265,7 +264,7 @@ pub fn run_suite(run: &CiRun<'_>) -> Suite {
     }
     Suite {
         name: run.name.clone(),
-        properties: vec![("era".into(), run.verdict.era.describe())],
+        properties: vec![("era".into(), run.verdict.describe_era())],
         cases,
     }
 }
@@ -527,6 +526,7 @@ mod tests {
         Verdict {
             violations,
             era: EraReading::default(),
+            upstream_era: None,
         }
     }
 
@@ -536,6 +536,7 @@ mod tests {
             level: Level::Must,
             events: vec![3],
             message: message.into(),
+            hop: None,
         }
     }
 
@@ -553,7 +554,10 @@ mod tests {
             baseline: None,
         }];
         let x = junit("mcp-sim sweep", &runs);
-        let modern_rules = RULES.iter().filter(|r| r.modern.is_some()).count();
+        let modern_rules = RULES
+            .iter()
+            .filter(|r| r.modern.is_some() && !r.spans_hops())
+            .count();
         assert_eq!(x.matches("<testcase ").count(), modern_rules, "{x}");
         assert_eq!(x.matches("<failure ").count(), 1, "{x}");
         assert!(x.contains("failures=\"1\""), "{x}");

@@ -33,7 +33,7 @@ pub fn slice(trace: &Trace, report: &Verdict) -> Vec<usize> {
 pub fn violations_text(report: &Verdict) -> String {
     let mut out = String::new();
     for v in &report.violations {
-        let spec = rule_info(v.rule).map_or("", |r| r.spec_in(report.era.era));
+        let spec = rule_info(v.rule).map_or("", |r| r.spec_in(report.era_of(v)));
         let _ = writeln!(out, "  {v}  ({spec})");
     }
     out

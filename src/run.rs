@@ -132,6 +132,7 @@ fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>
             level: Level::Must,
             events: vec![run.trace.events.len().saturating_sub(1)],
             message: "the run did not settle after the faults healed: a request, a job or a resource is still open".into(),
+            hop: None,
         });
     }
     Judged {

@@ -16,6 +16,12 @@
 //! | `progress` | `request`, `progress` | the client application was given progress |
 //! | `fault` | `fault`, `stream`, `ms` | a fault a live driver injected on purpose: `stall` (the client stopped reading for `ms`), `restart` (the server process was restarted), `latency` (`stream` delayed by `ms` each way), `reset` (`stream` to be reset mid-response) |
 //!
+//! A two-hop trace (a run through an intermediary, `mcp-sim check-proxy`) gives every event a
+//! `hop`: `front` (client and intermediary) or `back` (intermediary and upstream server); on
+//! each hop `side` is the role there, so the intermediary is the front's `server` and the
+//! back's `client`. Request ids, tokens and stream numbers belong to their hop. A trace
+//! without `hop` is a one-hop trace, as before.
+//!
 //! `policy` (optional, on a client's `send` of a request) records the request's timeout policy
 //! as `{"timeout_ms", "reset_on_progress", "max_total_ms"}`; rules that need it skip requests
 //! without it. Any side may be missing (a recording of a real server has only the client's and
@@ -62,6 +68,29 @@ impl Side {
     }
 }
 
+/// Which hop of a two-hop run an event was observed on: a run through an intermediary (a
+/// stdio↔HTTP bridge, a gateway, an era translator) records the client's end of the front hop
+/// and the server's end of the upstream hop in one trace. On each hop `side` is the role on
+/// that hop, so the intermediary is the server of the front hop and the client of the back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hop {
+    /// Between the client and the intermediary.
+    Front,
+    /// Between the intermediary and the upstream server.
+    Back,
+}
+
+impl Hop {
+    /// `front` or `back`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hop::Front => "front",
+            Hop::Back => "back",
+        }
+    }
+}
+
 /// The `fault` of a [`EventKind::Fault`] for a client that stopped reading the server's
 /// output for a while; the oracle adds such spans to its grace window.
 pub const FAULT_STALL: &str = "stall";
@@ -74,6 +103,9 @@ pub struct TraceEvent {
     pub t: u64,
     /// Where the event was observed.
     pub side: Side,
+    /// The hop, in a two-hop trace; absent in a one-hop trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop: Option<Hop>,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
@@ -380,6 +412,7 @@ impl Trace {
         self.events.push(TraceEvent {
             t: t.as_millis(),
             side,
+            hop: None,
             kind,
         });
     }
@@ -483,12 +516,66 @@ impl Trace {
                 events.push(TraceEvent {
                     t: e.t,
                     side: e.side,
+                    hop: e.hop,
                     kind,
                 });
                 origin.push(i);
             }
         }
         Some((Trace { events }, origin))
+    }
+
+    /// Whether some event names its hop: a two-hop trace.
+    pub fn is_two_hop(&self) -> bool {
+        self.events.iter().any(|e| e.hop.is_some())
+    }
+
+    /// The events of one hop of a two-hop trace, without their `hop`, as a one-hop trace,
+    /// with each event's index in `self`. An event without a hop belongs to the front (the
+    /// client's own notes, such as its faults).
+    pub fn hop(&self, hop: Hop) -> (Trace, Vec<usize>) {
+        let mut events = Vec::new();
+        let mut origin = Vec::new();
+        for (i, e) in self.events.iter().enumerate() {
+            if e.hop.unwrap_or(Hop::Front) == hop {
+                events.push(TraceEvent {
+                    hop: None,
+                    ..e.clone()
+                });
+                origin.push(i);
+            }
+        }
+        (Trace { events }, origin)
+    }
+
+    /// One two-hop trace from the client's recording of the front hop and the server's of the
+    /// back, both on one clock: ordered by time, each hop's own order kept, and at equal times
+    /// a `send` before a `recv` of the other hop (a message crosses the intermediary forward in
+    /// time, never back).
+    pub fn two_hop(front: &Trace, back: &Trace) -> Trace {
+        let tag = |e: &TraceEvent, hop| TraceEvent {
+            hop: Some(hop),
+            ..e.clone()
+        };
+        let is_recv = |e: &TraceEvent| matches!(e.kind, EventKind::Recv(_));
+        let (mut f, mut b) = (
+            front.events.iter().peekable(),
+            back.events.iter().peekable(),
+        );
+        let mut events = Vec::with_capacity(front.events.len() + back.events.len());
+        loop {
+            let take_front = match (f.peek(), b.peek()) {
+                (Some(x), Some(y)) => x.t < y.t || (x.t == y.t && (!is_recv(x) || is_recv(y))),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            match take_front {
+                true => events.push(tag(f.next().expect("peeked"), Hop::Front)),
+                false => events.push(tag(b.next().expect("peeked"), Hop::Back)),
+            }
+        }
+        Trace { events }
     }
 
     /// The time of the last event.
@@ -524,5 +611,57 @@ mod request_id {
                 "request must be a string or an integer, found {other}"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(t: u64, side: &str, kind: &str) -> String {
+        let msg =
+            r#""transport":"stdio","msg":{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        format!(r#"{{"t":{t},"side":"{side}","kind":"{kind}",{msg}}}"#)
+    }
+
+    fn trace(lines: &[String]) -> Trace {
+        Trace::from_jsonl(&lines.join("\n")).expect("valid")
+    }
+
+    #[test]
+    fn two_hop_keeps_each_hops_order_and_puts_a_send_before_the_other_hops_recv() {
+        let front = trace(&[line(5, "client", "send"), line(9, "client", "recv")]);
+        let back = trace(&[line(5, "server", "recv"), line(9, "server", "send")]);
+        let both = Trace::two_hop(&front, &back);
+        let order: Vec<(u64, Option<Hop>, bool)> = both
+            .events
+            .iter()
+            .map(|e| (e.t, e.hop, matches!(e.kind, EventKind::Send(_))))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (5, Some(Hop::Front), true),
+                (5, Some(Hop::Back), false),
+                (9, Some(Hop::Back), true),
+                (9, Some(Hop::Front), false),
+            ]
+        );
+        assert!(both.is_two_hop() && !front.is_two_hop());
+        let text = both.to_jsonl();
+        assert!(text.starts_with(r#"{"t":5,"side":"client","hop":"front","kind":"send""#));
+        assert_eq!(Trace::from_jsonl(&text).expect("reads back"), both);
+        let (f, origin) = both.hop(Hop::Front);
+        assert_eq!((f, origin), (front.clone(), vec![0, 3]));
+        // A one-hop trace is written as before: no `hop` member.
+        assert!(!front.to_jsonl().contains("hop"));
+    }
+
+    #[test]
+    fn an_unknown_hop_is_a_typed_error_naming_it() {
+        let bad = r#"{"t":0,"side":"client","hop":"middle","kind":"comment"}"#;
+        let e = Trace::from_jsonl(bad).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.message.contains("middle"), "{e}");
     }
 }

@@ -413,6 +413,34 @@ const CASES: &[Case] = &[
 
     // progress-after-completion after a CreateTaskResult (§9 H59): the call's token is over.
     case("progress-after-completion-violates-4.jsonl", STRICT, false, &[(rule::PROGRESS_AFTER_COMPLETION, MUST)]),
+
+    // The intermediary rules, over two-hop traces (the client's end of the front hop, the
+    // server's end of the upstream hop; ids and tokens rewritten by the intermediary).
+    // cancel-forwarded: the upstream runs on after the client's cancel (stdio upstream:
+    // MUST); an era bridge whose 2026-07-28 HTTP front closes the stream and whose legacy
+    // upstream never hears of it (SHOULD in the legacy era); both forwarded.
+    case("cancel-forwarded-violates.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, MUST)]),
+    case("cancel-forwarded-passes.jsonl", STRICT, false, &[]),
+    case("cancel-forwarded-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, SHOULD)]),
+    case("cancel-forwarded-passes-2.jsonl", STRICT, false, &[]),
+    // cancel-answered-locally: an error the upstream never sent (PyPI mcp-proxy's code 0);
+    // the upstream's own result crossing the cancel.
+    case("cancel-answered-locally-violates.jsonl", STRICT, false, &[(rule::CANCEL_ANSWERED_LOCALLY, MUST)]),
+    case("cancel-answered-locally-passes.jsonl", STRICT, false, &[]),
+    // late-result-forwarded: the upstream answers after it got the cancel (its own fault, on
+    // the upstream hop) and the intermediary passes that on (also the front's fault), or
+    // drops it.
+    case("late-result-forwarded-violates.jsonl", STRICT, false, &[(rule::LATE_RESULT_FORWARDED, MUST), (rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    case("late-result-forwarded-passes.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    // progress-forwarded: progress dropped (a JSON-mode front), progress passed on with the
+    // client's token.
+    case("progress-forwarded-violates.jsonl", STRICT, false, &[(rule::PROGRESS_FORWARDED, SHOULD)]),
+    case("progress-forwarded-passes.jsonl", STRICT, false, &[]),
+    // request-id-mapping: two answers swapped; a cancel forwarded under the other call's
+    // upstream id (so the cancelled call is not told either); both mapped right.
+    case("request-id-mapping-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST)]),
+    case("request-id-mapping-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST), (rule::CANCEL_FORWARDED, MUST)]),
+    case("request-id-mapping-passes.jsonl", STRICT, false, &[]),
 ];
 
 fn traces_dir() -> PathBuf {
@@ -1020,6 +1048,20 @@ const LEGACY_CASES: &[Case] = &[
     case("cancel-targets-task-passes.jsonl", STRICT, true, &[]),
     // 2025-06-18 has no tasks: the same cancel is an ordinary cancel of an answered call.
     case("cancel-unknown-request-violates-5.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+
+    // The intermediary rules with a legacy front and upstream (both stdio): the same runs as
+    // the modern cases, at the legacy era's levels.
+    case("cancel-forwarded-violates.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, SHOULD)]),
+    case("cancel-forwarded-passes.jsonl", STRICT, false, &[]),
+    case("cancel-answered-locally-violates.jsonl", STRICT, false, &[(rule::CANCEL_ANSWERED_LOCALLY, SHOULD)]),
+    case("cancel-answered-locally-passes.jsonl", STRICT, false, &[]),
+    case("late-result-forwarded-violates.jsonl", STRICT, false, &[(rule::LATE_RESULT_FORWARDED, SHOULD), (rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("late-result-forwarded-passes.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
+    case("progress-forwarded-violates.jsonl", STRICT, false, &[(rule::PROGRESS_FORWARDED, SHOULD)]),
+    case("progress-forwarded-passes.jsonl", STRICT, false, &[]),
+    case("request-id-mapping-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST)]),
+    case("request-id-mapping-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST), (rule::CANCEL_FORWARDED, SHOULD)]),
+    case("request-id-mapping-passes.jsonl", STRICT, false, &[]),
 ];
 
 /// The rules that apply in the legacy era and have no legacy traces yet. The list can only

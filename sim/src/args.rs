@@ -128,7 +128,7 @@ pub(crate) fn json_verdict(trace: &mcp_sim::trace::Trace, verdict: &Verdict) -> 
         ok: !verdict.has_must(),
         events: trace.events.len(),
         era: verdict.era.era.version(),
-        era_reading: verdict.era.describe(),
+        era_reading: verdict.describe_era(),
         violations: json_violations(verdict),
     };
     serde_json::to_string(&out).expect("verdict serializes")
@@ -141,6 +141,9 @@ pub(crate) struct JsonViolation<'a> {
     level: &'a str,
     events: &'a [usize],
     message: &'a str,
+    /// In a two-hop trace, the hop a one-hop rule was broken on (`front`, `back`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hop: Option<&'static str>,
 }
 
 /// The violations of `verdict` as JSON values.
@@ -153,6 +156,7 @@ pub(crate) fn json_violations(verdict: &Verdict) -> Vec<JsonViolation<'_>> {
             level: v.level.as_str(),
             events: &v.events,
             message: &v.message,
+            hop: v.hop.map(|h| h.as_str()),
         })
         .collect()
 }

@@ -625,6 +625,7 @@ mod tests {
                 let e = crate::trace::TraceEvent {
                     t: 0,
                     side: Side::Server,
+                    hop: None,
                     kind,
                 };
                 serde_json::to_string(&e).expect("serializes")

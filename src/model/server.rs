@@ -62,7 +62,9 @@ use crate::wire::{
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
 /// [`MAX_STEPS`]), `step_ms` (default 1000), `input_rounds` (default 0, at most
 /// [`MAX_INPUT_ROUNDS`]: rounds of input asked for before the work starts, §7.2) and `task`
-/// (`"required"`: the call must declare the Tasks extension, else -32021).
+/// (`"required"`: the call must declare the Tasks extension, else -32021). A `call` argument
+/// (any string or number) is echoed in the result's text, so that a run through an
+/// intermediary can tell whose answer each is (`mcp-sim check-proxy` tags every call).
 pub const SLOW_TOOL: &str = "slow_op";
 
 /// The largest `steps` the tool accepts.
@@ -232,6 +234,8 @@ struct Job {
     last_write: Time,
     /// The task this job's work is for (its call was answered with a `CreateTaskResult`).
     task: Option<String>,
+    /// The call's `call` argument, echoed in the result.
+    call_tag: Option<String>,
     /// Legacy era: the server's own `sampling/createMessage` for this call, not yet
     /// answered, and when the server gives up on it.
     sampling: Option<(RequestId, Time)>,
@@ -869,6 +873,10 @@ impl Server {
             last_progress_at: None,
             last_write: now,
             task,
+            call_tag: args.and_then(|a| a.get("call")).map(|c| match c {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }),
             sampling,
         };
         if steps > 0 {
@@ -1162,7 +1170,10 @@ impl Server {
         let mut res = ResultResponse::complete(id.clone());
         res.result.insert(
             "content".into(),
-            json!([{"type": "text", "text": format!("done: {} steps", job.steps)}]),
+            json!([{"type": "text", "text": match &job.call_tag {
+                Some(call) => format!("done: {} steps (call {call})", job.steps),
+                None => format!("done: {} steps", job.steps),
+            }}]),
         );
         res.result.insert("_meta".into(), server_info());
         if let Some(task_id) = &job.task {

@@ -57,6 +57,7 @@ macro_rules! rule {
 
 pub mod coverage;
 mod era;
+pub mod hops;
 mod index;
 mod rules;
 
@@ -65,7 +66,7 @@ pub use rules::CANCEL_REACTION_MS;
 
 use std::fmt;
 
-use crate::trace::Trace;
+use crate::trace::{Hop, Trace};
 use crate::wire::{self, DecodeOptions, Era};
 
 /// How binding a rule is.
@@ -130,6 +131,12 @@ impl RuleInfo {
         self.modern
             .or(self.legacy)
             .expect("every rule applies in some era")
+    }
+
+    /// Whether it is an intermediary rule, judged across the two hops of a two-hop trace
+    /// only ([`hops::ACROSS`]).
+    pub fn spans_hops(&self) -> bool {
+        hops::ACROSS.contains(&self.name)
     }
 
     /// Where it comes from in `era`.
@@ -290,6 +297,16 @@ catalog! {
         "(2025-11-25) each SSE response stream opens with a priming event (an event id, no data) before any message";
     RESUME_BROKEN_STREAM = "resume-broken-stream", No, Should, "", "LE17, LC11 (derived)",
         "a client whose request's stream broke after an event id resumes it with Last-Event-ID before it gives the request up (the server keeps working: a disconnect is not a cancel)";
+    CANCEL_FORWARDED = "cancel-forwarded", Must, Should, "§3.2, §5.1, §5.2, §9 C23-C25", "LC11, LD14",
+        "an intermediary passes a front cancel (in 2026-07-28 over HTTP, the request's stream closing), or a front request it answered itself, on to the upstream request as the upstream era's cancel within the grace window: notifications/cancelled naming the upstream's id (stdio, and the legacy era everywhere: MUST on 2026-07-28 stdio, SHOULD in the legacy era), the upstream stream closed (2026-07-28 HTTP: SHOULD)";
+    CANCEL_ANSWERED_LOCALLY = "cancel-answered-locally", Must, Should, "§3.3 items 3 and 6, §9 C26", "LC10",
+        "an intermediary does not answer a front cancel itself: no final response reaches the front for a cancelled request unless the upstream sent that response";
+    LATE_RESULT_FORWARDED = "late-result-forwarded", Must, Should, "§3.3 items 5 and 6, §9 C26-C27", "LC10, LC12",
+        "a response the upstream sent after the front's cancel had reached it (or later than the grace window after the front's cancel) does not reach the front";
+    PROGRESS_FORWARDED = "progress-forwarded", Should, Should, "§2.1, §2.3, §2.4", "LB7",
+        "progress the upstream sent for a request reaches the front with the client's own token: every notification sent more than the grace window before the request ended on the front";
+    REQUEST_ID_MAPPING = "request-id-mapping", Must, Must, "§1.2, §3.3 item 1, §9 A9, C22", "JSON-RPC 2.0, LC9",
+        "an intermediary maps each response and cancel to its own request: the front's answer to a request is the upstream's answer to that request's upstream request, and an upstream request is cancelled only when its front request was cancelled or ended";
 }
 
 /// `name` itself when it is in the catalog; a compile-time error (in const context) when not.
@@ -382,14 +399,22 @@ pub struct Violation {
     pub events: Vec<usize>,
     /// Why, for people.
     pub message: String,
+    /// In a two-hop trace, the hop a one-hop rule was broken on (`None`: a one-hop trace, or
+    /// an intermediary rule, which spans both).
+    pub hop: Option<Hop>,
 }
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let events: Vec<String> = self.events.iter().map(|e| format!("#{e}")).collect();
+        let hop = match self.hop {
+            Some(Hop::Front) => " (front hop)",
+            Some(Hop::Back) => " (upstream hop)",
+            None => "",
+        };
         write!(
             f,
-            "[{}] {} at {}: {}",
+            "[{}] {}{hop} at {}: {}",
             self.level,
             self.rule,
             events.join(","),
@@ -403,8 +428,10 @@ impl fmt::Display for Violation {
 pub struct Verdict {
     /// Every violation, ordered by decisive event, then rule name.
     pub violations: Vec<Violation>,
-    /// The era the trace was judged by, and why.
+    /// The era the trace was judged by, and why (in a two-hop trace, the front hop's).
     pub era: EraReading,
+    /// In a two-hop trace, the era of the upstream hop, and why.
+    pub upstream_era: Option<EraReading>,
 }
 
 impl Verdict {
@@ -418,14 +445,52 @@ impl Verdict {
         self.violations.is_empty()
     }
 
+    /// The rules this verdict judged by: those of its era (one hop), or of either hop's era and
+    /// the intermediary rules (two hops).
+    pub fn rules(&self) -> impl Iterator<Item = &'static RuleInfo> + '_ {
+        RULES.iter().filter(move |r| match self.upstream_era {
+            None => !r.spans_hops() && r.level_in(self.era.era).is_some(),
+            Some(up) => {
+                r.spans_hops() || r.level_in(self.era.era).is_some() || r.level_in(up.era).is_some()
+            }
+        })
+    }
+
+    /// The era a violation was judged in: the upstream's for a rule broken on the upstream
+    /// hop and for `cancel-forwarded` (the upstream era says what a cancel is), else the
+    /// front's (a one-hop trace's own).
+    pub fn era_of(&self, v: &Violation) -> Era {
+        match self.upstream_era {
+            Some(up) if v.hop == Some(Hop::Back) || v.rule == rule::CANCEL_FORWARDED => up.era,
+            _ => self.era.era,
+        }
+    }
+
+    /// The era read, and why: for a two-hop trace, each hop's.
+    pub fn describe_era(&self) -> String {
+        match self.upstream_era {
+            None => self.era.describe(),
+            Some(up) => format!("front {}, upstream {}", self.era.describe(), up.describe()),
+        }
+    }
+
     /// Whether `rule` is among the violations.
     pub fn violates(&self, rule: &str) -> bool {
         self.violations.iter().any(|v| v.rule == rule)
     }
 }
 
-/// Checks every rule over `trace`.
+/// Checks every rule over `trace`: a one-hop trace as it is, a two-hop trace hop by hop and
+/// across its intermediary ([`hops`]).
 pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
+    if trace.is_two_hop() {
+        return hops::check(trace, config);
+    }
+    check_hop(trace, config)
+}
+
+/// The era `trace` is judged by (`config`'s, else its own) and the settings that decode it.
+fn judged_config(trace: &Trace, config: &OracleConfig) -> (EraReading, OracleConfig) {
     let era = match config.era {
         Some(era) => EraReading {
             era,
@@ -433,13 +498,20 @@ pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
         },
         None => EraReading::of_trace(trace),
     };
-    let config = &OracleConfig {
+    let config = OracleConfig {
         decode: DecodeOptions {
             era: era.era,
             ..config.decode
         },
         ..*config
     };
+    (era, config)
+}
+
+/// Checks the one-hop rules over `trace`, whatever hops its events name.
+fn check_hop(trace: &Trace, config: &OracleConfig) -> Verdict {
+    let (era, config) = judged_config(trace, config);
+    let config = &config;
     // A 2025-03-26 batch is judged member by member and reported at its own event.
     let unbatched = if wire::allows_batches(era.era) {
         trace.unbatched()
@@ -462,5 +534,9 @@ pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
     }
     violations.sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
     violations.dedup();
-    Verdict { violations, era }
+    Verdict {
+        violations,
+        era,
+        upstream_era: None,
+    }
 }

@@ -104,7 +104,7 @@ pub fn run(args: &Args) -> ExitCode {
                 trace.events.len(),
                 verdict.violations.len()
             );
-            println!("era: {}", verdict.era.describe());
+            println!("era: {}", verdict.describe_era());
             print!("{}", report::violations_text(&verdict));
             if args.mermaid && !verdict.is_clean() {
                 println!(

@@ -371,7 +371,7 @@ fn finish(
                 cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],
                 era_asked: era_asked(args.era),
                 era: verdict.era.era.version(),
-                era_reading: verdict.era.describe(),
+                era_reading: verdict.describe_era(),
                 coverage: &coverage,
                 findings: &found,
                 violations: json_violations(&verdict),
@@ -445,7 +445,7 @@ fn print_text(r: &TextReport<'_>) {
     println!(
         "era: asked {}, spoke {}",
         era_asked(args.era),
-        r.verdict.era.describe()
+        r.verdict.describe_era()
     );
     let width = run.cancel_window_ms.1 - run.cancel_window_ms.0;
     match run.natural_ms {

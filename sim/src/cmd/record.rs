@@ -159,7 +159,7 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
             String::new()
         }
     );
-    eprintln!("era: {}", verdict.era.describe());
+    eprintln!("era: {}", verdict.describe_era());
     eprintln!("violations: {}", verdict.violations.len());
     eprint!("{}", report::violations_text(&verdict));
     if let Some(diff) = &diff {

@@ -56,6 +56,22 @@ pub(crate) fn page() -> String {
             r.summary
         );
     }
+    let across: Vec<String> = RULES
+        .iter()
+        .filter(|r| r.spans_hops())
+        .map(|r| format!("`{}`", r.name))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nThe intermediary rules ({}) judge two-hop traces (a client, an intermediary such as a\n\
+         stdio↔HTTP bridge or a gateway, and an upstream server; `mcp-sim check-proxy`): each hop is\n\
+         judged alone by the other rules in its own era (the intermediary is the front's server and\n\
+         the upstream's client), then these compare the hops. Their modern and legacy columns are\n\
+         the levels in the era that decides: the upstream's for `cancel-forwarded` (what a cancel is\n\
+         there), the front's for the others. The pairing of front and upstream requests is in the\n\
+         docs of `mcp_sim::oracle::hops`.",
+        across.join(", ")
+    );
     let _ = writeln!(
         out,
         "\nBesides the rules, a sweep fails a run whose simulated peer panicked (`{CRASH}`) or that\n\

@@ -234,7 +234,7 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
             String::new()
         }
     );
-    eprintln!("era: {}", verdict.era.describe());
+    eprintln!("era: {}", verdict.describe_era());
     match args.client_policy {
         Some(p) => eprintln!(
             "declared client policy: {}",

@@ -421,7 +421,7 @@ impl Totals {
             .collect();
         let mut names: Vec<&str> = mcp_sim::oracle::RULES
             .iter()
-            .filter(|r| eras.iter().any(|&e| r.level_in(e).is_some()))
+            .filter(|r| !r.spans_hops() && eras.iter().any(|&e| r.level_in(e).is_some()))
             .map(|r| r.name)
             .collect();
         // A crash, or a rule of an era none of the runs was read in, still gets its case.

@@ -9,6 +9,7 @@
 
 mod cancellation;
 mod http;
+pub(super) mod intermediary;
 mod lifecycle;
 mod listen;
 mod messages;
@@ -72,6 +73,7 @@ impl Sink<'_, '_> {
             level,
             events,
             message,
+            hop: None,
         });
     }
 

@@ -1,0 +1,448 @@
+//! The intermediary rules ([`crate::oracle::hops`]): `cancel-forwarded`,
+//! `cancel-answered-locally`, `late-result-forwarded`, `progress-forwarded` and
+//! `request-id-mapping`, comparing the front hop's index with the upstream hop's. The pairing
+//! of requests and the comparison of answers are described in the docs of `hops`.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::model::Transport;
+use crate::oracle::index::{Index, Req};
+use crate::oracle::{Level, Violation};
+use crate::wire::{Era, Message, METHOD_TOOLS_CALL};
+
+/// The intermediary rules' violations over the two hops' indices; events are given as
+/// indices of the whole trace through each hop's `origin`, and `end` is the trace's last
+/// time (what would have happened later was not seen).
+pub(in crate::oracle) fn across(
+    f: &Index<'_>,
+    b: &Index<'_>,
+    front_origin: &[usize],
+    back_origin: &[usize],
+    grace: u64,
+    end: u64,
+) -> Vec<Violation> {
+    Across {
+        pairs: pairs(f, b),
+        f,
+        b,
+        front_origin,
+        back_origin,
+        grace,
+        end,
+        out: Vec::new(),
+    }
+    .judge()
+}
+
+/// A front `tools/call` and the upstream request that serves it, if one does (indices into
+/// the hops' [`Index::requests`]).
+struct Pair {
+    front: usize,
+    back: Option<usize>,
+}
+
+/// Pairs every front `tools/call` the client sent with the upstream request that carries the
+/// same call (see the module docs).
+fn pairs(f: &Index<'_>, b: &Index<'_>) -> Vec<Pair> {
+    let calls = |ix: &Index<'_>| -> Vec<(usize, u64, Value)> {
+        ix.requests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.method == METHOD_TOOLS_CALL)
+            .filter_map(|(k, r)| {
+                let (_, params) = ix.request_params(r.created)?;
+                Some((k, ix.t(r.created), Value::Object(params.clone())))
+            })
+            .collect()
+    };
+    let upstream = calls(b);
+    let mut taken = BTreeSet::new();
+    calls(f)
+        .into_iter()
+        .filter(|(k, _, _)| f.requests[*k].client_send.is_some())
+        .map(|(k, sent, params)| {
+            let back = upstream
+                .iter()
+                .find(|(u, t, p)| !taken.contains(u) && *t >= sent && *p == params)
+                .map(|(u, _, _)| *u);
+            if let Some(u) = back {
+                taken.insert(u);
+            }
+            Pair { front: k, back }
+        })
+        .collect()
+}
+
+/// What a response answered, in a form both hops share: a result's `content` and whether it
+/// is an error (or, without `content`, the result without its `_meta`); an error's code.
+/// Intermediaries re-encode what they pass on (an SDK adds `isError: false`, drops members it
+/// does not model), so only what every faithful one keeps is compared.
+fn answer(ix: &Index<'_>, i: usize) -> Option<Value> {
+    let msg = ix.wire(i)?.msg.as_ref()?;
+    if let Some(Value::Object(result)) = msg.get("result") {
+        let is_error = result.get("isError") == Some(&Value::Bool(true));
+        return Some(match result.get("content") {
+            Some(content) => serde_json::json!({"content": content, "isError": is_error}),
+            None => {
+                let mut result = result.clone();
+                result.remove("_meta");
+                result.remove("isError");
+                Value::Object(result)
+            }
+        });
+    }
+    let code = msg.get("error")?.get("code")?;
+    Some(serde_json::json!({ "error": code }))
+}
+
+/// Whether the front's answer `front` passes on the upstream's `upstream`: equal, or an
+/// upstream error turned into a tool result flagged `isError` (what SDK-built intermediaries
+/// do with an exception from upstream).
+fn passes_on(front: Option<&Value>, upstream: Option<&Value>) -> bool {
+    match (front, upstream) {
+        (Some(f), Some(u)) if f == u => true,
+        (Some(f), Some(u)) => {
+            u.get("error").is_some() && f.get("isError") == Some(&Value::Bool(true))
+        }
+        _ => false,
+    }
+}
+
+/// The state of one judgement across the hops.
+struct Across<'a, 't> {
+    pairs: Vec<Pair>,
+    f: &'a Index<'t>,
+    b: &'a Index<'t>,
+    front_origin: &'a [usize],
+    back_origin: &'a [usize],
+    grace: u64,
+    /// The time of the trace's last event: what happened later was not seen.
+    end: u64,
+    out: Vec<Violation>,
+}
+
+/// An event of one hop, for a violation's list.
+#[derive(Clone, Copy)]
+enum At {
+    Front(usize),
+    Back(usize),
+}
+
+impl Across<'_, '_> {
+    fn judge(mut self) -> Vec<Violation> {
+        for p in 0..self.pairs.len() {
+            let Pair { front, back } = self.pairs[p];
+            let fr = &self.f.requests[front];
+            self.cancel_answered_locally(fr, back);
+            let Some(back) = back else { continue };
+            let br = &self.b.requests[back];
+            self.cancel_forwarded(fr, br);
+            self.late_result_forwarded(fr, br);
+            self.progress_forwarded(fr, br);
+            self.answer_mapped(fr, back);
+        }
+        self.cancels_mapped();
+        self.out
+    }
+
+    fn flag(&mut self, rule: &'static str, level: Level, events: &[At], message: String) {
+        let events = events
+            .iter()
+            .map(|at| match *at {
+                At::Front(i) => self.front_origin[i],
+                At::Back(i) => self.back_origin[i],
+            })
+            .collect();
+        self.out.push(Violation {
+            rule,
+            level,
+            events,
+            message,
+            hop: None,
+        });
+    }
+
+    /// The catalog's level of `rule` in `era`.
+    fn level(rule: &str, era: Era) -> Level {
+        crate::oracle::rule_info(rule)
+            .and_then(|r| r.level_in(era))
+            .unwrap_or(Level::Should)
+    }
+
+    /// When the front request ended without the upstream's answer reaching it: the client's
+    /// cancel (before any answer), or a final response the intermediary made up itself.
+    fn front_gave_up(&self, fr: &Req, br: &Req) -> Option<usize> {
+        let cancel = fr
+            .client_cancels
+            .first()
+            .copied()
+            .filter(|&c| fr.client_response.is_none_or(|r| r > c));
+        let made_up = fr
+            .client_response
+            .filter(|&r| !self.upstream_answered(br, r));
+        cancel.into_iter().chain(made_up).min()
+    }
+
+    /// Whether the front's response `r` is the upstream's own answer to `br`, sent no later
+    /// than the front received it.
+    fn upstream_answered(&self, br: &Req, r: usize) -> bool {
+        let front_answer = answer(self.f, r);
+        br.responses.iter().any(|&u| {
+            self.b.t(u) <= self.f.t(r)
+                && passes_on(front_answer.as_ref(), answer(self.b, u).as_ref())
+        })
+    }
+
+    /// `cancel-forwarded`: the upstream request hears of the front's end within the grace
+    /// window, unless it had already answered by then.
+    fn cancel_forwarded(&mut self, fr: &Req, br: &Req) {
+        let Some(gave_up) = self.front_gave_up(fr, br) else {
+            return;
+        };
+        let due = self.f.t(gave_up) + self.grace;
+        if due > self.end {
+            return;
+        }
+        let answered = br.responses.first().is_some_and(|&u| self.b.t(u) <= due);
+        let heard = br.server_cancel_seen.filter(|&c| self.b.t(c) <= due);
+        if answered || heard.is_some() {
+            return;
+        }
+        let modern_http = self.b.era == Era::Modern && br.transport == Some(Transport::Http);
+        let level = if modern_http {
+            Level::Should
+        } else {
+            Self::level(rule!("cancel-forwarded"), self.b.era)
+        };
+        let form = if modern_http {
+            "closing its stream"
+        } else {
+            "notifications/cancelled naming it"
+        };
+        let how = if fr.client_cancels.contains(&gave_up) {
+            "the client cancelled"
+        } else {
+            "the intermediary answered"
+        };
+        let after = match (br.server_cancel_seen, br.responses.first()) {
+            (Some(c), _) => format!("the cancel reached it only at {} ms", self.b.t(c)),
+            (None, Some(&u)) => format!("it ran on and answered at {} ms", self.b.t(u)),
+            (None, None) => "it was never cancelled".into(),
+        };
+        let mut events = vec![At::Front(gave_up), At::Back(br.created)];
+        if let Some(&u) = br.responses.first() {
+            events.push(At::Back(u));
+        }
+        self.flag(
+            rule!("cancel-forwarded"),
+            level,
+            &events,
+            format!(
+                "{how} front {} at {} ms, but its upstream {} was not told within {} ms (in {} \
+                 the cancel is {form}): {after}",
+                name(fr),
+                self.f.t(gave_up),
+                name(br),
+                self.grace,
+                self.b.era.version()
+            ),
+        );
+    }
+
+    /// `cancel-answered-locally`: after the client's cancel, a final response on the front
+    /// that the upstream did not send.
+    fn cancel_answered_locally(&mut self, fr: &Req, back: Option<usize>) {
+        let (Some(&cancel), Some(r)) = (fr.client_cancels.first(), fr.client_response) else {
+            return;
+        };
+        if r < cancel {
+            return;
+        }
+        let from_upstream = back.is_some_and(|b| self.upstream_answered(&self.b.requests[b], r));
+        if from_upstream {
+            return;
+        }
+        let what = match self.f.msg(r) {
+            Some(Message::Error(_)) => "an error",
+            _ => "a result",
+        };
+        self.flag(
+            rule!("cancel-answered-locally"),
+            Self::level(rule!("cancel-answered-locally"), self.f.era),
+            &[At::Front(cancel), At::Front(r)],
+            format!(
+                "the client cancelled {} at {} ms and got {what} for it at {} ms that the \
+                 upstream never sent: the intermediary answered the cancel itself",
+                name(fr),
+                self.f.t(cancel),
+                self.f.t(r)
+            ),
+        );
+    }
+
+    /// `late-result-forwarded`: the upstream answered after the cancel had reached it (or
+    /// well after the front's cancel), and that answer still reached the front.
+    fn late_result_forwarded(&mut self, fr: &Req, br: &Req) {
+        let (Some(&cancel), Some(r)) = (fr.client_cancels.first(), fr.client_response) else {
+            return;
+        };
+        if r < cancel {
+            return;
+        }
+        let front_answer = answer(self.f, r);
+        let late = br.responses.iter().copied().find(|&u| {
+            let t = self.b.t(u);
+            let after_cancel =
+                br.server_cancel_seen.is_some_and(|c| c < u) || t > self.f.t(cancel) + self.grace;
+            after_cancel
+                && t <= self.f.t(r)
+                && passes_on(front_answer.as_ref(), answer(self.b, u).as_ref())
+        });
+        let Some(u) = late else { return };
+        self.flag(
+            rule!("late-result-forwarded"),
+            Self::level(rule!("late-result-forwarded"), self.f.era),
+            &[At::Front(cancel), At::Back(u), At::Front(r)],
+            format!(
+                "the client cancelled {} at {} ms; the upstream answered {} at {} ms, after the \
+                 cancel, and the intermediary passed that answer on at {} ms",
+                name(fr),
+                self.f.t(cancel),
+                name(br),
+                self.b.t(u),
+                self.f.t(r)
+            ),
+        );
+    }
+
+    /// `progress-forwarded`: every progress the upstream sent while the front still waited
+    /// (by more than the grace window) reached the front with the client's token.
+    fn progress_forwarded(&mut self, fr: &Req, br: &Req) {
+        if fr.token.is_none() {
+            return;
+        }
+        let front_end = fr.client_end().map_or(self.end, |e| self.f.t(e));
+        let values = |ix: &Index<'_>, events: &[usize]| -> Vec<(usize, f64)> {
+            events
+                .iter()
+                .filter_map(|&i| match ix.msg(i) {
+                    Some(Message::Progress(p)) => Some((i, p.progress)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let delivered = values(self.f, &fr.client_progress);
+        let sent: Vec<(usize, f64)> = values(self.b, &br.emissions)
+            .into_iter()
+            .filter(|&(i, _)| self.b.t(i) + self.grace <= front_end)
+            .collect();
+        let missing: Vec<&(usize, f64)> = sent
+            .iter()
+            .filter(|(_, v)| !delivered.iter().any(|(_, d)| d == v))
+            .collect();
+        let Some(&&(first, _)) = missing.first() else {
+            return;
+        };
+        let mut events = vec![At::Front(fr.created), At::Back(first)];
+        if let Some(e) = fr.client_end() {
+            events.push(At::Front(e));
+        }
+        self.flag(
+            rule!("progress-forwarded"),
+            Self::level(rule!("progress-forwarded"), self.f.era),
+            &events,
+            format!(
+                "the upstream sent {} progress notifications for {} while front {} still \
+                 waited; {} of them never reached the client (it got {})",
+                sent.len(),
+                name(br),
+                name(fr),
+                missing.len(),
+                delivered.len()
+            ),
+        );
+    }
+
+    /// `request-id-mapping`, responses: the front's answer is another upstream request's.
+    fn answer_mapped(&mut self, fr: &Req, back: usize) {
+        let Some(r) = fr.client_response else { return };
+        let br = &self.b.requests[back];
+        let Some(front_answer) = answer(self.f, r) else {
+            return;
+        };
+        let own: Vec<Value> = br
+            .responses
+            .iter()
+            .filter_map(|&u| answer(self.b, u))
+            .collect();
+        if own.is_empty() || own.iter().any(|o| passes_on(Some(&front_answer), Some(o))) {
+            return;
+        }
+        let other = self.pairs.iter().filter_map(|p| p.back).find_map(|o| {
+            (o != back).then_some(())?;
+            self.b.requests[o]
+                .responses
+                .iter()
+                .copied()
+                .find(|&u| {
+                    self.b.t(u) <= self.f.t(r) && answer(self.b, u).as_ref() == Some(&front_answer)
+                })
+                .map(|u| (o, u))
+        });
+        let Some((o, u)) = other else { return };
+        self.flag(
+            rule!("request-id-mapping"),
+            Level::Must,
+            &[At::Front(fr.created), At::Back(u), At::Front(r)],
+            format!(
+                "front {} got the answer the upstream gave {} (at {} ms), not its own upstream \
+                 {}'s: the intermediary mixed the ids",
+                name(fr),
+                name(&self.b.requests[o]),
+                self.b.t(u),
+                name(br)
+            ),
+        );
+    }
+
+    /// `request-id-mapping`, cancels: an upstream request was cancelled while its front
+    /// request still waited, neither cancelled nor ending within the grace window.
+    fn cancels_mapped(&mut self) {
+        for p in 0..self.pairs.len() {
+            let Pair { front, back } = self.pairs[p];
+            let Some(back) = back else { continue };
+            let (fr, br) = (&self.f.requests[front], &self.b.requests[back]);
+            let Some(c) = br.server_cancel_seen else {
+                continue;
+            };
+            let t = self.b.t(c);
+            let cancelled = fr.client_cancels.first().is_some_and(|&x| self.f.t(x) <= t);
+            let ended = fr
+                .client_end()
+                .is_some_and(|e| self.f.t(e) <= t + self.grace);
+            if cancelled || ended || t + self.grace > self.end {
+                continue;
+            }
+            self.flag(
+                rule!("request-id-mapping"),
+                Level::Must,
+                &[At::Front(fr.created), At::Back(c)],
+                format!(
+                    "upstream {} was cancelled at {} ms while its front {} still waited, \
+                     uncancelled: the cancel was meant for another request",
+                    name(br),
+                    t,
+                    name(fr)
+                ),
+            );
+        }
+    }
+}
+
+/// `request 7`, for messages.
+fn name(r: &Req) -> String {
+    r.id.as_ref()
+        .map_or_else(|| "request ?".into(), |id| format!("request {id}"))
+}
