@@ -12,7 +12,9 @@ use clap::{Parser, Subcommand};
 mod args;
 mod cmd;
 
-use cmd::{check_trace, decode, merge, mutants, probe, record, replay, rules, serve, sweep};
+use cmd::{
+    check_proxy, check_trace, decode, merge, mutants, probe, record, replay, rules, serve, sweep,
+};
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
 #[derive(Parser)]
@@ -39,6 +41,10 @@ enum Command {
     /// Drive a real MCP server (stdio: `-- COMMAND ARGS...`; Streamable HTTP: `--url URL`) with
     /// a seeded schedule and judge the trace.
     Probe(Box<probe::Args>),
+    /// Judge an intermediary (a bridge, a gateway) between the reference client and the
+    /// reference server: `-- INTERMEDIARY ARGS...` with `{upstream}`, `{upstream-url}`,
+    /// `{port}`; both hops in one trace.
+    CheckProxy(Box<check_proxy::Args>),
     /// Be the reference server for a real client: stdio (the client launches `mcp-sim
     /// serve`) or Streamable HTTP (`--http ADDR`); judge the client from the server's end.
     Serve(Box<serve::Args>),
@@ -54,7 +60,7 @@ fn main() -> ExitCode {
     // The probe writes to a child's stdin and must see EPIPE when the child dies, not die.
     if !matches!(
         cli.command,
-        Command::Probe(_) | Command::Serve(_) | Command::Record(_)
+        Command::Probe(_) | Command::CheckProxy(_) | Command::Serve(_) | Command::Record(_)
     ) {
         restore_sigpipe();
     }
@@ -66,6 +72,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::run(&args),
         Command::Mutants(args) => mutants::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::CheckProxy(args) => check_proxy::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Rules => rules::run(),

@@ -39,7 +39,7 @@ pub use mutant::{Mutant, MutantSet};
 pub use policy::{TimeoutPolicy, TimeoutReason};
 pub use server::{
     ResponseMode, Server, ServerBehaviour, ServerConfig, ServerEras, ServerTransmit, SseStyle,
-    SLOW_TOOL,
+    CALL_TAG, SLOW_TOOL,
 };
 pub use tasks::TaskStatus;
 

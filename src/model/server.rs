@@ -67,6 +67,9 @@ use crate::wire::{
 /// intermediary can tell whose answer each is (`mcp-sim check-proxy` tags every call).
 pub const SLOW_TOOL: &str = "slow_op";
 
+/// The tool argument that numbers a run's calls (see [`SLOW_TOOL`]).
+pub const CALL_TAG: &str = "call";
+
 /// The largest `steps` the tool accepts.
 pub const MAX_STEPS: u64 = 100_000;
 
@@ -873,7 +876,7 @@ impl Server {
             last_progress_at: None,
             last_write: now,
             task,
-            call_tag: args.and_then(|a| a.get("call")).map(|c| match c {
+            call_tag: args.and_then(|a| a.get(CALL_TAG)).map(|c| match c {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             }),

@@ -49,6 +49,12 @@ impl EraReading {
     /// count). A
     /// trace with neither is assumed modern, and says so.
     pub fn of_trace(trace: &Trace) -> EraReading {
+        // A two-hop trace speaks its front's era (the upstream's is read by the oracle's
+        // judgement of that hop).
+        if trace.is_two_hop() {
+            let (front, origin) = trace.hop(crate::trace::Hop::Front);
+            return EraReading::of_trace(&front).reindexed(&origin);
+        }
         if let Some(reading) = negotiated_handshake(trace) {
             return reading;
         }
@@ -99,6 +105,17 @@ impl EraReading {
             era: Era::Modern,
             source: EraSource::Assumed,
         }
+    }
+
+    /// This reading with the event it names given as `origin[i]`: the index in the whole
+    /// trace of an event of one hop.
+    pub(crate) fn reindexed(self, origin: &[usize]) -> EraReading {
+        let source = match self.source {
+            EraSource::Initialize(i) => EraSource::Initialize(origin[i]),
+            EraSource::ModernMeta(i) => EraSource::ModernMeta(origin[i]),
+            other => other,
+        };
+        EraReading { source, ..self }
     }
 
     /// What the verdict says about the era: `legacy 2025-11-25 (the initialize exchange at

@@ -25,7 +25,7 @@
 
 use super::index::Index;
 use super::rules::intermediary;
-use super::{check_hop, judged_config, EraReading, EraSource, OracleConfig, Verdict, Violation};
+use super::{check_hop, judged_config, OracleConfig, Verdict, Violation};
 use crate::trace::{Hop, Trace};
 
 /// The intermediary rules: they apply to two-hop traces only.
@@ -78,17 +78,7 @@ pub(super) fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
     violations.dedup();
     Verdict {
         violations,
-        era: reindexed(front_era, &front_origin),
-        upstream_era: Some(reindexed(back_era, &back_origin)),
+        era: front_era.reindexed(&front_origin),
+        upstream_era: Some(back_era.reindexed(&back_origin)),
     }
-}
-
-/// `reading` with the event it names as an index of the whole trace.
-fn reindexed(reading: EraReading, origin: &[usize]) -> EraReading {
-    let source = match reading.source {
-        EraSource::Initialize(i) => EraSource::Initialize(origin[i]),
-        EraSource::ModernMeta(i) => EraSource::ModernMeta(origin[i]),
-        other => other,
-    };
-    EraReading { source, ..reading }
 }

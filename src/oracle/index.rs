@@ -405,6 +405,21 @@ impl<'t> Index<'t> {
         }
     }
 
+    /// What makes two calls alike for timing comparisons: the method and params of event
+    /// `i`'s request, without `_meta` and without the tool argument
+    /// [`CALL_TAG`](crate::model::CALL_TAG) (a run's own numbering of its calls).
+    pub fn call_shape(
+        &self,
+        i: usize,
+    ) -> Option<(&str, serde_json::Map<String, serde_json::Value>)> {
+        let (method, params) = self.request_params(i)?;
+        let mut params = params.clone();
+        if let Some(serde_json::Value::Object(args)) = params.get_mut("arguments") {
+            args.remove(crate::model::CALL_TAG);
+        }
+        Some((method, params))
+    }
+
     pub fn has(&self, side: Side) -> bool {
         self.sides.contains(&side)
     }

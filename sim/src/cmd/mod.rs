@@ -1,5 +1,6 @@
 //! One file per command: each parses its flags, calls the library and prints.
 
+pub mod check_proxy;
 pub mod check_trace;
 pub mod decode;
 pub mod merge;

@@ -24,9 +24,24 @@ use crate::args::{json_violations, oracle_config, Format, JsonViolation, Profile
 
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub(crate) options: Options,
+    /// Probe the Streamable HTTP server at this endpoint (`http://HOST:PORT/PATH`) instead of
+    /// starting a command.
+    #[arg(long, conflicts_with = "command")]
+    url: Option<String>,
+    /// The server command and its arguments (after `--`).
+    #[arg(required_unless_present = "url", last = true, num_args = 1..)]
+    command: Vec<String>,
+}
+
+/// The probe's schedule, faults and judging: shared with `check-proxy`, which drives an
+/// intermediary's front with them.
+#[derive(clap::Args)]
+pub(crate) struct Options {
     /// Seed of the schedule (call start times, which calls are cancelled and when, faults).
     #[arg(long, default_value_t = 0)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// The tool to call.
     #[arg(long, default_value = "slow_op")]
     tool: String,
@@ -52,20 +67,20 @@ pub struct Args {
     /// How long the start-up check (`tools/list`) may wait for the server's first answer,
     /// in ms: an interpreter's start-up is not what the probe judges.
     #[arg(long, default_value_t = 30_000)]
-    startup_timeout_ms: u64,
+    pub(crate) startup_timeout_ms: u64,
     /// Bound on the whole run in seconds; calls still open then are cancelled.
     #[arg(long, default_value_t = 60)]
-    max_seconds: u64,
+    pub(crate) max_seconds: u64,
     /// The era to speak: `auto` (`server/discover`, falling back to `initialize` when the
     /// server refuses it or keeps silent 10 s, as the SDKs' auto mode does), `modern`,
     /// `legacy` (2025-11-25) or a revision's date.
     #[arg(long, default_value = "auto")]
-    era: probe::ProbeEra,
+    pub(crate) era: probe::ProbeEra,
     /// Expected findings, one rule or probe finding (`no-response`, `server-exited`,
     /// `unresponsive-after-cancel`, `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
     /// the file does not list, or on a listed one that no longer occurs.
     #[arg(long)]
-    baseline: Option<PathBuf>,
+    pub(crate) baseline: Option<PathBuf>,
     /// How long to keep reading after the last outcome, in ms (late messages after a cancel).
     #[arg(long, default_value_t = 1500)]
     drain_ms: u64,
@@ -84,10 +99,6 @@ pub struct Args {
     /// Print every trace event as it is recorded (to stderr).
     #[arg(long)]
     verbose: bool,
-    /// Probe the Streamable HTTP server at this endpoint (`http://HOST:PORT/PATH`) instead of
-    /// starting a command.
-    #[arg(long, conflicts_with = "command")]
-    url: Option<String>,
     /// With `--url`: relay through a local intermediary with the idle timeout, buffering and
     /// gateway status of a preset: `nginx`, `alb`, `cloudflare`, `custom:SECONDS` or
     /// `custom:MSms`.
@@ -121,9 +132,6 @@ pub struct Args {
     /// era, `tools/list` in 2026-07-28) may wait for its answer, in ms.
     #[arg(long, default_value_t = probe::LIVENESS_MS)]
     liveness_ms: u64,
-    /// The server command and its arguments (after `--`).
-    #[arg(required_unless_present = "url", last = true, num_args = 1..)]
-    command: Vec<String>,
 }
 
 fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
@@ -153,8 +161,8 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The library's configuration from the flags; errors name the flag.
-fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
+/// The library's configuration from the flags, for `target`; errors name the flag.
+pub(crate) fn config(args: &Options, target: &Target) -> Result<ProbeConfig, String> {
     let limits = mcp_sim::wire::Limits::DEFAULT;
     let arguments = match mcp_sim::wire::json::parse_value(args.args.as_bytes(), &limits) {
         Ok(Value::Object(map)) => map,
@@ -171,10 +179,6 @@ fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
         }),
         (Some(preset), None) => Some(preset),
         (None, idle) => idle.map(ProxyConfig::custom),
-    };
-    let target = match &args.url {
-        Some(url) => Target::Http(url.clone()),
-        None => Target::Stdio(args.command.clone()),
     };
     let config = ProbeConfig {
         seed: args.seed,
@@ -197,35 +201,56 @@ fn config(args: &Args) -> Result<(Target, ProbeConfig), String> {
         latency_ms: args.latency_ms,
         reset_percent: args.reset_percent,
         era: args.era,
+        ..ProbeConfig::default()
     };
     config
-        .validate(&target)
+        .validate(target)
         .map_err(|e| format!("--{}: {}", e.setting, e.message))?;
-    Ok((target, config))
+    Ok(config)
 }
 
+/// The findings a baseline may list besides the rules.
+pub(crate) const PROBE_FINDINGS: &[&str] = &[
+    "no-response",
+    "server-exited",
+    "unresponsive-after-cancel",
+    "nothing-exercised",
+];
+
 pub fn run(args: &Args) -> ExitCode {
-    let (target, config) = match config(args) {
+    let target = match &args.url {
+        Some(url) => Target::Http(url.clone()),
+        None => Target::Stdio(args.command.clone()),
+    };
+    let options = &args.options;
+    let config = match config(options, &target) {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
     // Read before the run, so that a bad file costs no probe.
-    let known = |n: &str| {
-        mcp_sim::ci::is_rule(n)
-            || [
-                "no-response",
-                "server-exited",
-                "unresponsive-after-cancel",
-                "nothing-exercised",
-            ]
-            .contains(&n)
-    };
-    let baseline = match crate::args::read_baseline(args.baseline.as_deref(), known) {
+    let known = |n: &str| mcp_sim::ci::is_rule(n) || PROBE_FINDINGS.contains(&n);
+    let baseline = match crate::args::read_baseline(options.baseline.as_deref(), known) {
         Ok(b) => b,
         Err(e) => return usage(&e),
     };
+    let label = target.label();
+    let replay = replay_line(
+        options,
+        &match &args.url {
+            Some(url) => format!("--url {url}"),
+            None => format!("-- {label}"),
+        },
+    );
     match probe::probe(&target, &config) {
-        Ok(run) => finish(&run, args, &target.label(), baseline.as_ref()),
+        Ok(run) => finish(&Finish {
+            run: &run,
+            args: options,
+            label: &label,
+            replay,
+            baseline: baseline.as_ref(),
+            judged: None,
+            extra: Vec::new(),
+        }),
         Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),
         Err(ProbeError::Unreachable(e)) => {
             eprintln!("mcp-sim probe: {e}");
@@ -277,16 +302,29 @@ struct JsonBaseline<'a> {
 }
 
 /// Writes the trace, judges it and prints the verdict; returns the exit code.
-fn finish(
-    run: &ProbeRun,
-    args: &Args,
-    label: &str,
-    baseline: Option<&mcp_sim::ci::Baseline>,
-) -> ExitCode {
-    let trace = &run.run.trace;
+/// What [`finish`] judges and prints.
+pub(crate) struct Finish<'a> {
+    /// What the probe recorded.
+    pub run: &'a ProbeRun,
+    pub args: &'a Options,
+    /// The command or URL probed, for people.
+    pub label: &'a str,
+    /// The line that reruns this seed.
+    pub replay: String,
+    pub baseline: Option<&'a mcp_sim::ci::Baseline>,
+    /// `check-proxy`: the two-hop trace (the probe's front hop and the upstream's hop), judged
+    /// and written instead of the probe's own.
+    pub judged: Option<&'a Trace>,
+    /// Findings of the caller's own (`check-proxy`: nothing reached the upstream).
+    pub extra: Vec<Finding>,
+}
+
+pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
+    let (run, args, label, baseline) = (f.run, f.args, f.label, f.baseline);
+    let trace = f.judged.unwrap_or(&run.run.trace);
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
-            eprintln!("mcp-sim probe: cannot write {}: {e}", path.display());
+            eprintln!("mcp-sim: cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }
     }
@@ -298,7 +336,8 @@ fn finish(
     };
     let verdict = oracle::check(trace, &config);
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
-    let found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
+    let mut found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
+    found.extend(f.extra.iter().cloned());
     let word = ProbeVerdict::of(&verdict, &found);
     let names = |kind: &str| -> Vec<&str> {
         found
@@ -349,7 +388,7 @@ fn finish(
     let ci_run = || mcp_sim::ci::CiRun {
         name: label.to_owned(),
         verdict: &verdict,
-        replay: Some(replay_line(args, label)),
+        replay: Some(f.replay.clone()),
         outcome: outcome.clone(),
         baseline: baseline.zip(diff.clone()),
     };
@@ -396,13 +435,9 @@ fn finish(
     ExitCode::from(exit_code)
 }
 
-/// The probe's command line again with this seed and era, for a failure's text (the other
-/// flags as the user gave them are in the CI job).
-fn replay_line(args: &Args, label: &str) -> String {
-    let target = match &args.url {
-        Some(url) => format!("--url {url}"),
-        None => format!("-- {label}"),
-    };
+/// The probe's command line again with this seed and era and `target` (`--url URL` or `--
+/// COMMAND`), for a failure's text (the other flags as the user gave them are in the CI job).
+fn replay_line(args: &Options, target: &str) -> String {
     format!(
         "mcp-sim probe --seed {} --era {} {target}",
         args.seed,
@@ -411,7 +446,7 @@ fn replay_line(args: &Args, label: &str) -> String {
 }
 
 /// The era the probe was asked to speak, as the flag spells it.
-fn era_asked(era: probe::ProbeEra) -> String {
+pub(crate) fn era_asked(era: probe::ProbeEra) -> String {
     match era {
         probe::ProbeEra::Auto => "auto".into(),
         probe::ProbeEra::Modern => "modern".into(),
@@ -420,7 +455,7 @@ fn era_asked(era: probe::ProbeEra) -> String {
 }
 
 struct TextReport<'a> {
-    args: &'a Args,
+    args: &'a Options,
     label: &'a str,
     run: &'a ProbeRun,
     trace: &'a Trace,

@@ -73,6 +73,23 @@ pub struct Args {
     /// Print every trace event to stderr as it is recorded.
     #[arg(long)]
     verbose: bool,
+    /// Count the trace's times from this moment (ms since the Unix epoch) instead of from
+    /// the start: `check-proxy` joins this trace to its probe's on one clock.
+    #[arg(long, hide = true)]
+    clock_origin_unix_ms: Option<u64>,
+    /// Write the trace into this folder as `upstream-PID.jsonl`, after marking the start
+    /// there with `upstream-PID.started`: an intermediary may start its upstream more than
+    /// once, and `check-proxy` waits for every one it started.
+    #[arg(long, hide = true, conflicts_with = "trace")]
+    trace_dir: Option<PathBuf>,
+}
+
+/// `serve --trace-dir`: the marker written at the start and the trace written at the end.
+pub(crate) fn upstream_files(dir: &std::path::Path, pid: u32) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("upstream-{pid}.started")),
+        dir.join(format!("upstream-{pid}.jsonl")),
+    )
 }
 
 fn usage(msg: &str) -> ExitCode {
@@ -133,6 +150,9 @@ pub fn run(args: &Args) -> ExitCode {
         max_seconds: args.max_seconds,
         verbose: args.verbose,
         keepalive: args.keepalive_ms.map(Duration::from_millis),
+        clock_origin: args
+            .clock_origin_unix_ms
+            .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
         eras: match args.era {
             ServeEra::Auto => mcp_sim::model::ServerEras::Both,
             ServeEra::Modern => mcp_sim::model::ServerEras::ModernOnly,
@@ -156,6 +176,12 @@ pub fn run(args: &Args) -> ExitCode {
             output: Box::new(std::io::stdout()),
         },
     };
+    if let Some(dir) = &args.trace_dir {
+        let (started, _) = upstream_files(dir, std::process::id());
+        if let Err(e) = std::fs::write(&started, b"") {
+            return usage(&format!("cannot write {}: {e}", started.display()));
+        }
+    }
     let served = match serve::serve(listen, &config, stop_on_signals()) {
         Ok(s) => s,
         Err(e) => return usage(&format!("cannot start: {e}")),
@@ -181,8 +207,16 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
     let trace = &served.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
-    if let Some(path) = &args.trace {
-        if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
+    let path = match &args.trace_dir {
+        Some(dir) => Some(upstream_files(dir, std::process::id()).1),
+        None => args.trace.clone(),
+    };
+    if let Some(path) = &path {
+        // Written whole, then renamed: a reader waiting for the file never sees half of it.
+        let part = path.with_extension("part");
+        let written =
+            std::fs::write(&part, trace.to_jsonl()).and_then(|()| std::fs::rename(&part, path));
+        if let Err(e) = written {
             eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
         }
     }

@@ -106,7 +106,7 @@ pub(crate) type SharedRecording = Arc<Mutex<Recording>>;
 
 impl Recording {
     fn new(verbose: bool) -> SharedRecording {
-        Arc::new(Mutex::new(Recording(WallTrace::new(verbose))))
+        Arc::new(Mutex::new(Recording(WallTrace::new(verbose, None))))
     }
 
     fn push(&mut self, side: Side, kind: EventKind) {

@@ -61,6 +61,9 @@ pub struct ServeConfig {
     pub keepalive: Option<Duration>,
     /// The eras it serves: both by default (the client's first request decides).
     pub eras: crate::model::ServerEras,
+    /// Stamp events with the ms since this moment instead of since the start (the upstream
+    /// of `mcp-sim check-proxy`, whose trace joins the probe's on one clock).
+    pub clock_origin: Option<std::time::SystemTime>,
 }
 
 /// Where the server listens.
@@ -203,7 +206,7 @@ async fn run(
     drop(tx);
     let server_config = server_config(transport, &config);
     let mut d = Driver {
-        rec: WallTrace::new(config.verbose),
+        rec: WallTrace::new(config.verbose, config.clock_origin),
         driver: ServerDriver::new(
             Server::new(server_config),
             Some(Backend::new()),

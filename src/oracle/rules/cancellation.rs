@@ -200,7 +200,7 @@ fn answer_to_cancel(s: &Sink<'_, '_>, r: &Req, cancel: usize) -> Option<(Vec<usi
         return None; // the client's own stall moved the arrival: no timing evidence
     }
     let ran = s.t(d).saturating_sub(s.t(send));
-    let (method, params) = ix.request_params(send)?;
+    let shape = ix.call_shape(send)?;
     let siblings: Vec<u64> = ix
         .requests
         .iter()
@@ -210,7 +210,7 @@ fn answer_to_cancel(s: &Sink<'_, '_>, r: &Req, cancel: usize) -> Option<(Vec<usi
             if q.timeout.is_some_and(|t| t < q_answer) {
                 return None;
             }
-            (ix.request_params(q_send)? == (method, params)).then(|| s.t(q_answer) - s.t(q_send))
+            (ix.call_shape(q_send)? == shape).then(|| s.t(q_answer) - s.t(q_send))
         })
         .collect();
     let shortest = *siblings.iter().min()?;

@@ -1,7 +1,7 @@
 //! The trace of a live run on the wall clock: each event stamped with the milliseconds since
 //! the run started, and echoed to stderr as it happens with `--verbose`.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use crate::lanes::RunSink;
 use crate::lanes::RunStats;
@@ -19,10 +19,15 @@ pub(crate) struct WallTrace {
 }
 
 impl WallTrace {
-    /// A trace starting now; `verbose` echoes every event.
-    pub(crate) fn new(verbose: bool) -> Self {
+    /// A trace whose times count from `origin` (a moment on the system clock shared with
+    /// another recorder), or from now; `verbose` echoes every event.
+    pub(crate) fn new(verbose: bool, origin: Option<SystemTime>) -> Self {
+        let now = Instant::now();
+        let since_origin = origin
+            .and_then(|o| SystemTime::now().duration_since(o).ok())
+            .unwrap_or_default();
         WallTrace {
-            started: Instant::now(),
+            started: now.checked_sub(since_origin).unwrap_or(now),
             trace: Trace::new(),
             stats: RunStats::default(),
             verbose,

@@ -163,6 +163,13 @@ pub struct ProbeConfig {
     pub reset_percent: u64,
     /// The era the probe speaks: by default the SDKs' auto mode.
     pub era: ProbeEra,
+    /// Give each call's arguments a `call` member, its 1-based number in the run, so that a
+    /// run through an intermediary can pair each call with the upstream request that carries
+    /// it (`mcp-sim check-proxy`; the reference server echoes it).
+    pub tag_calls: bool,
+    /// Stamp events with the ms since this moment instead of since the probe's start, so
+    /// that a trace recorded by another process on the same clock lines up with this one.
+    pub clock_origin: Option<std::time::SystemTime>,
 }
 
 /// The era a probe speaks (docs/spec/mcp-2025-11-25.md §1).
@@ -237,6 +244,8 @@ impl Default for ProbeConfig {
             latency_ms: None,
             reset_percent: 0,
             era: ProbeEra::Auto,
+            tag_calls: false,
+            clock_origin: None,
         }
     }
 }
@@ -878,7 +887,14 @@ fn drive(probe: &mut Probe) -> RunSummary {
     let args = probe.config.clone();
     let args = &args;
     let policy = &args.policy();
-    let arguments = &Value::Object(args.arguments.clone());
+    // The arguments of call `n` (1-based), tagged when asked.
+    let arguments = |n: usize| {
+        let mut a = args.arguments.clone();
+        if args.tag_calls {
+            a.insert(crate::model::CALL_TAG.into(), Value::from(n));
+        }
+        Value::Object(a)
+    };
     let command = probe.command.clone();
     let hard_end = Time::from_millis(args.max_seconds.saturating_mul(1000));
     let mut summary = RunSummary {
@@ -897,7 +913,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
     // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
     for _ in 0..CALIBRATION_CALLS {
         let began = probe.now();
-        let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
+        let spec = CallSpec::tool(&args.tool, arguments(summary.started + 1), *policy);
         let Some(id) = probe.alone(spec, hard_end) else {
             return summary;
         };
@@ -969,7 +985,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
                 }
             }
             let now = probe.now();
-            let spec = CallSpec::tool(&args.tool, arguments.clone(), *policy);
+            let spec = CallSpec::tool(&args.tool, arguments(summary.started + 1), *policy);
             ids[next_call] = Some(probe.driver.client_mut().start_request(now, spec));
             started_at[next_call] = now.as_millis();
             next_call += 1;
@@ -1081,7 +1097,7 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
                 post_headers: true,
             },
         ),
-        rec: WallTrace::new(config.verbose),
+        rec: WallTrace::new(config.verbose, config.clock_origin),
         transport,
         conn,
         rx,
