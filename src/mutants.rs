@@ -21,6 +21,8 @@ impl Mutant {
     pub fn environment(self) -> MutantSet {
         match self {
             Mutant::AcceptNonIncreasingProgress => MutantSet::NONE.with(Mutant::FlatProgress),
+            // A result after the cancel reached the upstream: an upstream that ignores it.
+            Mutant::BridgeForwardsLateResult => MutantSet::NONE.with(Mutant::IgnoreCancel),
             _ => MutantSet::NONE,
         }
     }
@@ -32,6 +34,18 @@ impl Mutant {
             self,
             Mutant::ServesMismatchedHeaders | Mutant::HeaderMismatchInvalidRequest
         )
+    }
+
+    /// Whether the mutant changes the reference intermediary, which stands on its own host in
+    /// the turmoil lane only.
+    pub fn needs_intermediary(self) -> bool {
+        self.info().side == MutantSide::Intermediary
+    }
+
+    /// Whether the mutant can show only on the turmoil lane (headers, or the intermediary's
+    /// host).
+    pub fn turmoil_only(self) -> bool {
+        self.needs_headers() || self.needs_intermediary()
     }
 
     /// Whether the mutant's bug lives in the shapes of long work (tasks, input rounds,
@@ -119,6 +133,22 @@ impl Mutant {
             | Mutant::ResumesBeforeRetry
             | Mutant::NoSessionId => legacy_streams(scenario),
             Mutant::AnswersNotifications => scenario.with_transport(Transport::Stdio),
+            // Through the reference intermediary: calls the application cancels while they
+            // report progress (cancels), or that report progress to the end.
+            Mutant::BridgeAnswersCancel
+            | Mutant::BridgeDropsCancel
+            | Mutant::BridgeCancelUnmapped
+            | Mutant::BridgeForwardsLateResult => every_call(scenario.with_bridge(), |c| {
+                c.progress = true;
+                c.steps = c.steps.max(8);
+                c.cancel_after = Some(c.step * 3);
+            }),
+            Mutant::BridgeDropsProgress | Mutant::BridgeRawProgressToken => {
+                every_call(scenario.with_bridge(), |c| {
+                    c.progress = true;
+                    c.steps = c.steps.max(4);
+                })
+            }
             Mutant::ServesMismatchedHeaders | Mutant::HeaderMismatchInvalidRequest => {
                 let mut s = scenario.with_transport(Transport::Http);
                 s.proxy = Some(ProxyConfig {

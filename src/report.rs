@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::oracle::{rule_info, Verdict};
-use crate::trace::{EventKind, Side, Trace, TraceEvent, WireEvent};
+use crate::trace::{EventKind, Hop, Side, Trace, TraceEvent, WireEvent};
 
 /// Events shown before the first and after the last event a violation names.
 const CONTEXT: usize = 6;
@@ -100,22 +100,36 @@ fn peer(side: Side) -> Side {
     }
 }
 
+/// Who observed event `e` and who is at the other end: in a two-hop trace the intermediary
+/// (`I`) is the server of the front hop and the client of the back.
+fn ends(e: &TraceEvent) -> (&'static str, &'static str) {
+    let (me, other) = (participant(e.side), participant(peer(e.side)));
+    match e.hop {
+        None => (me, other),
+        Some(Hop::Front) => match e.side {
+            Side::Client => ("C", "I"),
+            _ => ("I", "C"),
+        },
+        Some(Hop::Back) => match e.side {
+            Side::Client => ("I", "S"),
+            Side::Backend => ("B", "S"),
+            _ => (me, "I"),
+        },
+    }
+}
+
 /// One diagram line for an event, if it has one. Messages are drawn once, at the send, or at
 /// the receipt when the sender's side was not recorded.
-fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
+fn line(e: &TraceEvent, i: usize, sides_with_sends: &[(Option<Hop>, Side)]) -> Option<String> {
     let at = format!("{}ms #{i}", e.t);
-    let me = participant(e.side);
+    let (me, other) = ends(e);
     Some(match &e.kind {
         EventKind::Send(w) => {
             let stream = w.stream.map(|s| format!(" [s{s}]")).unwrap_or_default();
-            format!(
-                "{me}->>{}: {}{stream} ({at})",
-                participant(peer(e.side)),
-                label(w)
-            )
+            format!("{me}->>{other}: {}{stream} ({at})", label(w))
         }
-        EventKind::Recv(w) if !sides_with_sends.contains(&peer(e.side)) => {
-            format!("{}->>{me}: {} ({at})", participant(peer(e.side)), label(w))
+        EventKind::Recv(w) if !sides_with_sends.contains(&(e.hop, peer(e.side))) => {
+            format!("{other}->>{me}: {} ({at})", label(w))
         }
         EventKind::Recv(_) => return None,
         EventKind::Close { stream, by, .. } => {
@@ -167,16 +181,23 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[Side]) -> Option<String> {
 /// A Mermaid `sequenceDiagram` of the given events, with each violation as a note at its
 /// decisive event.
 pub fn mermaid(trace: &Trace, report: &Verdict, events: &[usize]) -> String {
-    let mut sides_with_sends: Vec<Side> = trace
+    let mut sides_with_sends: Vec<(Option<Hop>, Side)> = trace
         .events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Send(_)))
-        .map(|e| e.side)
+        .map(|e| (e.hop, e.side))
         .collect();
     sides_with_sends.sort();
     sides_with_sends.dedup();
     let mut out = String::from("sequenceDiagram\n");
-    out.push_str("    participant C as Client\n    participant P as Proxy\n    participant S as Server\n    participant B as Backend\n");
+    let middle = if trace.is_two_hop() {
+        "    participant I as Intermediary\n"
+    } else {
+        "    participant P as Proxy\n"
+    };
+    out.push_str("    participant C as Client\n");
+    out.push_str(middle);
+    out.push_str("    participant S as Server\n    participant B as Backend\n");
     for &i in events {
         if let Some(l) = line(&trace.events[i], i, &sides_with_sends) {
             let _ = writeln!(out, "    {}", l.replace(';', ","));

@@ -95,6 +95,15 @@ impl Hop {
 /// output for a while; the oracle adds such spans to its grace window.
 pub const FAULT_STALL: &str = "stall";
 
+/// The `fault` of a [`EventKind::Fault`] for a link that lost everything sent over it for
+/// `ms` (a simulated blackhole on an intermediary's upstream link): what was sent then never
+/// arrived, through no fault of a peer's.
+pub const FAULT_BLACKHOLE: &str = "blackhole";
+
+/// The `fault` of a [`EventKind::Fault`] for a link that held everything sent over it for
+/// `ms` and then delivered it (a simulated partition on an intermediary's upstream link).
+pub const FAULT_PARTITION: &str = "partition";
+
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceEvent {

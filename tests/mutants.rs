@@ -10,7 +10,7 @@ const BUDGET: u64 = 100;
 #[test]
 fn every_mutant_is_killed_and_the_reference_is_clean() {
     let mut problems = Vec::new();
-    for &m in mutants::ALL.iter().filter(|m| !m.needs_headers()) {
+    for &m in mutants::ALL.iter().filter(|m| !m.turmoil_only()) {
         let hunt = mutants::hunt(m, 0..BUDGET, Lane::Memory);
         if hunt.kill.is_none() {
             problems.push(format!("{m} ({}) survived {BUDGET} seeds", m.info().bug));
@@ -60,6 +60,36 @@ fn transport_mutants_are_killed_on_turmoil_too() {
     for m in transport_mutants {
         let hunt = mutants::hunt(m, 0..20, Lane::turmoil());
         assert!(hunt.kill.is_some(), "{m} survived 20 seeds on turmoil");
+        assert!(
+            hunt.reference_failures.is_empty(),
+            "{:?}",
+            hunt.reference_failures
+        );
+    }
+}
+
+/// The intermediary's mutants, through the reference bridge between client and server (two
+/// hops): each is killed by a rule only its run breaks, and the reference bridge is clean.
+#[test]
+fn intermediary_mutants_are_killed_through_the_bridge() {
+    let bridge: Vec<Mutant> = mutants::ALL
+        .iter()
+        .copied()
+        .filter(|m| m.needs_intermediary())
+        .collect();
+    assert!(bridge.len() >= 5, "{bridge:?}");
+    for m in bridge {
+        let hunt = mutants::hunt(m, 0..20, Lane::turmoil());
+        let kill = hunt
+            .kill
+            .unwrap_or_else(|| panic!("{m} survived 20 seeds on turmoil"));
+        assert!(
+            kill.rules.iter().any(|r| mcp_sim::oracle::rule_info(r)
+                .is_some_and(|i| i.spans_hops())
+                || *r == mcp_sim::oracle::rule::PROGRESS_UNKNOWN_TOKEN),
+            "{m} was killed by {:?}, none of them about the intermediary",
+            kill.rules
+        );
         assert!(
             hunt.reference_failures.is_empty(),
             "{:?}",

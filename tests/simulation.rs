@@ -74,6 +74,7 @@ fn crossing(transport: Transport, cancel_ms: u64) -> Scenario {
         mutants: mcp_sim::mutants::MutantSet::NONE,
         era: mcp_sim::Era::Modern,
         opening: mcp_sim::scenario::Opening::Pinned,
+        bridge: false,
     }
 }
 

@@ -71,3 +71,31 @@ fn legacy_seeds_on_turmoil_are_clean_and_replay_identically() {
         assert_eq!(judged.run.trace.digest(), again, "seed {seed}");
     }
 }
+
+/// Through the reference intermediary (two hops, stdio on both) the reference peers break no
+/// MUST rule and no intermediary rule, in either era, faults and cancels included; and the
+/// trace has both hops.
+#[test]
+fn the_reference_bridge_breaks_no_rule_across_its_hops() {
+    let mut problems = Vec::new();
+    for seed in 0..common::seed_count(24) {
+        let scenario = Scenario::from_seed(seed).with_bridge();
+        let judged = mcp_sim::run::judge(&scenario, Lane::turmoil());
+        let trace = &judged.run.trace;
+        assert!(trace.is_two_hop(), "seed {seed}: one hop only");
+        let across: Vec<String> = judged
+            .verdict
+            .violations
+            .iter()
+            .filter(|v| v.level == mcp_sim::oracle::Level::Must || v.hop.is_none())
+            .map(|v| v.to_string())
+            .collect();
+        if judged.crash.is_some() || !across.is_empty() {
+            problems.push(format!(
+                "seed {seed} ({scenario}): {:?} {across:#?}",
+                judged.crash
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -92,10 +92,20 @@ pub struct RunResult {
 impl RunResult {
     /// The oracle settings this run must be judged with.
     pub fn oracle_config(&self, scenario: &Scenario) -> OracleConfig {
+        let default = OracleConfig::default();
+        // Through the bridge each hop is recorded at one end only, so what crosses the
+        // upstream link is judged within the grace window: it must cover the link's latency.
+        let grace_ms = match scenario.bridge {
+            true => default
+                .grace_ms
+                .max(scenario.latency.1.as_millis() as u64 + 200),
+            false => default.grace_ms,
+        };
         OracleConfig {
             max_request_ms: scenario.max_request().as_millis() as u64,
             complete: self.complete,
-            ..OracleConfig::default()
+            grace_ms,
+            ..default
         }
     }
 }

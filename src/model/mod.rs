@@ -1,5 +1,6 @@
 //! The sans-IO protocol model: an MCP client and server for stdio and Streamable HTTP, the
-//! backend their tools call, and the timeout policies of real hosts.
+//! backend their tools call, a message-level intermediary between them ([`bridge`]), and the
+//! timeout policies of real hosts.
 //!
 //! # Contract
 //!
@@ -23,6 +24,7 @@
 use std::fmt;
 
 pub mod backend;
+pub mod bridge;
 pub mod client;
 pub mod mutant;
 pub mod policy;
@@ -32,6 +34,7 @@ mod server_transmit;
 pub mod tasks;
 
 pub use backend::{Backend, BackendCall};
+pub use bridge::{Bridge, BridgeOut};
 pub use client::{
     CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome,
 };

@@ -1,8 +1,8 @@
 //! The switches that make the reference peers faulty: the catalog of real SDK bugs.
 //!
 //! Each [`Mutant`] reproduces one documented bug (repository and issue in
-//! [`MutantInfo::bug`]) as a small deviation of the reference client, server or the client's
-//! SSE framer; a [`MutantSet`] set says which are on. They live with the model because they are
+//! [`MutantInfo::bug`]) as a small deviation of the reference client, server, intermediary
+//! or the client's SSE framer; a [`MutantSet`] set says which are on. They live with the model because they are
 //! behaviours the peers can be told to have. The conditions each mutant needs to show, and the
 //! hunt that scores the oracle against them, are in [`crate::mutants`].
 
@@ -144,6 +144,18 @@ mutants! {
         "a legacy server reads a client's ping and never answers it";
     LegacyTimeoutSilent = "legacy_timeout_silent", Client, "python-sdk #2507, #1410 (1.x)",
         "a legacy client gives up a timed-out request without sending notifications/cancelled";
+    BridgeAnswersCancel = "bridge_answers_cancel", Intermediary, "python-sdk #2480 (1.x), as PyPI mcp-proxy 0.13.0 answers for its upstream",
+        "the intermediary answers a client's cancel itself with {code: 0, message: \"Request cancelled\"} and never passes it upstream";
+    BridgeDropsCancel = "bridge_drops_cancel", Intermediary, "PrefectHQ/fastmcp #4124",
+        "the intermediary does not pass a client's cancel upstream: the upstream's work runs on and its result reaches the client";
+    BridgeDropsProgress = "bridge_drops_progress", Intermediary, "typescript-sdk #866 (JSON response mode), as PyPI mcp-proxy 0.13.0's HTTP front does",
+        "the intermediary drops the upstream's progress notifications (a JSON-mode front)";
+    BridgeCancelUnmapped = "bridge_cancel_unmapped", Intermediary, "lynnswap/XcodeMCPKit #210",
+        "the intermediary passes a client's cancel upstream with the client's request id, not the upstream's";
+    BridgeForwardsLateResult = "bridge_forwards_late_result", Intermediary, "spec-derived: docs/spec/mcp-2025-11-25.md LC12 (the intermediary sent the cancel upstream)",
+        "the intermediary passes on a result the upstream sent after the client's cancel had reached it";
+    BridgeRawProgressToken = "bridge_raw_progress_token", Intermediary, "spec-derived: docs/spec/mcp-2026-07-28.md §2.3 item 1",
+        "the intermediary passes the upstream's progress on with the upstream's token, not the client's";
 }
 
 /// Which component a mutant changes.
@@ -155,15 +167,18 @@ pub enum MutantSide {
     Client,
     /// The client's SSE framer.
     Framer,
+    /// The reference intermediary between client and server ([`crate::model::Bridge`]).
+    Intermediary,
 }
 
 impl MutantSide {
-    /// `server`, `client` or `framer`.
+    /// `server`, `client`, `framer` or `intermediary`.
     pub fn as_str(self) -> &'static str {
         match self {
             MutantSide::Server => "server",
             MutantSide::Client => "client",
             MutantSide::Framer => "framer",
+            MutantSide::Intermediary => "intermediary",
         }
     }
 }

@@ -420,6 +420,10 @@ pub struct Scenario {
     pub era: Era,
     /// How the client comes to speak it.
     pub opening: Opening,
+    /// A reference intermediary ([`crate::model::Bridge`]) between client and server, on a
+    /// host of its own: the turmoil lane only, stdio on both hops, and the trace has two hops
+    /// (`Scenario::with_bridge`).
+    pub bridge: bool,
 }
 
 /// How a scenario's client comes to speak the scenario's era (the dual-era SDKs' connect
@@ -630,6 +634,7 @@ impl Scenario {
             mutants: MutantSet::NONE,
             era: Era::Modern,
             opening: Opening::Pinned,
+            bridge: false,
         }
     }
 
@@ -711,6 +716,7 @@ impl Scenario {
             mutants: MutantSet::NONE,
             era: Era::Modern,
             opening: Opening::Pinned,
+            bridge: false,
         }
     }
 
@@ -718,6 +724,9 @@ impl Scenario {
     /// become server crashes on stdio.
     pub fn with_transport(mut self, transport: Transport) -> Scenario {
         self.transport = transport;
+        if transport == Transport::Http {
+            self.bridge = false;
+        }
         if transport == Transport::Stdio {
             self.proxy = None;
             for f in &mut self.faults {
@@ -770,6 +779,20 @@ impl Scenario {
             }
         }
         self
+    }
+
+    /// The same scenario through the reference intermediary, on stdio (its hops are stdio).
+    ///
+    /// Its partitions and blackholes are dropped (crashes stay): a link that delays or loses
+    /// what crosses it between the two recorded ends makes the intermediary's deadlines
+    /// unknowable from outside, as they are for a real intermediary judged as a black box;
+    /// the one-hop runs sweep those faults.
+    pub fn with_bridge(self) -> Scenario {
+        let mut s = self.with_transport(Transport::Stdio);
+        s.bridge = true;
+        s.faults
+            .retain(|f| !matches!(f, Fault::Partition { .. } | Fault::Blackhole { .. }));
+        s
     }
 
     /// The same scenario behind another proxy (HTTP only; ignored on stdio).
@@ -888,6 +911,9 @@ impl fmt::Display for Scenario {
             Opening::Pinned => {}
             Opening::Auto { silent: false } => write!(f, " opening=auto")?,
             Opening::Auto { silent: true } => write!(f, " opening=auto(silent server)")?,
+        }
+        if self.bridge {
+            write!(f, " intermediary=bridge")?;
         }
         Ok(())
     }

@@ -222,6 +222,7 @@ pub fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     mutants: MutantSet::NONE,
                     era: crate::wire::Era::Modern,
                     opening: super::Opening::Pinned,
+                    bridge: false,
                 };
                 scenario.with_transport(transport)
             },

@@ -221,7 +221,13 @@ impl Driver {
 
     async fn connect_stdio(&mut self) {
         let stream = loop {
-            match turmoil::net::TcpStream::connect(("server", SERVER_STDIO_PORT)).await {
+            // Through the intermediary when the scenario has one: it listens on the same port.
+            let host = if self.scenario.bridge {
+                "bridge"
+            } else {
+                "server"
+            };
+            match turmoil::net::TcpStream::connect((host, SERVER_STDIO_PORT)).await {
                 Ok(s) => break s,
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }

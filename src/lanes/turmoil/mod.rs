@@ -4,7 +4,8 @@
 //! Hosts: `client` (the reference client and the workload), `server` (the reference server:
 //! NDJSON over one TCP stream for stdio, hyper for Streamable HTTP), `backend` (the ledger the
 //! server's tools call over TCP) and, when the scenario has one, `proxy` (an idle-timeout
-//! intermediary between client and server). Each host runs an async driver that feeds socket
+//! intermediary between client and server) or `bridge` (the reference MCP intermediary,
+//! stdio on both hops: the trace then has two hops). Each host runs an async driver that feeds socket
 //! input to its state machine with the current simulated time, writes its transmits to the
 //! sockets, and sleeps until the machine's `poll_timeout`.
 //!
@@ -30,6 +31,7 @@
 //! and [`run_with_client`].
 
 mod backend;
+mod bridge;
 mod client;
 mod custom;
 pub(super) mod proxy;
@@ -357,6 +359,10 @@ fn run_hosts(
     if let (Transport::Http, Some(p)) = (scenario.transport, scenario.proxy) {
         proxy::host(&mut sim, &shared, p);
     }
+    let bridged = scenario.bridge && scenario.transport == Transport::Stdio;
+    if bridged {
+        bridge::host(&mut sim, &shared, scenario.mutants);
+    }
     match client {
         ClientUnderTest::Reference => {
             client::host(&mut sim, &shared, scenario, &options.tool_calls)
@@ -373,6 +379,11 @@ fn run_hosts(
     if scenario.transport == Transport::Http && scenario.proxy.is_some() {
         sim.set_link_latency("proxy", "server", Duration::from_millis(1));
     }
+    // The bridge runs beside the client, as a host's local gateway does; the scenario's
+    // latency and partitions are its link to the server.
+    if bridged {
+        sim.set_link_latency("client", "bridge", Duration::from_millis(1));
+    }
 
     let mut faults: Vec<Fault> = scenario.faults.clone();
     faults.sort_by_key(fault_time);
@@ -383,6 +394,7 @@ fn run_hosts(
         .filter(|_| scenario.transport == Transport::Http)
     {
         Some(_) => ("client", "proxy"),
+        None if bridged => ("bridge", "server"),
         None => ("client", "server"),
     };
     loop {
@@ -402,10 +414,30 @@ fn run_hosts(
                     sim.bounce("server");
                 }
                 Fault::Partition { at, duration } => {
+                    if bridged {
+                        let fault = EventKind::Fault {
+                            fault: crate::trace::FAULT_PARTITION.into(),
+                            stream: None,
+                            ms: Some(duration.as_millis() as u64),
+                        };
+                        let t = Time::from_millis(elapsed.as_millis() as u64);
+                        shared.borrow_mut().push(t, Side::Server, fault);
+                    }
                     sim.hold(peers.0, peers.1);
                     held_until = Some(held_until.map_or(at + duration, |h| h.max(at + duration)));
                 }
                 Fault::Blackhole { at, duration } => {
+                    // Through a bridge the fault is the upstream link's, which the oracle is
+                    // told of (as of a partition): what crossed it then arrived late or never.
+                    if bridged {
+                        let fault = EventKind::Fault {
+                            fault: crate::trace::FAULT_BLACKHOLE.into(),
+                            stream: None,
+                            ms: Some(duration.as_millis() as u64),
+                        };
+                        let t = Time::from_millis(elapsed.as_millis() as u64);
+                        shared.borrow_mut().push(t, Side::Server, fault);
+                    }
                     sim.partition(peers.0, peers.1);
                     cut_until = Some(cut_until.map_or(at + duration, |h| h.max(at + duration)));
                 }
@@ -441,6 +473,16 @@ fn run_hosts(
     shared.merge_taps();
     let mut trace = std::mem::take(&mut shared.trace);
     trace.events.sort_by_key(|e| e.t);
+    // Through the bridge the client's events are the front hop's, the server's and its
+    // backend's the upstream hop's.
+    if bridged {
+        for e in &mut trace.events {
+            e.hop = Some(match e.side {
+                Side::Client => crate::trace::Hop::Front,
+                _ => crate::trace::Hop::Back,
+            });
+        }
+    }
     let mut stats = std::mem::take(&mut shared.stats);
     stats.sim_ms = sim.elapsed().as_millis() as u64;
     Ok(RunResult {

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::model::Transport;
 use crate::oracle::index::{Index, Req};
 use crate::oracle::{Level, Violation};
+use crate::trace::{EventKind, Side, FAULT_BLACKHOLE, FAULT_PARTITION};
 use crate::wire::{Era, Message, METHOD_TOOLS_CALL};
 
 /// The intermediary rules' violations over the two hops' indices; events are given as
@@ -25,6 +26,7 @@ pub(in crate::oracle) fn across(
 ) -> Vec<Violation> {
     Across {
         pairs: pairs(f, b),
+        faults: link_faults(b),
         f,
         b,
         front_origin,
@@ -110,9 +112,36 @@ fn passes_on(front: Option<&Value>, upstream: Option<&Value>) -> bool {
     }
 }
 
+/// The faults the upstream hop's recording names on its link: a simulated partition (held
+/// for `ms`) or blackhole (lost for `ms`), and a crash of the upstream (its close of the whole
+/// connection). What was in flight then arrived late or never, through no fault of the
+/// intermediary's, so the rules ask for evidence instead of a deadline across such a span.
+fn link_faults(b: &Index<'_>) -> Vec<(u64, u64)> {
+    b.trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault { fault, ms, .. }
+                if fault == FAULT_BLACKHOLE || fault == FAULT_PARTITION =>
+            {
+                Some((e.t, e.t + ms.unwrap_or(0)))
+            }
+            EventKind::Close {
+                stream: None,
+                by: Side::Server,
+                ..
+            } => Some((e.t, e.t)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The state of one judgement across the hops.
 struct Across<'a, 't> {
     pairs: Vec<Pair>,
+    /// Spans of time `[from, until]` in which the upstream link delayed or lost what crossed
+    /// it, or the upstream crashed ([`link_faults`]).
+    faults: Vec<(u64, u64)>,
     f: &'a Index<'t>,
     b: &'a Index<'t>,
     front_origin: &'a [usize],
@@ -164,6 +193,11 @@ impl Across<'_, '_> {
         });
     }
 
+    /// Whether a link fault touches the span `[from, until]`.
+    fn faulted(&self, from: u64, until: u64) -> bool {
+        self.faults.iter().any(|&(a, b)| a <= until && b >= from)
+    }
+
     /// The catalog's level of `rule` in `era`.
     fn level(rule: &str, era: Era) -> Level {
         crate::oracle::rule_info(rule)
@@ -201,7 +235,20 @@ impl Across<'_, '_> {
         let Some(gave_up) = self.front_gave_up(fr, br) else {
             return;
         };
-        let due = self.f.t(gave_up) + self.grace;
+        let mut due = self.f.t(gave_up) + self.grace;
+        if self.faulted(self.f.t(gave_up), due) {
+            // The link was faulty: overdue only once a request the client sent after giving up
+            // reached the upstream (an intermediary passes messages on in order).
+            let later = self.pairs.iter().filter_map(|p| {
+                let sent = self.f.requests[p.front].client_send?;
+                let back = &self.b.requests[p.back?];
+                (sent > gave_up).then(|| self.b.t(back.created))
+            });
+            match later.min() {
+                Some(t) => due = t,
+                None => return,
+            }
+        }
         if due > self.end {
             return;
         }
@@ -334,9 +381,27 @@ impl Across<'_, '_> {
                 .collect()
         };
         let delivered = values(self.f, &fr.client_progress);
+        // Across a link fault a notification may arrive late or never: it is demanded only
+        // when something the upstream sent later for this request reached the client (a
+        // later progress, or its answer), as what crosses one connection keeps its order.
+        let answer_sent = fr.client_response.and_then(|r| {
+            br.responses
+                .iter()
+                .map(|&u| self.b.t(u))
+                .find(|&t| t <= self.f.t(r) && self.upstream_answered(br, r))
+        });
+        let later_seen = |i: usize, v: f64| {
+            answer_sent.is_some_and(|t| t >= self.b.t(i)) || delivered.iter().any(|&(_, d)| d > v)
+        };
         let sent: Vec<(usize, f64)> = values(self.b, &br.emissions)
             .into_iter()
-            .filter(|&(i, _)| self.b.t(i) + self.grace <= front_end)
+            .filter(|&(i, v)| {
+                let t = self.b.t(i);
+                match self.faulted(t, front_end) {
+                    false => t + self.grace <= front_end,
+                    true => later_seen(i, v),
+                }
+            })
             .collect();
         let missing: Vec<&(usize, f64)> = sent
             .iter()

@@ -368,8 +368,19 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
         let Some(Message::Cancelled(c)) = ix.msg(i) else {
             continue;
         };
+        // Seen from the server alone, a cancel that arrives within a round trip (twice the
+        // grace window) of the CreateTaskResult may have crossed it: the client had not read
+        // it yet.
+        let crossed = |r: usize| {
+            !ix.has(Side::Client)
+                && ix.requests[r]
+                    .responses
+                    .first()
+                    .is_some_and(|&u| s.t(i) < s.t(u) + 2 * s.config.grace_ms)
+        };
         let by_call = ix
             .by_id(&c.request_id, i)
+            .filter(|&r| !crossed(r))
             .and_then(|r| Some((r, task_created_for(ix, r, i)?)))
             .and_then(|(r, legacy_id)| {
                 known
