@@ -280,7 +280,7 @@ impl ReproEnv {
             proxy: parse(
                 &get,
                 PROXY_VAR,
-                "nginx, alb, cloudflare, custom:SECONDS, custom:MSms or none",
+                "nginx, alb, cloudflare, custom:SECONDS, custom:MSms, none or bridge",
                 ProxyChoice::parse,
             )?,
             mutant: parse(&get, MUTANT_VAR, "a mutant's name", Mutant::from_name)?,

@@ -231,7 +231,8 @@ pub struct Overrides {
     /// Transport.
     #[arg(long, value_enum, default_value_t = TransportArg::Seed)]
     pub(crate) transport: TransportArg,
-    /// Idle-timeout proxy on HTTP: nginx, alb, cloudflare, custom:SECONDS or none.
+    /// Intermediary: an idle-timeout proxy on HTTP (nginx, alb, cloudflare, custom:SECONDS),
+    /// none, or `bridge` (the reference MCP intermediary, stdio on both hops, turmoil lane).
     #[arg(long)]
     pub(crate) proxy: Option<String>,
     /// Run a mutant (see `mcp-sim mutants`) instead of the reference peers.
@@ -270,7 +271,17 @@ impl std::str::FromStr for EraArg {
 impl Overrides {
     /// Checks the names given on the command line.
     pub(crate) fn validate(&self) -> Result<(), String> {
-        self.proxy()?;
+        if self.proxy()? == ProxyChoice::Bridge {
+            if matches!(self.lane.lane(), mcp_sim::lanes::Lane::Memory) {
+                return Err(
+                    "--proxy bridge: the intermediary's host exists on the turmoil lane only"
+                        .into(),
+                );
+            }
+            if matches!(self.transport, TransportArg::Http | TransportArg::Both) {
+                return Err("--proxy bridge: the bridge's hops are stdio; leave --transport out or give stdio".into());
+            }
+        }
         self.mutant()?;
         Ok(())
     }

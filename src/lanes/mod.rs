@@ -95,16 +95,20 @@ impl RunResult {
         let default = OracleConfig::default();
         // Through the bridge each hop is recorded at one end only, so what crosses the
         // upstream link is judged within the grace window: it must cover the link's latency.
-        let grace_ms = match scenario.bridge {
-            true => default
-                .grace_ms
-                .max(scenario.latency.1.as_millis() as u64 + 200),
-            false => default.grace_ms,
+        // The intermediary's timers, seen from the server, are blurred by the link's jitter.
+        let latency_ms = scenario.latency.1.as_millis() as u64;
+        let (grace_ms, timer_tolerance_ms) = match scenario.bridge {
+            true => (
+                default.grace_ms.max(latency_ms + 200),
+                default.timer_tolerance_ms.max(2 * latency_ms),
+            ),
+            false => (default.grace_ms, default.timer_tolerance_ms),
         };
         OracleConfig {
             max_request_ms: scenario.max_request().as_millis() as u64,
             complete: self.complete,
             grace_ms,
+            timer_tolerance_ms,
             ..default
         }
     }

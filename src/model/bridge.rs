@@ -193,6 +193,9 @@ impl Bridge {
                     msg["params"]["requestId"] = json!(front);
                 } else if let Some(front) = self.front_id_of(msg.pointer("/params/requestId")) {
                     msg["params"]["requestId"] = front;
+                } else {
+                    // A request the client already answered (or never had): nothing to cancel.
+                    return Vec::new();
                 }
                 vec![BridgeOut::Front(msg)]
             }

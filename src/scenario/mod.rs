@@ -110,13 +110,17 @@ pub enum ProxyChoice {
     Direct,
     /// This one on every HTTP run.
     Fixed(ProxyConfig),
+    /// The reference MCP intermediary ([`crate::model::Bridge`]) between client and server,
+    /// stdio on both hops ([`Scenario::with_bridge`]; the turmoil lane only).
+    Bridge,
 }
 
 impl ProxyChoice {
-    /// `none`, or a preset's name ([`ProxyConfig::preset`]).
+    /// `none`, `bridge`, or a preset's name ([`ProxyConfig::preset`]).
     pub fn parse(name: &str) -> Option<ProxyChoice> {
         match name {
             "none" => Some(ProxyChoice::Direct),
+            "bridge" => Some(ProxyChoice::Bridge),
             _ => ProxyConfig::preset(name).map(ProxyChoice::Fixed),
         }
     }
@@ -127,17 +131,19 @@ impl ProxyChoice {
             ProxyChoice::FromSeed => scenario,
             ProxyChoice::Direct => scenario.with_proxy(None),
             ProxyChoice::Fixed(p) => scenario.with_proxy(Some(p)),
+            ProxyChoice::Bridge => scenario.with_bridge(),
         }
     }
 }
 
-/// The name [`ProxyChoice::parse`] reads back: `seed`, `none`, a preset's name, or
+/// The name [`ProxyChoice::parse`] reads back: `seed`, `none`, `bridge`, a preset's name, or
 /// `custom:SECONDS` (`custom:MSms` below whole seconds).
 impl fmt::Display for ProxyChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProxyChoice::FromSeed => f.write_str("seed"),
             ProxyChoice::Direct => f.write_str("none"),
+            ProxyChoice::Bridge => f.write_str("bridge"),
             ProxyChoice::Fixed(p) if p.name == "custom" => {
                 let ms = p.idle_timeout.as_millis();
                 if ms % 1000 == 0 {

@@ -140,7 +140,7 @@ fn link_faults(b: &Index<'_>) -> Vec<(u64, u64)> {
 struct Across<'a, 't> {
     pairs: Vec<Pair>,
     /// Spans of time `[from, until]` in which the upstream link delayed or lost what crossed
-    /// it, or the upstream crashed ([`link_faults`]).
+    /// it, or the instant `[t, t]` the upstream crashed ([`link_faults`]).
     faults: Vec<(u64, u64)>,
     f: &'a Index<'t>,
     b: &'a Index<'t>,
@@ -250,6 +250,15 @@ impl Across<'_, '_> {
             }
         }
         if due > self.end {
+            return;
+        }
+        // An upstream that crashed while the request ran took it along: nothing to cancel.
+        let created = self.b.t(br.created);
+        if self
+            .faults
+            .iter()
+            .any(|&(a, b)| a == b && (created..=due).contains(&a))
+        {
             return;
         }
         let answered = br.responses.first().is_some_and(|&u| self.b.t(u) <= due);

@@ -524,9 +524,14 @@ pub(super) fn input_required_retry(s: &mut Sink<'_, '_>) {
             continue;
         }
         let base = base_params(&q.params);
+        // The round this retries: of the rounds of an identical call, the one whose state it
+        // echoes if any (two identical calls in flight may be answered and retried in either
+        // order, as the server sees them), else the latest.
+        let same = |r: &Round| r.method == q.method && r.base == base;
         let Some(k) = rounds
             .iter()
-            .rposition(|r| r.method == q.method && r.base == base)
+            .rposition(|r| same(r) && r.state.as_ref() == echoed && echoed.is_some())
+            .or_else(|| rounds.iter().rposition(same))
         else {
             if echoed.is_some() {
                 let msg = format!(
