@@ -283,6 +283,9 @@ struct JsonVerdict<'a> {
     era: &'static str,
     /// Why the oracle read that era.
     era_reading: String,
+    /// `check-proxy`: the revision the upstream hop spoke.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream_era: Option<&'static str>,
     coverage: &'a Coverage,
     findings: &'a [Finding],
     violations: Vec<JsonViolation<'a>>,
@@ -411,6 +414,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
                 era_asked: era_asked(args.era),
                 era: verdict.era.era.version(),
                 era_reading: verdict.describe_era(),
+                upstream_era: verdict.upstream_era.map(|e| e.era.version()),
                 coverage: &coverage,
                 findings: &found,
                 violations: json_violations(&verdict),

@@ -14,6 +14,11 @@
 //!   `<target>/peers/node-ts-sdk-v1-1.32.2/`, the same way from `tests/peers/ts-v1/`
 //!   (`@modelcontextprotocol/sdk` 1.32.2, `@modelcontextprotocol/server-everything` 2026.8.31).
 //!
+//! - PyPI `mcp-proxy` 0.13.0 (an intermediary): `<target>/peers/python-mcp-proxy-0.13.0/`,
+//!   a venv from `tests/peers/mcp-proxy-requirements.txt` (every package pinned).
+//! - npm `mcp-proxy` 6.7.19 (an intermediary): `<target>/peers/node-mcp-proxy-npm-6.7.19/`,
+//!   from `tests/peers/mcp-proxy-npm/`.
+//!
 //! `<target>` is the build folder the test binaries were built into (`CARGO_TARGET_DIR` or
 //! `target/`). Each install runs once, under an exclusive lock on `<target>/peers/NAME.lock`
 //! (concurrent test threads and binaries wait for it), and ends by writing `NAME/.installed`,
@@ -49,6 +54,11 @@ pub const TS_SDK_V1_VERSION: &str = "1.32.2";
 /// The pinned `@modelcontextprotocol/server-everything`, as in `tests/peers/ts-v1/package.json`.
 pub const SERVER_EVERYTHING_VERSION: &str = "2026.8.31";
 
+/// The pinned PyPI `mcp-proxy`, as in `tests/peers/mcp-proxy-requirements.txt`.
+pub const PYPI_MCP_PROXY_VERSION: &str = "0.13.0";
+/// The pinned npm `mcp-proxy`, as in `tests/peers/mcp-proxy-npm/package.json`.
+pub const NPM_MCP_PROXY_VERSION: &str = "6.7.19";
+
 const STAMP: &str = ".installed";
 
 /// The build folder's `peers/` folder.
@@ -67,7 +77,7 @@ pub fn peers_dir() -> PathBuf {
 pub fn python_sdk() -> Option<PathBuf> {
     python_venv(
         "python-requirements.txt",
-        PYTHON_MCP_VERSION,
+        ("mcp", PYTHON_MCP_VERSION),
         "import mcp.server.mcpserver, uvicorn",
     )
 }
@@ -77,12 +87,40 @@ pub fn python_sdk() -> Option<PathBuf> {
 pub fn python_sdk_v1() -> Option<PathBuf> {
     python_venv(
         "python1-requirements.txt",
-        PYTHON_MCP_V1_VERSION,
+        ("mcp", PYTHON_MCP_V1_VERSION),
         "import mcp.server.fastmcp, mcp.client.stdio",
     )
 }
 
-fn python_venv(requirements_file: &str, version: &str, import_check: &str) -> Option<PathBuf> {
+/// The folder of a venv with PyPI `mcp-proxy` installed (its `bin/mcp-proxy` the bridge), or
+/// `None` as for [`python_sdk`].
+pub fn python_mcp_proxy() -> Option<PathBuf> {
+    let python = python_venv(
+        "mcp-proxy-requirements.txt",
+        ("mcp-proxy", PYPI_MCP_PROXY_VERSION),
+        "import mcp_proxy",
+    )?;
+    Some(python.parent()?.join("mcp-proxy"))
+}
+
+/// The `mcp-proxy` command of npm `mcp-proxy`, or `None` as for [`node_ts_sdk`].
+pub fn npm_mcp_proxy() -> Option<PathBuf> {
+    let sdk = node_project(
+        "mcp-proxy-npm",
+        "npm mcp-proxy",
+        "mcp-proxy",
+        NPM_MCP_PROXY_VERSION,
+    )?;
+    Some(sdk.dir.join("node_modules").join(".bin").join("mcp-proxy"))
+}
+
+/// A venv from `tests/peers/REQUIREMENTS_FILE`, which must pin `package==version`, in
+/// `<target>/peers/python-PACKAGE-VERSION/`; its python.
+fn python_venv(
+    requirements_file: &str,
+    (package, version): (&str, &str),
+    import_check: &str,
+) -> Option<PathBuf> {
     if skipped_on_purpose("MCP_SIM_SKIP_PYTHON", "Python SDK") {
         return None;
     }
@@ -117,11 +155,11 @@ fn python_venv(requirements_file: &str, version: &str, import_check: &str) -> Op
     assert!(
         requirements
             .lines()
-            .any(|l| l.trim() == format!("mcp=={version}")),
-        "{} must pin mcp=={version}",
+            .any(|l| l.trim() == format!("{package}=={version}")),
+        "{} must pin {package}=={version}",
         requirements_path.display()
     );
-    let dir = peers_dir().join(format!("python-mcp-{version}"));
+    let dir = peers_dir().join(format!("python-{package}-{version}"));
     let venv_python = if cfg!(windows) {
         dir.join("Scripts").join("python.exe")
     } else {
@@ -235,8 +273,10 @@ fn node_project(folder: &str, what: &str, package: &str, version: &str) -> Optio
             "tests/peers/ts-v1/package.json must pin server-everything {SERVER_EVERYTHING_VERSION}"
         );
     }
-    let suffix = folder.strip_prefix("ts").unwrap_or(folder);
-    let dir = peers_dir().join(format!("node-ts-sdk{suffix}-{version}"));
+    let dir = match folder.strip_prefix("ts") {
+        Some(suffix) => peers_dir().join(format!("node-ts-sdk{suffix}-{version}")),
+        None => peers_dir().join(format!("node-{folder}-{version}")),
+    };
     let stamp = format!("node {node_version}\n{manifest}\n{lock}");
     install_once(&dir, &stamp, |dir| {
         fs::write(dir.join("package.json"), &manifest).expect("write package.json");

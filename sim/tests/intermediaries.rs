@@ -1,0 +1,242 @@
+//! The intermediaries people put between hosts and servers, installed by the tests at pinned
+//! versions (`common::peers`) and judged by `mcp-sim check-proxy`: the reference client on
+//! the front, the reference server as the upstream, both hops in one trace. Each is held to
+//! a pinned baseline of its findings (`tests/baselines/*.txt`): an unexpected finding fails,
+//! and so does an entry that no longer occurs.
+//!
+//! | intermediary | front | upstream | eras (front, upstream) | baseline |
+//! | --- | --- | --- | --- | --- |
+//! | npm `mcp-proxy` 6.7.19 | HTTP, 2026-07-28 | stdio | 2026-07-28, 2025-11-25 | nothing: a stream close goes upstream as `notifications/cancelled` |
+//! | npm `mcp-proxy` 6.7.19 | HTTP, 2025-11-25 | stdio | 2025-11-25, 2025-11-25 | nothing |
+//! | PyPI `mcp-proxy` 0.13.0, server mode | HTTP (JSON only) | stdio | 2025-11-25, 2025-11-25 | `progress-forwarded`, `cancel-forwarded` |
+//! | PyPI `mcp-proxy` 0.13.0, client mode | stdio | HTTP | 2025-11-25, 2025-11-25 | `cancel-answered-locally`, `cancel-forwarded`, `response-after-cancel` |
+//!
+//! Each case runs the seeds of `MCP_SIM_PEER_SEEDS` (as `legacy_peers.rs`; default `1`).
+//! Wall-clock margins: calls of 3 s (three steps of 1 s, progress after each), cancels in
+//! their first two fifths, the grace window of 1 s; a run takes about 15 s.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::peers::{npm_mcp_proxy, python_mcp_proxy};
+use common::repo;
+use mcp_sim::trace::{EventKind, Hop, Side, Trace};
+use serde_json::Value;
+
+/// The seeds each case runs.
+fn seeds() -> Vec<String> {
+    let spec = std::env::var("MCP_SIM_PEER_SEEDS").unwrap_or_else(|_| "1".into());
+    match spec.split_once("..") {
+        Some((a, b)) => {
+            let (a, b): (u64, u64) = (a.parse().expect("seed"), b.parse().expect("seed"));
+            (a..b).map(|s| s.to_string()).collect()
+        }
+        None => spec.split(',').map(|s| s.trim().to_string()).collect(),
+    }
+}
+
+fn baseline(name: &str) -> String {
+    repo()
+        .join("tests/baselines")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A trace file of its own for one run.
+fn trace_path(name: &str, seed: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-sim-intermediaries-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    dir.join(format!("{name}-{seed}.jsonl"))
+}
+
+/// `mcp-sim check-proxy --format json ARGS -- INTERMEDIARY`: the exit code, the verdict and
+/// the two-hop trace.
+fn check_proxy(args: &[&str], intermediary: &[&str], trace: &PathBuf) -> (i32, Value, Trace) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["check-proxy", "--format", "json", "--trace"])
+        .arg(trace)
+        .args(args)
+        .arg("--")
+        .args(intermediary)
+        .output()
+        .expect("mcp-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let verdict: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON verdict ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let text = std::fs::read_to_string(trace).expect("the trace was written");
+    let trace = Trace::from_jsonl(&text).expect("a valid two-hop trace");
+    (out.status.code().unwrap_or(-1), verdict, trace)
+}
+
+/// The schedule: four calls of the reference tool, half of them cancelled.
+const SCHEDULE: &[&str] = &[
+    "--calls",
+    "4",
+    "--cancel-percent",
+    "50",
+    "--max-seconds",
+    "60",
+];
+
+/// How many messages with `method` the upstream received.
+fn upstream_received(trace: &Trace, method: &str) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.hop == Some(Hop::Back) && e.side == Side::Server)
+        .filter(|e| match &e.kind {
+            EventKind::Recv(w) => w
+                .msg
+                .as_ref()
+                .and_then(|m| m.get("method"))
+                .is_some_and(|m| m == method),
+            _ => false,
+        })
+        .count()
+}
+
+/// Runs one case over the seeds: the eras read, the baseline agreed with, calls reaching the
+/// upstream and cancels made on the front. Returns the traces.
+fn judge(
+    name: &str,
+    era: &str,
+    (front_era, upstream_era): (&str, &str),
+    front: &[&str],
+    intermediary: &[&str],
+) -> Vec<Trace> {
+    let file = baseline(&format!("{name}.txt"));
+    let mut traces = Vec::new();
+    for seed in seeds() {
+        let mut args = vec!["--seed", &seed, "--era", era, "--baseline", &file];
+        args.extend_from_slice(SCHEDULE);
+        args.extend_from_slice(front);
+        let path = trace_path(name, &seed);
+        let (code, v, trace) = check_proxy(&args, intermediary, &path);
+        let context = format!("{name} seed {seed}: {v:#}");
+        assert_eq!(v["era"], front_era, "{context}");
+        assert_eq!(v["upstream_era"], upstream_era, "{context}");
+        assert_eq!(v["baseline"]["agrees"], true, "{context}");
+        assert_eq!(code, 0, "{context}");
+        assert!(v["coverage"]["cancels"].as_u64() > Some(0), "{context}");
+        assert!(upstream_received(&trace, "tools/call") >= 4, "{context}");
+        traces.push(trace);
+    }
+    traces
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn npm_mcp_proxy_turns_a_closed_modern_stream_into_a_legacy_cancel() {
+    let Some(proxy) = npm_mcp_proxy() else { return };
+    let cmd = [proxy.display().to_string()];
+    let mut intermediary = strs(&cmd);
+    intermediary.extend([
+        "--port",
+        "{port}",
+        "--host",
+        "127.0.0.1",
+        "--",
+        "{upstream}",
+    ]);
+    let traces = judge(
+        "npm-mcp-proxy-modern",
+        "modern",
+        ("2026-07-28", "2025-11-25"),
+        &["--front-url", "http://127.0.0.1:{port}/mcp"],
+        &intermediary,
+    );
+    for t in &traces {
+        assert!(
+            upstream_received(t, "notifications/cancelled") > 0,
+            "no cancel went upstream"
+        );
+    }
+}
+
+#[test]
+fn npm_mcp_proxy_passes_legacy_cancels_and_progress_on() {
+    let Some(proxy) = npm_mcp_proxy() else { return };
+    let cmd = [proxy.display().to_string()];
+    let mut intermediary = strs(&cmd);
+    intermediary.extend([
+        "--port",
+        "{port}",
+        "--host",
+        "127.0.0.1",
+        "--",
+        "{upstream}",
+    ]);
+    judge(
+        "npm-mcp-proxy-legacy",
+        "2025-11-25",
+        ("2025-11-25", "2025-11-25"),
+        &["--front-url", "http://127.0.0.1:{port}/mcp"],
+        &intermediary,
+    );
+}
+
+#[test]
+fn pypi_mcp_proxy_server_mode_drops_progress_and_cancels() {
+    let Some(proxy) = python_mcp_proxy() else {
+        return;
+    };
+    let cmd = [proxy.display().to_string()];
+    let mut intermediary = strs(&cmd);
+    intermediary.extend([
+        "--port",
+        "{port}",
+        "--host",
+        "127.0.0.1",
+        "--",
+        "{upstream}",
+    ]);
+    judge(
+        "pypi-mcp-proxy-server-mode",
+        "auto",
+        ("2025-11-25", "2025-11-25"),
+        &["--front-url", "http://127.0.0.1:{port}/mcp"],
+        &intermediary,
+    );
+}
+
+#[test]
+fn pypi_mcp_proxy_client_mode_answers_cancels_itself() {
+    let Some(proxy) = python_mcp_proxy() else {
+        return;
+    };
+    let cmd = [proxy.display().to_string()];
+    let mut intermediary = strs(&cmd);
+    intermediary.extend(["--transport", "streamablehttp", "{upstream-url}"]);
+    let traces = judge(
+        "pypi-mcp-proxy-client-mode",
+        "auto",
+        ("2025-11-25", "2025-11-25"),
+        &[],
+        &intermediary,
+    );
+    for t in &traces {
+        assert_eq!(upstream_received(t, "notifications/cancelled"), 0);
+    }
+}
+
+/// An intermediary whose arguments name no upstream is a usage error, before anything runs.
+#[test]
+fn an_intermediary_without_an_upstream_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["check-proxy", "--", "cat"])
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("{upstream}"), "{err}");
+}
