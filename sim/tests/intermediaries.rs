@@ -9,11 +9,12 @@
 //! | npm `mcp-proxy` 6.7.19 | HTTP, 2026-07-28 | stdio | 2026-07-28, 2025-11-25 | nothing: a stream close goes upstream as `notifications/cancelled` |
 //! | npm `mcp-proxy` 6.7.19 | HTTP, 2025-11-25 | stdio | 2025-11-25, 2025-11-25 | nothing |
 //! | PyPI `mcp-proxy` 0.13.0, server mode | HTTP (JSON only) | stdio | 2025-11-25, 2025-11-25 | `progress-forwarded`, `cancel-forwarded` |
-//! | PyPI `mcp-proxy` 0.13.0, client mode | stdio | HTTP | 2025-11-25, 2025-11-25 | `cancel-answered-locally`, `cancel-forwarded`, `response-after-cancel` |
+//! | PyPI `mcp-proxy` 0.13.0, client mode | stdio | HTTP | 2025-11-25, 2025-11-25 | `cancel-answered-locally`, `cancel-forwarded`, `response-after-cancel`; on some seeds also `progress-after-completion` (MUST: upstream progress passed on after its own answer to the cancel, a race the wall clock decides) |
 //!
 //! Each case runs the seeds of `MCP_SIM_PEER_SEEDS` (as `legacy_peers.rs`; default `1`).
-//! Wall-clock margins: calls of 3 s (three steps of 1 s, progress after each), cancels in
-//! their first two fifths, the grace window of 1 s; a run takes about 15 s.
+//! Wall-clock margins: calls of 3 s (three steps of 1 s, progress after each), every
+//! scheduled call cancelled in its first two fifths, the grace window of 1 s; a run takes
+//! about 15 s.
 
 mod common;
 
@@ -75,12 +76,13 @@ fn check_proxy(args: &[&str], intermediary: &[&str], trace: &PathBuf) -> (i32, V
     (out.status.code().unwrap_or(-1), verdict, trace)
 }
 
-/// The schedule: four calls of the reference tool, half of them cancelled.
+/// The schedule: four calls of the reference tool, every one cancelled (a seed's draw of a
+/// smaller share may cancel none); the two calibration calls run to their result.
 const SCHEDULE: &[&str] = &[
     "--calls",
     "4",
     "--cancel-percent",
-    "50",
+    "100",
     "--max-seconds",
     "60",
 ];
@@ -104,12 +106,16 @@ fn upstream_received(trace: &Trace, method: &str) -> usize {
 
 /// Runs one case over the seeds: the eras read, the baseline agreed with, calls reaching the
 /// upstream and cancels made on the front. Returns the traces.
+///
+/// `racy` names findings that the wall clock lets show on some seeds only (a race inside the
+/// intermediary): a run may break them beyond its baseline, and nothing else.
 fn judge(
     name: &str,
     era: &str,
     (front_era, upstream_era): (&str, &str),
     front: &[&str],
     intermediary: &[&str],
+    racy: &[&str],
 ) -> Vec<Trace> {
     let file = baseline(&format!("{name}.txt"));
     let mut traces = Vec::new();
@@ -122,8 +128,16 @@ fn judge(
         let context = format!("{name} seed {seed}: {v:#}");
         assert_eq!(v["era"], front_era, "{context}");
         assert_eq!(v["upstream_era"], upstream_era, "{context}");
-        assert_eq!(v["baseline"]["agrees"], true, "{context}");
-        assert_eq!(code, 0, "{context}");
+        let unexpected: Vec<&str> = v["baseline"]["unexpected"]
+            .as_array()
+            .expect("a baseline diff")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(v["baseline"]["stale"], serde_json::json!([]), "{context}");
+        assert!(unexpected.iter().all(|u| racy.contains(u)), "{context}");
+        let expected_code = if unexpected.is_empty() { 0 } else { 1 };
+        assert_eq!(code, expected_code, "{context}");
         assert!(v["coverage"]["cancels"].as_u64() > Some(0), "{context}");
         assert!(upstream_received(&trace, "tools/call") >= 4, "{context}");
         traces.push(trace);
@@ -154,6 +168,7 @@ fn npm_mcp_proxy_turns_a_closed_modern_stream_into_a_legacy_cancel() {
         ("2026-07-28", "2025-11-25"),
         &["--front-url", "http://127.0.0.1:{port}/mcp"],
         &intermediary,
+        &[],
     );
     for t in &traces {
         assert!(
@@ -182,6 +197,7 @@ fn npm_mcp_proxy_passes_legacy_cancels_and_progress_on() {
         ("2025-11-25", "2025-11-25"),
         &["--front-url", "http://127.0.0.1:{port}/mcp"],
         &intermediary,
+        &[],
     );
 }
 
@@ -206,6 +222,7 @@ fn pypi_mcp_proxy_server_mode_drops_progress_and_cancels() {
         ("2025-11-25", "2025-11-25"),
         &["--front-url", "http://127.0.0.1:{port}/mcp"],
         &intermediary,
+        &[],
     );
 }
 
@@ -223,6 +240,9 @@ fn pypi_mcp_proxy_client_mode_answers_cancels_itself() {
         ("2025-11-25", "2025-11-25"),
         &[],
         &intermediary,
+        // Its own answer to a cancel can overtake a progress notification already on its way
+        // from upstream, which it then passes on: on 1 seed of 20 (seed 14).
+        &[mcp_sim::oracle::rule::PROGRESS_AFTER_COMPLETION],
     );
     for t in &traces {
         assert_eq!(upstream_received(t, "notifications/cancelled"), 0);
