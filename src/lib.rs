@@ -71,9 +71,9 @@
 //! | 0 | [`time`] | the simulated clock's instants |
 //! | 1 | [`wire`] | typed messages, a strict decoder with typed errors and explicit limits, an encoder that never emits an invalid message |
 //! | 2 | [`framing`] | incremental NDJSON (stdio) and Server-Sent Events (Streamable HTTP) framers whose output does not depend on chunking; the faulty client framer of one mutant |
-//! | 3 | [`model`] | the sans-IO client, server and backend, host timeout policies, and the switches that make a reference peer faulty ([`model::mutant`]) |
+//! | 3 | [`model`] | the sans-IO client, server, backend and intermediary ([`model::bridge`]), host timeout policies, and the switches that make a reference peer faulty ([`model::mutant`]) |
 //! | 4 | [`trace`] | trace format v1, the JSON Lines record of a run shared by simulations, recordings of real peers and hand-written cases |
-//! | 5 | [`oracle`] | named, spec-referenced invariants checked over any trace |
+//! | 5 | [`oracle`] | named, spec-referenced invariants checked over any trace, and over the two hops of a run through an intermediary ([`oracle::hops`]) |
 //! | 6 | [`scenario`] | every knob of a run as one value, drawn from a seed |
 //! | 7 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
 //! | 8 | [`run`] | run and judge one scenario on either lane |
