@@ -26,18 +26,6 @@ use common::repo;
 use mcp_sim::trace::{EventKind, Hop, Side, Trace};
 use serde_json::Value;
 
-/// The seeds each case runs.
-fn seeds() -> Vec<String> {
-    let spec = std::env::var("MCP_SIM_PEER_SEEDS").unwrap_or_else(|_| "1".into());
-    match spec.split_once("..") {
-        Some((a, b)) => {
-            let (a, b): (u64, u64) = (a.parse().expect("seed"), b.parse().expect("seed"));
-            (a..b).map(|s| s.to_string()).collect()
-        }
-        None => spec.split(',').map(|s| s.trim().to_string()).collect(),
-    }
-}
-
 fn baseline(name: &str) -> String {
     repo()
         .join("tests/baselines")
@@ -119,7 +107,7 @@ fn judge(
 ) -> Vec<Trace> {
     let file = baseline(&format!("{name}.txt"));
     let mut traces = Vec::new();
-    for seed in seeds() {
+    for seed in common::peer_seeds() {
         let mut args = vec!["--seed", &seed, "--era", era, "--baseline", &file];
         args.extend_from_slice(SCHEDULE);
         args.extend_from_slice(front);
@@ -149,25 +137,34 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// `mcp-proxy --port {port} --host 127.0.0.1 -- {upstream}`: either `mcp-proxy` (npm, or PyPI
+/// in server mode) with an HTTP front and the reference server as its stdio child.
+fn http_front_bridge(proxy: &std::path::Path) -> Vec<String> {
+    let mut args = vec![proxy.display().to_string()];
+    args.extend(
+        [
+            "--port",
+            "{port}",
+            "--host",
+            "127.0.0.1",
+            "--",
+            "{upstream}",
+        ]
+        .map(String::from),
+    );
+    args
+}
+
 #[test]
 fn npm_mcp_proxy_turns_a_closed_modern_stream_into_a_legacy_cancel() {
     let Some(proxy) = npm_mcp_proxy() else { return };
-    let cmd = [proxy.display().to_string()];
-    let mut intermediary = strs(&cmd);
-    intermediary.extend([
-        "--port",
-        "{port}",
-        "--host",
-        "127.0.0.1",
-        "--",
-        "{upstream}",
-    ]);
+    let intermediary = http_front_bridge(&proxy);
     let traces = judge(
         "npm-mcp-proxy-modern",
         "modern",
         ("2026-07-28", "2025-11-25"),
         &["--front-url", "http://127.0.0.1:{port}/mcp"],
-        &intermediary,
+        &strs(&intermediary),
         &[],
     );
     for t in &traces {
@@ -181,22 +178,13 @@ fn npm_mcp_proxy_turns_a_closed_modern_stream_into_a_legacy_cancel() {
 #[test]
 fn npm_mcp_proxy_passes_legacy_cancels_and_progress_on() {
     let Some(proxy) = npm_mcp_proxy() else { return };
-    let cmd = [proxy.display().to_string()];
-    let mut intermediary = strs(&cmd);
-    intermediary.extend([
-        "--port",
-        "{port}",
-        "--host",
-        "127.0.0.1",
-        "--",
-        "{upstream}",
-    ]);
+    let intermediary = http_front_bridge(&proxy);
     judge(
         "npm-mcp-proxy-legacy",
         "2025-11-25",
         ("2025-11-25", "2025-11-25"),
         &["--front-url", "http://127.0.0.1:{port}/mcp"],
-        &intermediary,
+        &strs(&intermediary),
         &[],
     );
 }
@@ -206,22 +194,13 @@ fn pypi_mcp_proxy_server_mode_drops_progress_and_cancels() {
     let Some(proxy) = python_mcp_proxy() else {
         return;
     };
-    let cmd = [proxy.display().to_string()];
-    let mut intermediary = strs(&cmd);
-    intermediary.extend([
-        "--port",
-        "{port}",
-        "--host",
-        "127.0.0.1",
-        "--",
-        "{upstream}",
-    ]);
+    let intermediary = http_front_bridge(&proxy);
     judge(
         "pypi-mcp-proxy-server-mode",
         "auto",
         ("2025-11-25", "2025-11-25"),
         &["--front-url", "http://127.0.0.1:{port}/mcp"],
-        &intermediary,
+        &strs(&intermediary),
         &[],
     );
 }
@@ -231,15 +210,14 @@ fn pypi_mcp_proxy_client_mode_answers_cancels_itself() {
     let Some(proxy) = python_mcp_proxy() else {
         return;
     };
-    let cmd = [proxy.display().to_string()];
-    let mut intermediary = strs(&cmd);
-    intermediary.extend(["--transport", "streamablehttp", "{upstream-url}"]);
+    let mut intermediary = vec![proxy.display().to_string()];
+    intermediary.extend(["--transport", "streamablehttp", "{upstream-url}"].map(String::from));
     let traces = judge(
         "pypi-mcp-proxy-client-mode",
         "auto",
         ("2025-11-25", "2025-11-25"),
         &[],
-        &intermediary,
+        &strs(&intermediary),
         // Its own answer to a cancel can overtake a progress notification already on its way
         // from upstream, which it then passes on: on 1 seed of 20 (seed 14).
         &[mcp_sim::oracle::rule::PROGRESS_AFTER_COMPLETION],

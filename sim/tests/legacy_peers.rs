@@ -36,18 +36,6 @@ use common::peers::{node_ts_sdk, node_ts_sdk_v1, python_sdk, python_sdk_v1, Node
 use common::repo;
 use common::serve::*;
 
-/// The seeds each probe case runs.
-fn seeds() -> Vec<String> {
-    let spec = std::env::var("MCP_SIM_PEER_SEEDS").unwrap_or_else(|_| "1".into());
-    match spec.split_once("..") {
-        Some((a, b)) => {
-            let (a, b): (u64, u64) = (a.parse().expect("seed"), b.parse().expect("seed"));
-            (a..b).map(|s| s.to_string()).collect()
-        }
-        None => spec.split(',').map(|s| s.trim().to_string()).collect(),
-    }
-}
-
 fn baseline(name: &str) -> PathBuf {
     repo().join("tests/baselines").join(name)
 }
@@ -90,7 +78,7 @@ const SLOW_OP: &str = r#"{"steps":6,"step_ms":200}"#;
 fn probe_peer(name: &str, era: &str, schedule: &[&str], target: &[&str], server: &[&str]) {
     let file = baseline(name);
     let file = file.display().to_string();
-    for seed in seeds() {
+    for seed in common::peer_seeds() {
         let mut args = vec!["--seed", &seed, "--era", era, "--baseline", &file];
         args.extend_from_slice(schedule);
         args.extend_from_slice(target);
@@ -200,7 +188,7 @@ fn server_everything_replays_other_streams_when_a_stream_is_resumed() {
     let mut seen = BTreeSet::new();
     // Three seeds by default: a baseline held over the seeds needs more than one.
     let seeds = match std::env::var("MCP_SIM_PEER_SEEDS") {
-        Ok(_) => seeds(),
+        Ok(_) => common::peer_seeds(),
         Err(_) => ["1", "2", "3"].map(String::from).to_vec(),
     };
     for seed in seeds {

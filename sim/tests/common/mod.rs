@@ -12,3 +12,17 @@ use std::path::{Path, PathBuf};
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
+
+/// The seeds each case against a real peer runs: `MCP_SIM_PEER_SEEDS` (`A..B` or a list,
+/// default `1`).
+#[allow(dead_code)]
+pub fn peer_seeds() -> Vec<String> {
+    let spec = std::env::var("MCP_SIM_PEER_SEEDS").unwrap_or_else(|_| "1".into());
+    match spec.split_once("..") {
+        Some((a, b)) => {
+            let (a, b): (u64, u64) = (a.parse().expect("seed"), b.parse().expect("seed"));
+            (a..b).map(|s| s.to_string()).collect()
+        }
+        None => spec.split(',').map(|s| s.trim().to_string()).collect(),
+    }
+}

@@ -399,6 +399,17 @@ fn run_hosts(
     };
     loop {
         let elapsed = sim.elapsed();
+        // Through a bridge a partition or blackhole is the upstream link's; the oracle is told
+        // of it (`fault` on the back hop): what crossed the link then arrived late or never.
+        let link_fault = |fault: &str, duration: Duration| {
+            let kind = EventKind::Fault {
+                fault: fault.into(),
+                stream: None,
+                ms: Some(duration.as_millis() as u64),
+            };
+            let t = Time::from_millis(elapsed.as_millis() as u64);
+            shared.borrow_mut().push(t, Side::Server, kind);
+        };
         while let Some(f) = faults.first().copied().filter(|f| fault_time(f) <= elapsed) {
             faults.remove(0);
             match f {
@@ -415,28 +426,14 @@ fn run_hosts(
                 }
                 Fault::Partition { at, duration } => {
                     if bridged {
-                        let fault = EventKind::Fault {
-                            fault: crate::trace::FAULT_PARTITION.into(),
-                            stream: None,
-                            ms: Some(duration.as_millis() as u64),
-                        };
-                        let t = Time::from_millis(elapsed.as_millis() as u64);
-                        shared.borrow_mut().push(t, Side::Server, fault);
+                        link_fault(crate::trace::FAULT_PARTITION, duration);
                     }
                     sim.hold(peers.0, peers.1);
                     held_until = Some(held_until.map_or(at + duration, |h| h.max(at + duration)));
                 }
                 Fault::Blackhole { at, duration } => {
-                    // Through a bridge the fault is the upstream link's, which the oracle is
-                    // told of (as of a partition): what crossed it then arrived late or never.
                     if bridged {
-                        let fault = EventKind::Fault {
-                            fault: crate::trace::FAULT_BLACKHOLE.into(),
-                            stream: None,
-                            ms: Some(duration.as_millis() as u64),
-                        };
-                        let t = Time::from_millis(elapsed.as_millis() as u64);
-                        shared.borrow_mut().push(t, Side::Server, fault);
+                        link_fault(crate::trace::FAULT_BLACKHOLE, duration);
                     }
                     sim.partition(peers.0, peers.1);
                     cut_until = Some(cut_until.map_or(at + duration, |h| h.max(at + duration)));
