@@ -23,12 +23,14 @@ const MUST: Level = Level::Must;
 const SHOULD: Level = Level::Should;
 const POLICY: Level = Level::Policy;
 
-/// One check: a trace file, the profile, whether the run is complete (liveness checks on), and
-/// the exact set of (rule, level) the report must contain.
+/// One check: a trace file, the profile, whether the run is complete (liveness checks on), the
+/// intermediary's documented timeout (two-hop traces), and the exact set of (rule, level) the
+/// report must contain.
 struct Case {
     file: &'static str,
     profile: Profile,
     complete: bool,
+    intermediary_timeout_ms: Option<u64>,
     expect: &'static [(&'static str, Level)],
 }
 
@@ -42,7 +44,20 @@ const fn case(
         file,
         profile,
         complete,
+        intermediary_timeout_ms: None,
         expect,
+    }
+}
+
+/// A two-hop case judged with the intermediary's documented timeout (strict, not complete).
+const fn timed(
+    file: &'static str,
+    timeout_ms: u64,
+    expect: &'static [(&'static str, Level)],
+) -> Case {
+    Case {
+        intermediary_timeout_ms: Some(timeout_ms),
+        ..case(file, STRICT, false, expect)
     }
 }
 
@@ -441,6 +456,18 @@ const CASES: &[Case] = &[
     case("request-id-mapping-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST)]),
     case("request-id-mapping-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST), (rule::CANCEL_FORWARDED, MUST)]),
     case("request-id-mapping-passes.jsonl", STRICT, false, &[]),
+    // intermediary-timeout, with a documented 3 s timeout: the call cut at 1.5 s (then
+    // cancelled upstream, as it should be); a call left 6 s without a word; cut at 3.05 s;
+    // a 6 s call whose progress, passed on every 2 s, keeps it from ever being idle that long;
+    // the same call whose first progress comes only after 5 s (idle past the timeout before
+    // any progress could restart it). Without a documented timeout: an HTTP front stream
+    // closed under a running call.
+    timed("intermediary-timeout-violates.jsonl", 3000, &[(rule::INTERMEDIARY_TIMEOUT, SHOULD)]),
+    timed("intermediary-timeout-violates-2.jsonl", 3000, &[(rule::INTERMEDIARY_TIMEOUT, SHOULD)]),
+    case("intermediary-timeout-violates-3.jsonl", STRICT, false, &[(rule::INTERMEDIARY_TIMEOUT, SHOULD)]),
+    timed("intermediary-timeout-violates-4.jsonl", 3000, &[(rule::INTERMEDIARY_TIMEOUT, SHOULD)]),
+    timed("intermediary-timeout-passes.jsonl", 3000, &[]),
+    timed("intermediary-timeout-passes-2.jsonl", 3000, &[]),
 ];
 
 fn traces_dir() -> PathBuf {
@@ -464,8 +491,16 @@ fn config(profile: Profile, complete: bool) -> OracleConfig {
     }
 }
 
+/// The settings `case` is judged with.
+fn case_config(case: &Case) -> OracleConfig {
+    OracleConfig {
+        intermediary_timeout_ms: case.intermediary_timeout_ms,
+        ..config(case.profile, case.complete)
+    }
+}
+
 fn run(case: &Case) -> Verdict {
-    oracle::check(&load(case.file), &config(case.profile, case.complete))
+    oracle::check(&load(case.file), &case_config(case))
 }
 
 fn reported(report: &Verdict) -> BTreeSet<(&'static str, Level)> {
@@ -1062,6 +1097,10 @@ const LEGACY_CASES: &[Case] = &[
     case("request-id-mapping-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST)]),
     case("request-id-mapping-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST), (rule::CANCEL_FORWARDED, SHOULD)]),
     case("request-id-mapping-passes.jsonl", STRICT, false, &[]),
+    timed("intermediary-timeout-violates.jsonl", 3000, &[(rule::INTERMEDIARY_TIMEOUT, SHOULD)]),
+    timed("intermediary-timeout-violates-2.jsonl", 3000, &[(rule::INTERMEDIARY_TIMEOUT, SHOULD)]),
+    timed("intermediary-timeout-passes.jsonl", 3000, &[]),
+    timed("intermediary-timeout-passes-2.jsonl", 3000, &[]),
 ];
 
 /// The rules that apply in the legacy era and have no legacy traces yet. The list can only
@@ -1077,7 +1116,7 @@ fn run_legacy(case: &Case) -> Verdict {
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let trace = Trace::from_jsonl(&text).unwrap_or_else(|e| panic!("legacy/{}: {e}", case.file));
-    oracle::check(&trace, &config(case.profile, case.complete))
+    oracle::check(&trace, &case_config(case))
 }
 
 #[test]
@@ -1178,4 +1217,27 @@ fn a_modern_trace_judged_as_legacy_breaks_the_legacy_shapes() {
         oracle::check(&trace, &OracleConfig::default()).era.era,
         mcp_sim::Era::Modern
     );
+}
+
+/// `intermediary-timeout` judges by the timeout the intermediary documents: the call cut at
+/// 3.05 s passes a documented 3 s timeout, and breaks a documented 10 s one or none at all.
+#[test]
+fn intermediary_timeout_is_judged_by_the_documented_timeout() {
+    let trace = load("intermediary-timeout-passes.jsonl");
+    for (timeout, flagged) in [(Some(3000), false), (Some(10_000), true), (None, true)] {
+        let config = OracleConfig {
+            intermediary_timeout_ms: timeout,
+            ..config(STRICT, false)
+        };
+        let report = oracle::check(&trace, &config);
+        let found = report
+            .violations
+            .iter()
+            .any(|v| v.rule == rule::INTERMEDIARY_TIMEOUT);
+        assert_eq!(
+            found, flagged,
+            "timeout {timeout:?}: {:?}",
+            report.violations
+        );
+    }
 }

@@ -11,6 +11,9 @@
 //! | PyPI `mcp-proxy` 0.13.0, server mode | HTTP (JSON only) | stdio | 2025-11-25, 2025-11-25 | `progress-forwarded`, `cancel-forwarded` |
 //! | PyPI `mcp-proxy` 0.13.0, client mode | stdio | HTTP | 2025-11-25, 2025-11-25 | `cancel-answered-locally`, `cancel-forwarded`, `response-after-cancel`; on some seeds also `progress-after-completion` (MUST: upstream progress passed on after its own answer to the cancel, a race the wall clock decides) |
 //!
+//! `npm_mcp_proxy_times_calls_out_as_documented` holds npm `mcp-proxy`'s `--requestTimeout`
+//! to `intermediary-timeout`, on one seed (the schedule has no cancels to draw).
+//!
 //! Each case runs the seeds of `MCP_SIM_PEER_SEEDS` (as `legacy_peers.rs`; default `1`).
 //! Wall-clock margins: calls of 3 s (three steps of 1 s, progress after each), every
 //! scheduled call cancelled in its first two fifths, the grace window of 1 s; a run takes
@@ -225,6 +228,86 @@ fn pypi_mcp_proxy_client_mode_answers_cancels_itself() {
     for t in &traces {
         assert_eq!(upstream_received(t, "notifications/cancelled"), 0);
     }
+}
+
+/// The rules a verdict's `violations` name.
+fn rules_broken(v: &Value) -> Vec<String> {
+    v["violations"]
+        .as_array()
+        .expect("a list of violations")
+        .iter()
+        .filter_map(|x| x["rule"].as_str().map(String::from))
+        .collect()
+}
+
+/// `mcp-sim check-trace --format json [--intermediary-timeout-ms MS] TRACE`: the rules broken.
+fn rules_broken_in(trace: &PathBuf, timeout_ms: Option<u64>) -> Vec<String> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-sim"));
+    cmd.args(["check-trace", "--format", "json"]);
+    if let Some(ms) = timeout_ms {
+        cmd.arg("--intermediary-timeout-ms").arg(ms.to_string());
+    }
+    let out = cmd.arg(trace).output().expect("mcp-sim runs");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON verdict");
+    rules_broken(&v)
+}
+
+/// npm `mcp-proxy --requestTimeout 2000` in front of calls of 6 s: it cuts each call after
+/// 2 s (an error on the front, `notifications/cancelled` upstream), as documented, so
+/// `intermediary-timeout` holds with 2000 ms given and breaks with 10000 ms or none given
+/// (the same trace judged again). With its default of 5 minutes and 1000 ms claimed, calls of
+/// 4 s without progress stay idle past the claim: the late half breaks. Wall-clock margins:
+/// the cut comes at least 2 s after the send (8 s before the 10 s claim); the 4 s calls
+/// outlast the 1 s claim plus 1 s grace by 2 s.
+#[test]
+fn npm_mcp_proxy_times_calls_out_as_documented() {
+    let Some(proxy) = npm_mcp_proxy() else { return };
+    let run = |timeout: &str, claimed: &str, step_ms: &str| {
+        let mut intermediary = vec![proxy.display().to_string()];
+        if !timeout.is_empty() {
+            intermediary.extend(["--requestTimeout".to_string(), timeout.to_string()]);
+        }
+        intermediary.extend(http_front_bridge(&proxy).into_iter().skip(1));
+        let tool_args = format!(r#"{{"steps":1,"step_ms":{step_ms}}}"#);
+        let args = [
+            "--seed",
+            "1",
+            "--era",
+            "2025-11-25",
+            "--calls",
+            "2",
+            "--cancel-percent",
+            "0",
+            "--timeout-ms",
+            "20000",
+            "--args",
+            &tool_args,
+            "--intermediary-timeout-ms",
+            claimed,
+            "--front-url",
+            "http://127.0.0.1:{port}/mcp",
+        ];
+        let path = trace_path(&format!("npm-timeout-{claimed}"), "1");
+        let (code, v, trace) = check_proxy(&args, &strs(&intermediary), &path);
+        (code, v, trace, path)
+    };
+    let timeout = mcp_sim::oracle::rule::INTERMEDIARY_TIMEOUT.to_string();
+
+    let (code, v, trace, path) = run("2000", "2000", "6000");
+    // Every call cut: no result, so the run is inconclusive whatever the rules say.
+    assert_eq!(code, 3, "{v:#}");
+    assert_eq!(v["coverage"]["errors"].as_u64(), Some(4), "{v:#}");
+    assert_eq!(rules_broken(&v), Vec::<String>::new(), "{v:#}");
+    assert_eq!(upstream_received(&trace, "notifications/cancelled"), 4);
+    assert_eq!(rules_broken_in(&path, Some(2000)), Vec::<String>::new());
+    for claim in [Some(10000), None] {
+        let broken = rules_broken_in(&path, claim);
+        assert_eq!(broken, vec![timeout.clone(); 4], "claimed {claim:?}");
+    }
+
+    let (code, v, _, _) = run("", "1000", "4000");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(rules_broken(&v), vec![timeout; 4], "{v:#}");
 }
 
 /// An intermediary whose arguments name no upstream is a usage error, before anything runs.

@@ -264,9 +264,9 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant {
         id: "D34",
         invariant: "every request has a finite deadline",
-        rules: &["timeout-maximum"],
-        checked_by: "`timeout-maximum`",
-        evidence: "`timeout-maximum-violates`",
+        rules: &["timeout-maximum", "intermediary-timeout"],
+        checked_by: "`timeout-maximum`; an intermediary's own deadline, as it documents it, `intermediary-timeout`",
+        evidence: "`timeout-maximum-violates`, `intermediary-timeout-violates-2` (an intermediary that never times a call out)",
     },
     Invariant {
         id: "D35",

@@ -15,7 +15,10 @@
 //! that arrived no earlier than the front one was sent. Calls with equal params pair in order
 //! (an intermediary that forwards concurrently and out of order can make two identical calls
 //! swap, which no rule here can tell apart: their answers are alike too); `mcp-sim
-//! check-proxy` tags each call's arguments so that every pair is certain. Only `tools/call` is
+//! check-proxy` tags each call's arguments so that every pair is certain. A front request the
+//! intermediary dropped with its front connection, unanswered, when the upstream had crashed
+//! during that connection's life, pairs with nothing that arrived after the crash: a retry of
+//! the same call is another request. Only `tools/call` is
 //! paired: it is what runs long, reports progress and gets cancelled; the handshake, `ping`
 //! and discovery are each hop's own.
 //!
@@ -35,6 +38,7 @@ pub const ACROSS: &[&str] = &[
     rule!("late-result-forwarded"),
     rule!("progress-forwarded"),
     rule!("request-id-mapping"),
+    rule!("intermediary-timeout"),
 ];
 
 /// Judges a two-hop trace: each hop by the one-hop rules, then the intermediary rules.
@@ -71,7 +75,7 @@ pub(super) fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
         &b,
         &front_origin,
         &back_origin,
-        config.grace_ms,
+        config,
         trace.end(),
     ));
     violations.sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));

@@ -307,6 +307,8 @@ catalog! {
         "progress the upstream sent for a request reaches the front with the client's own token: every notification sent more than the grace window before the request ended on the front";
     REQUEST_ID_MAPPING = "request-id-mapping", Must, Must, "§1.2, §3.3 item 1, §9 A9, C22", "JSON-RPC 2.0, LC9",
         "an intermediary maps each response and cancel to its own request: the front's answer to a request is the upstream's answer to that request's upstream request, and an upstream request is cancelled only when its front request was cancelled or ended";
+    INTERMEDIARY_TIMEOUT = "intermediary-timeout", Should, Should, "§4, §9 D34-D37", "LD14",
+        "an intermediary ends a waiting front request as its documented request timeout says (`intermediary_timeout_ms`, `check-proxy --intermediary-timeout-ms`): it does not cut one the upstream still works on sooner than that timeout after the request was sent (nor at all when no timeout is documented), and with a timeout documented it does not leave one idle longer than the timeout plus the grace window after the request or its last progress";
 }
 
 /// `name` itself when it is in the catalog; a compile-time error (in const context) when not.
@@ -370,6 +372,10 @@ pub struct OracleConfig {
     pub decode: DecodeOptions,
     /// The era to judge by; `None` reads it from the trace ([`EraReading::of_trace`]).
     pub era: Option<Era>,
+    /// Two-hop traces: the intermediary's documented request timeout, in ms, which
+    /// `intermediary-timeout` holds it to; `None` when it documents none (it then may not cut
+    /// a request the upstream still works on).
+    pub intermediary_timeout_ms: Option<u64>,
 }
 
 impl Default for OracleConfig {
@@ -384,6 +390,7 @@ impl Default for OracleConfig {
             complete: false,
             decode: DecodeOptions::default(),
             era: None,
+            intermediary_timeout_ms: None,
         }
     }
 }

@@ -71,6 +71,11 @@ pub struct Args {
     /// The eras the reference upstream serves.
     #[arg(long, value_enum, default_value_t = UpstreamEra::Auto)]
     upstream_era: UpstreamEra,
+    /// The intermediary's documented request timeout in ms (npm mcp-proxy's
+    /// `--requestTimeout`): it must not cut a call sooner, and must end one idle that long.
+    /// Without it, cutting a call the upstream still works on is a finding.
+    #[arg(long)]
+    intermediary_timeout_ms: Option<u64>,
     /// The intermediary's command and arguments (after `--`), with `{upstream}`,
     /// `{upstream-url}` and `{port}`.
     #[arg(required = true, last = true, num_args = 1..)]
@@ -214,8 +219,12 @@ fn check(args: &Args) -> Result<ExitCode, Failure> {
         Some(u) => format!("--front-url {} ", shell_quote(u)),
         None => String::new(),
     };
+    let timeout = match args.intermediary_timeout_ms {
+        Some(ms) => format!("--intermediary-timeout-ms {ms} "),
+        None => String::new(),
+    };
     let replay = format!(
-        "mcp-sim check-proxy --seed {} --era {} {front}-- {}",
+        "mcp-sim check-proxy --seed {} --era {} {timeout}{front}-- {}",
         args.options.seed,
         era_asked(args.options.era),
         args.command
@@ -231,6 +240,7 @@ fn check(args: &Args) -> Result<ExitCode, Failure> {
         replay,
         baseline: baseline.as_ref(),
         judged: Some(&two_hop),
+        intermediary_timeout_ms: args.intermediary_timeout_ms,
         extra,
     }))
 }

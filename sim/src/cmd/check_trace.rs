@@ -30,6 +30,10 @@ pub struct Args {
     /// The run ended settled: also demand an outcome per request and released resources.
     #[arg(long)]
     complete: bool,
+    /// Two-hop traces: the intermediary's documented request timeout in ms
+    /// (`intermediary-timeout`).
+    #[arg(long)]
+    intermediary_timeout_ms: Option<u64>,
     /// Print a Mermaid sequence diagram of the violations (text format).
     #[arg(long)]
     mermaid: bool,
@@ -71,6 +75,7 @@ pub fn run(args: &Args) -> ExitCode {
         max_request_ms: args.max_request_ms,
         complete: args.complete,
         era: args.era,
+        intermediary_timeout_ms: args.intermediary_timeout_ms,
         ..oracle_config(args.profile, args.grace_ms)
     };
     let baseline = match crate::args::read_baseline(args.baseline.as_deref(), mcp_sim::ci::is_rule)

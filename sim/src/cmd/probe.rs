@@ -249,6 +249,7 @@ pub fn run(args: &Args) -> ExitCode {
             replay,
             baseline: baseline.as_ref(),
             judged: None,
+            intermediary_timeout_ms: None,
             extra: Vec::new(),
         }),
         Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),
@@ -318,6 +319,8 @@ pub(crate) struct Finish<'a> {
     /// `check-proxy`: the two-hop trace (the probe's front hop and the upstream's hop), judged
     /// and written instead of the probe's own.
     pub judged: Option<&'a Trace>,
+    /// `check-proxy --intermediary-timeout-ms`.
+    pub intermediary_timeout_ms: Option<u64>,
     /// Findings of the caller's own (`check-proxy`: nothing reached the upstream).
     pub extra: Vec<Finding>,
 }
@@ -335,6 +338,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     // says so.
     let config = OracleConfig {
         complete: true,
+        intermediary_timeout_ms: f.intermediary_timeout_ms,
         ..oracle_config(args.profile, args.grace_ms)
     };
     let verdict = oracle::check(trace, &config);

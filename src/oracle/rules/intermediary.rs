@@ -1,6 +1,6 @@
 //! The intermediary rules ([`crate::oracle::hops`]): `cancel-forwarded`,
-//! `cancel-answered-locally`, `late-result-forwarded`, `progress-forwarded` and
-//! `request-id-mapping`, comparing the front hop's index with the upstream hop's. The pairing
+//! `cancel-answered-locally`, `late-result-forwarded`, `progress-forwarded`,
+//! `request-id-mapping` and `intermediary-timeout`, comparing the front hop's index with the upstream hop's. The pairing
 //! of requests and the comparison of answers are described in the docs of `hops`.
 
 use std::collections::BTreeSet;
@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::model::Transport;
 use crate::oracle::index::{Index, Req};
-use crate::oracle::{Level, Violation};
+use crate::oracle::{Level, OracleConfig, Violation};
 use crate::trace::{EventKind, Side, FAULT_BLACKHOLE, FAULT_PARTITION};
 use crate::wire::{Era, Message, METHOD_TOOLS_CALL};
 
@@ -21,17 +21,20 @@ pub(in crate::oracle) fn across(
     b: &Index<'_>,
     front_origin: &[usize],
     back_origin: &[usize],
-    grace: u64,
+    config: &OracleConfig,
     end: u64,
 ) -> Vec<Violation> {
+    let faults = link_faults(b);
     Across {
-        pairs: pairs(f, b),
-        faults: link_faults(b),
+        pairs: pairs(f, b, &faults),
+        faults,
         f,
         b,
         front_origin,
         back_origin,
-        grace,
+        grace: config.grace_ms,
+        tolerance: config.timer_tolerance_ms,
+        timeout: config.intermediary_timeout_ms,
         end,
         out: Vec::new(),
     }
@@ -46,8 +49,12 @@ struct Pair {
 }
 
 /// Pairs every front `tools/call` the client sent with the upstream request that carries the
-/// same call (see the module docs).
-fn pairs(f: &Index<'_>, b: &Index<'_>) -> Vec<Pair> {
+/// same call (see the module docs). A front request the intermediary dropped with its whole
+/// front connection, unanswered, after the upstream crashed during that connection's life,
+/// is not paired with an upstream request that arrived after the crash: that one came from a
+/// later connection (a retried call has the same params), and the dropped one died with the
+/// crashed upstream.
+fn pairs(f: &Index<'_>, b: &Index<'_>, faults: &[(u64, u64)]) -> Vec<Pair> {
     let calls = |ix: &Index<'_>| -> Vec<(usize, u64, Value)> {
         ix.requests
             .iter()
@@ -59,15 +66,38 @@ fn pairs(f: &Index<'_>, b: &Index<'_>) -> Vec<Pair> {
             })
             .collect()
     };
+    let crashes: Vec<u64> = faults
+        .iter()
+        .filter(|(a, b)| a == b)
+        .map(|&(a, _)| a)
+        .collect();
     let upstream = calls(b);
     let mut taken = BTreeSet::new();
     calls(f)
         .into_iter()
         .filter(|(k, _, _)| f.requests[*k].client_send.is_some())
         .map(|(k, sent, params)| {
+            let fr = &f.requests[k];
+            // The crashes the front connection that dropped `fr` lived through.
+            let died_with: Vec<u64> = match connection_dropped(f, fr) {
+                Some(d) => {
+                    let opened = connection_opened(f, fr.created);
+                    crashes
+                        .iter()
+                        .copied()
+                        .filter(|c| (opened..=f.t(d)).contains(c))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
             let back = upstream
                 .iter()
-                .find(|(u, t, p)| !taken.contains(u) && *t >= sent && *p == params)
+                .find(|(u, t, p)| {
+                    !taken.contains(u)
+                        && *t >= sent
+                        && *p == params
+                        && !died_with.iter().any(|c| c <= t)
+                })
                 .map(|(u, _, _)| *u);
             if let Some(u) = back {
                 taken.insert(u);
@@ -75,6 +105,32 @@ fn pairs(f: &Index<'_>, b: &Index<'_>) -> Vec<Pair> {
             Pair { front: k, back }
         })
         .collect()
+}
+
+/// When the front connection that event `i` was on opened: the time of the last close of a
+/// whole front connection before it, or 0.
+fn connection_opened(f: &Index<'_>, i: usize) -> u64 {
+    f.trace.events[..i]
+        .iter()
+        .rev()
+        .find(|e| matches!(e.kind, EventKind::Close { stream: None, .. }))
+        .map_or(0, |e| e.t)
+}
+
+/// When the server end closed the whole front connection after `fr` was created and before
+/// any answer to it arrived.
+fn connection_dropped(f: &Index<'_>, fr: &Req) -> Option<usize> {
+    (fr.created..f.trace.events.len()).find(|&i| {
+        fr.client_response.is_none_or(|r| i < r)
+            && matches!(
+                f.trace.events[i].kind,
+                EventKind::Close {
+                    stream: None,
+                    by: Side::Server,
+                    ..
+                }
+            )
+    })
 }
 
 /// What a response answered, in a form both hops share: a result's `content` and whether it
@@ -147,6 +203,10 @@ struct Across<'a, 't> {
     front_origin: &'a [usize],
     back_origin: &'a [usize],
     grace: u64,
+    /// Tolerance of the intermediary's timer against its documented timeout.
+    tolerance: u64,
+    /// The intermediary's documented request timeout.
+    timeout: Option<u64>,
     /// The time of the trace's last event: what happened later was not seen.
     end: u64,
     out: Vec<Violation>,
@@ -165,8 +225,10 @@ impl Across<'_, '_> {
             let Pair { front, back } = self.pairs[p];
             let fr = &self.f.requests[front];
             self.cancel_answered_locally(fr, back);
+            self.kept_past_timeout(fr);
             let Some(back) = back else { continue };
             let br = &self.b.requests[back];
+            self.cut_before_timeout(fr, br);
             self.cancel_forwarded(fr, br);
             self.late_result_forwarded(fr, br);
             self.progress_forwarded(fr, br);
@@ -216,7 +278,129 @@ impl Across<'_, '_> {
         let made_up = fr
             .client_response
             .filter(|&r| !self.upstream_answered(br, r));
-        cancel.into_iter().chain(made_up).min()
+        let cut = self.front_closed(fr);
+        cancel.into_iter().chain(made_up).chain(cut).min()
+    }
+
+    /// The intermediary's close of the front request's stream (HTTP) or of the whole front
+    /// connection after the request was sent and before its answer arrived, whichever came
+    /// first.
+    fn front_closed(&self, fr: &Req) -> Option<usize> {
+        let by_server = |i: &usize| {
+            fr.client_response.is_none_or(|r| *i < r)
+                && matches!(
+                    self.f.trace.events[*i].kind,
+                    EventKind::Close {
+                        by: Side::Server,
+                        ..
+                    }
+                )
+        };
+        let stream = fr.closes.iter().copied().find(by_server);
+        stream
+            .into_iter()
+            .chain(connection_dropped(self.f, fr))
+            .min()
+    }
+
+    /// How the intermediary ended the front request itself, if it did before the client
+    /// ended it: a final response the upstream did not send, or a close ([`Self::front_closed`]).
+    /// (An answer some other upstream request got is `request-id-mapping`'s.)
+    fn front_cut(&self, fr: &Req) -> Option<usize> {
+        let made_up = fr.client_response.filter(|&r| {
+            !self
+                .b
+                .requests
+                .iter()
+                .any(|br| self.upstream_answered(br, r))
+        });
+        let cut = made_up.into_iter().chain(self.front_closed(fr)).min()?;
+        let client_first = [fr.client_cancels.first().copied(), fr.timeout]
+            .into_iter()
+            .flatten()
+            .any(|e| e < cut);
+        (!client_first).then_some(cut)
+    }
+
+    /// `intermediary-timeout`, the early half: the intermediary cut a front request while
+    /// its upstream request still ran (unanswered, no link fault), sooner than its documented
+    /// timeout after the client sent it, or at all when it documents none.
+    fn cut_before_timeout(&mut self, fr: &Req, br: &Req) {
+        let Some(cut) = self.front_cut(fr) else {
+            return;
+        };
+        let (sent, at) = (self.f.t(fr.created), self.f.t(cut));
+        let upstream_done = br.responses.first().is_some_and(|&u| self.b.t(u) <= at);
+        if upstream_done || self.faulted(self.b.t(br.created), at) {
+            return;
+        }
+        let elapsed = at.saturating_sub(sent);
+        let allowed = match self.timeout {
+            Some(t) if elapsed + self.tolerance >= t => return,
+            Some(t) => format!("its documented timeout is {t} ms"),
+            None => "it documents no timeout".into(),
+        };
+        let how = match self.f.trace.events[cut].kind {
+            EventKind::Close { .. } => "closed it",
+            _ => "answered it",
+        };
+        self.flag(
+            rule!("intermediary-timeout"),
+            Self::level(rule!("intermediary-timeout"), self.f.era),
+            &[At::Front(fr.created), At::Front(cut), At::Back(br.created)],
+            format!(
+                "the intermediary {how} at {at} ms, {elapsed} ms after front {} was sent, while \
+                 upstream {} still ran; {allowed}",
+                name(fr),
+                name(br)
+            ),
+        );
+    }
+
+    /// `intermediary-timeout`, the late half: with a documented timeout, a front request
+    /// left waiting longer than the timeout plus the grace window after it was sent or after
+    /// a progress notification reached the client (progress may restart the intermediary's
+    /// timer: the lenient reading), with nothing else arriving in between.
+    fn kept_past_timeout(&mut self, fr: &Req) {
+        let Some(t) = self.timeout else { return };
+        let Some(sent) = fr.client_send else { return };
+        if fr.is_listen() {
+            return;
+        }
+        let ended = fr
+            .client_end()
+            .into_iter()
+            .chain(self.front_closed(fr))
+            .map(|e| self.f.t(e))
+            .min()
+            .unwrap_or(self.end);
+        let mut alive: Vec<u64> = fr
+            .client_progress
+            .iter()
+            .chain([&sent])
+            .map(|&i| self.f.t(i))
+            .filter(|&a| a < ended)
+            .collect();
+        alive.sort_unstable();
+        // The first moment the request had been idle for the timeout plus grace.
+        let overdue = alive.iter().enumerate().find_map(|(k, &last)| {
+            let due = last + t + self.grace;
+            let next = alive.get(k + 1).copied().unwrap_or(ended);
+            (next > due && due <= self.end).then_some((last, due))
+        });
+        let Some((last, due)) = overdue else { return };
+        self.flag(
+            rule!("intermediary-timeout"),
+            Self::level(rule!("intermediary-timeout"), self.f.era),
+            &[At::Front(sent)],
+            format!(
+                "front {} was still waiting at {due} ms, idle since {last} ms: the \
+                 intermediary's documented timeout of {t} ms (plus {} ms grace) had passed \
+                 without its ending the request",
+                name(fr),
+                self.grace
+            ),
+        );
     }
 
     /// Whether the front's response `r` is the upstream's own answer to `br`, sent no later
