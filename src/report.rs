@@ -178,6 +178,28 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[(Option<Hop>, Side)]) -> O
     })
 }
 
+/// The diagram's lanes, left to right: the client, the middle one if the trace has it (the
+/// intermediary of a two-hop trace, or a simulated proxy), the server, and the backend if its
+/// work was recorded. Declared up front so that the order does not depend on which lane the
+/// slice happens to mention first; a lane nothing happens on is left out.
+fn lanes(trace: &Trace) -> Vec<(&'static str, &'static str)> {
+    let mut lanes = vec![("C", "Client")];
+    if trace.is_two_hop() {
+        lanes.push(("I", "Intermediary"));
+    } else if trace.events.iter().any(|e| e.side == Side::Proxy) {
+        lanes.push(("P", "Proxy"));
+    }
+    lanes.push(("S", "Server"));
+    let backend = |e: &TraceEvent| {
+        e.side == Side::Backend
+            || matches!(e.kind, EventKind::Work { .. } | EventKind::Release { .. })
+    };
+    if trace.events.iter().any(backend) {
+        lanes.push(("B", "Backend"));
+    }
+    lanes
+}
+
 /// A Mermaid `sequenceDiagram` of the given events, with each violation as a note at its
 /// decisive event.
 pub fn mermaid(trace: &Trace, report: &Verdict, events: &[usize]) -> String {
@@ -190,14 +212,9 @@ pub fn mermaid(trace: &Trace, report: &Verdict, events: &[usize]) -> String {
     sides_with_sends.sort();
     sides_with_sends.dedup();
     let mut out = String::from("sequenceDiagram\n");
-    let middle = if trace.is_two_hop() {
-        "    participant I as Intermediary\n"
-    } else {
-        "    participant P as Proxy\n"
-    };
-    out.push_str("    participant C as Client\n");
-    out.push_str(middle);
-    out.push_str("    participant S as Server\n    participant B as Backend\n");
+    for (name, lane) in lanes(trace) {
+        let _ = writeln!(out, "    participant {name} as {lane}");
+    }
     for &i in events {
         if let Some(l) = line(&trace.events[i], i, &sides_with_sends) {
             let _ = writeln!(out, "    {}", l.replace(';', ","));

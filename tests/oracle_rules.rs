@@ -1241,3 +1241,34 @@ fn intermediary_timeout_is_judged_by_the_documented_timeout() {
         );
     }
 }
+
+/// A two-hop failure is drawn in three lanes (client, intermediary, server), with the front's
+/// call, the upstream's own id for it and the violation; no lane stands empty.
+#[test]
+fn a_two_hop_failure_is_drawn_in_three_lanes() {
+    let trace = load("cancel-forwarded-violates-2.jsonl");
+    let verdict = oracle::check(&trace, &config(STRICT, false));
+    let diagram =
+        mcp_sim::report::mermaid(&trace, &verdict, &mcp_sim::report::slice(&trace, &verdict));
+    let lanes: Vec<&str> = diagram
+        .lines()
+        .filter(|l| l.trim_start().starts_with("participant"))
+        .collect();
+    assert_eq!(
+        lanes,
+        [
+            "    participant C as Client",
+            "    participant I as Intermediary",
+            "    participant S as Server",
+        ],
+        "{diagram}"
+    );
+    for line in [
+        "C->>I: tools/call id=1 [s1]",
+        "I->>S: tools/call id=101",
+        "Note over C: stream s1 closed by client",
+        "VIOLATION cancel-forwarded (SHOULD)",
+    ] {
+        assert!(diagram.contains(line), "{line} missing:\n{diagram}");
+    }
+}
