@@ -227,6 +227,11 @@ const CASES: &[Case] = &[
     case("resource-leak-passes.jsonl", STRICT, true, &[]),
     case("resource-leak-violates-2.jsonl", STRICT, true, &[(rule::RESOURCE_LEAK, SHOULD)]),
     case("resource-leak-violates-2.jsonl", STRICT, false, &[]),
+    // Two hops, complete: the intermediary answered the cancel itself, so the upstream still
+    // works when the run stops; that is the intermediary's fault, not the server's leak. An
+    // upstream request that did end and kept its resource still leaks.
+    case("resource-leak-passes-2.jsonl", STRICT, true, &[(rule::CANCEL_FORWARDED, MUST), (rule::CANCEL_ANSWERED_LOCALLY, MUST)]),
+    case("resource-leak-violates-3.jsonl", STRICT, true, &[(rule::RESOURCE_LEAK, SHOULD), (rule::CANCEL_FORWARDED, MUST), (rule::CANCEL_ANSWERED_LOCALLY, MUST)]),
 
     // single-outcome: two outcomes; none in a complete run (liveness: only with `complete`).
     case("single-outcome-violates.jsonl", STRICT, false, &[(rule::SINGLE_OUTCOME, POLICY)]),

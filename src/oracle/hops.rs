@@ -22,6 +22,10 @@
 //! paired: it is what runs long, reports progress and gets cancelled; the handshake, `ping`
 //! and discovery are each hop's own.
 //!
+//! A complete run (the client's calls settled) makes the upstream hop complete too only when
+//! the server saw every request it read end: an intermediary that answers a cancel itself
+//! leaves the upstream working when the run stops, which is not the server's leak.
+//!
 //! Responses are compared by their `result` or `error` member, the result's `_meta` aside.
 //! Times are compared, not event order: the two hops were recorded by two processes on one
 //! clock, and events of different hops at the same millisecond have no order.
@@ -41,6 +45,27 @@ pub const ACROSS: &[&str] = &[
     rule!("intermediary-timeout"),
 ];
 
+/// Whether the server saw the end of every request it read on the upstream hop (its answer, or
+/// the era's cancel). A run is complete when the client's calls settled, which says nothing of
+/// the upstream when the intermediary answered or dropped a call without ending it there: such
+/// a request still runs when the run stops, through no fault of the server's, and the
+/// intermediary rules judge why (`cancel-forwarded`). The liveness checks then stay off on
+/// the upstream hop.
+fn back_settled(back: &Trace, config: &OracleConfig) -> bool {
+    let (_, config) = judged_config(
+        back,
+        &OracleConfig {
+            era: None,
+            ..*config
+        },
+    );
+    let ix = Index::build(back, &config);
+    ix.requests
+        .iter()
+        .filter(|r| r.server_recv.is_some() && !r.is_listen())
+        .all(|r| !r.responses.is_empty() || r.server_cancel_seen.is_some())
+}
+
 /// Judges a two-hop trace: each hop by the one-hop rules, then the intermediary rules.
 pub(super) fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
     let (front, front_origin) = trace.hop(Hop::Front);
@@ -49,6 +74,7 @@ pub(super) fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
     // read from its own hop (an era translator speaks the other one there).
     let back_config = OracleConfig {
         era: None,
+        complete: config.complete && back_settled(&back, config),
         ..*config
     };
     let front_verdict = check_hop(&front, config);
