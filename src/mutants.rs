@@ -143,6 +143,13 @@ impl Mutant {
                 c.steps = c.steps.max(8);
                 c.cancel_after = Some(c.step * 3);
             }),
+            // Through the era bridge: calls the application cancels (a closed stream on its
+            // 2026-07-28 front) while the legacy upstream still works.
+            Mutant::BridgeIgnoresStreamClose => every_call(scenario.with_era_bridge(), |c| {
+                c.progress = true;
+                c.steps = c.steps.max(8);
+                c.cancel_after = Some(c.step * 3);
+            }),
             Mutant::BridgeDropsProgress | Mutant::BridgeRawProgressToken => {
                 every_call(scenario.with_bridge(), |c| {
                     c.progress = true;

@@ -122,6 +122,10 @@ impl Repro {
             s = s.with_transport(t);
         }
         let s = self.proxy.apply(s);
+        // The era bridge speaks 2026-07-28 on its front and 2025-11-25 upstream, whatever era.
+        if s.through_era_bridge() {
+            return s;
+        }
         // The modern era is the scenarios' own; a mutant brings its own era.
         let era = match (self.era, self.mutant) {
             (EraChoice::Fixed(era), _) => era,

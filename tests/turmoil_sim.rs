@@ -99,3 +99,59 @@ fn the_reference_bridge_breaks_no_rule_across_its_hops() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Through the reference era bridge (a 2026-07-28 HTTP front before a 2025-11-25 stdio
+/// upstream) the reference peers break no rule at all, each hop is judged in its own era, the
+/// run replays to the same trace, and the client's closed streams reach the upstream as
+/// `notifications/cancelled`: the sweep exercised the translation.
+#[test]
+fn the_reference_era_bridge_translates_closed_streams_into_legacy_cancels() {
+    use mcp_sim::trace::{EventKind, Hop, Side};
+    let mut problems = Vec::new();
+    let (mut closes, mut cancels) = (0, 0);
+    for seed in 0..common::seed_count(24) {
+        let scenario = Scenario::from_seed(seed).with_era_bridge();
+        let judged = mcp_sim::run::judge(&scenario, Lane::turmoil());
+        let trace = &judged.run.trace;
+        assert_eq!(judged.verdict.era.era, mcp_sim::Era::Modern, "seed {seed}");
+        assert_eq!(
+            judged.verdict.upstream_era.as_ref().map(|e| e.era),
+            Some(mcp_sim::Era::LEGACY),
+            "seed {seed}"
+        );
+        for e in &trace.events {
+            match (&e.hop, e.side, &e.kind) {
+                (Some(Hop::Front), Side::Client, EventKind::Close { by, .. })
+                    if *by == Side::Client =>
+                {
+                    closes += 1
+                }
+                (Some(Hop::Back), Side::Server, EventKind::Recv(w))
+                    if w.msg.as_ref().and_then(|m| m.get("method"))
+                        == Some(&serde_json::json!("notifications/cancelled")) =>
+                {
+                    cancels += 1
+                }
+                _ => {}
+            }
+        }
+        let again = turmoil_lane::run(&scenario, &TurmoilOptions::default())
+            .expect("second run")
+            .trace
+            .digest();
+        if judged.crash.is_some()
+            || !judged.verdict.violations.is_empty()
+            || again != trace.digest()
+        {
+            problems.push(format!(
+                "seed {seed} ({scenario}): {:?} {:#?}",
+                judged.crash, judged.verdict.violations
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        closes > 0 && cancels > 0,
+        "{closes} closes, {cancels} cancels"
+    );
+}

@@ -232,7 +232,8 @@ pub struct Overrides {
     #[arg(long, value_enum, default_value_t = TransportArg::Seed)]
     pub(crate) transport: TransportArg,
     /// Intermediary: an idle-timeout proxy on HTTP (nginx, alb, cloudflare, custom:SECONDS),
-    /// none, or `bridge` (the reference MCP intermediary, stdio on both hops, turmoil lane).
+    /// none, `bridge` (the reference MCP intermediary, stdio on both hops, turmoil lane) or
+    /// `era-bridge` (its 2026-07-28 HTTP front before a 2025-11-25 stdio upstream).
     #[arg(long)]
     pub(crate) proxy: Option<String>,
     /// Run a mutant (see `mcp-sim mutants`) instead of the reference peers.
@@ -271,15 +272,31 @@ impl std::str::FromStr for EraArg {
 impl Overrides {
     /// Checks the names given on the command line.
     pub(crate) fn validate(&self) -> Result<(), String> {
-        if self.proxy()? == ProxyChoice::Bridge {
-            if matches!(self.lane.lane(), mcp_sim::lanes::Lane::Memory) {
-                return Err(
-                    "--proxy bridge: the intermediary's host exists on the turmoil lane only"
-                        .into(),
-                );
+        let proxy = self.proxy()?;
+        if matches!(proxy, ProxyChoice::Bridge | ProxyChoice::EraBridge)
+            && matches!(self.lane.lane(), mcp_sim::lanes::Lane::Memory)
+        {
+            return Err(format!(
+                "--proxy {proxy}: the intermediary's host exists on the turmoil lane only"
+            ));
+        }
+        if proxy == ProxyChoice::Bridge
+            && matches!(self.transport, TransportArg::Http | TransportArg::Both)
+        {
+            return Err(
+                "--proxy bridge: the bridge's hops are stdio; leave --transport out or give stdio"
+                    .into(),
+            );
+        }
+        if proxy == ProxyChoice::EraBridge {
+            if matches!(self.transport, TransportArg::Stdio | TransportArg::Both) {
+                return Err("--proxy era-bridge: its front is Streamable HTTP; leave --transport out or give http".into());
             }
-            if matches!(self.transport, TransportArg::Http | TransportArg::Both) {
-                return Err("--proxy bridge: the bridge's hops are stdio; leave --transport out or give stdio".into());
+            if !matches!(
+                self.era,
+                EraArg::One(EraChoice::FromSeed) | EraArg::One(EraChoice::Fixed(Era::Modern))
+            ) {
+                return Err("--proxy era-bridge: its front speaks 2026-07-28 and its upstream 2025-11-25; leave --era out or give modern".into());
             }
         }
         self.mutant()?;

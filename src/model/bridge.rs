@@ -17,6 +17,17 @@
 //! The intermediary mutants ([`Mutant`], side `intermediary`) bend exactly these rules. Both
 //! hops are JSON values, not typed messages: the bridge rewrites ids and tokens and passes
 //! everything else untouched, whatever the era, as real bridges do.
+//!
+//! # The era bridge
+//!
+//! [`Bridge::era_bridge`] is the other shape real bridges take (npm `mcp-proxy`): a 2026-07-28
+//! Streamable HTTP front before a legacy (2025-11-25) stdio upstream. It owns the upstream's
+//! handshake ([`Bridge::open_upstream`]; client requests wait for it), answers the upstream's
+//! `ping` itself (the front's era has none), leaves the front's protocol fields
+//! (`io.modelcontextprotocol/*` in `_meta`) off upstream requests and gives upstream results the
+//! `resultType` the front's era requires. Above all it translates the cancel: on the front a
+//! closed request stream is the cancel, upstream a disconnect is not one, so the bridge sends
+//! `notifications/cancelled` ([`Bridge::front_stream_closed`]).
 
 use std::collections::BTreeMap;
 
@@ -25,8 +36,18 @@ use serde_json::{json, Value};
 use super::mutant::{Mutant, MutantSet};
 use crate::wire::META_SUBSCRIPTION_ID;
 
+/// The prefix of the 2026-07-28 protocol fields in `_meta`, which a legacy upstream does not
+/// take.
+const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
 /// The first id the bridge gives a request upstream.
 pub const FIRST_UPSTREAM_ID: i64 = 101;
+
+/// The id of an era bridge's own `initialize` upstream (a string: no client id maps to it).
+const HANDSHAKE_ID: &str = "bridge-initialize";
+
+/// The revision an era bridge speaks upstream.
+const UPSTREAM_REVISION: &str = "2025-11-25";
 
 /// Where a message the bridge emits goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +82,12 @@ pub struct Bridge {
     down: BTreeMap<i64, Value>,
     /// The id the client was given by the server's id (its JSON text).
     down_by_back: BTreeMap<String, i64>,
+    /// An era bridge: 2026-07-28 front, legacy upstream ([`Bridge::era_bridge`]).
+    translates: bool,
+    /// An era bridge's upstream answered its `initialize`.
+    upstream_ready: bool,
+    /// Client messages that wait for the upstream's handshake, in order.
+    waiting: Vec<Value>,
 }
 
 impl Bridge {
@@ -75,6 +102,65 @@ impl Bridge {
         }
     }
 
+    /// An era bridge with these mutants: a 2026-07-28 front before a legacy upstream, which
+    /// it opens itself ([`Bridge::open_upstream`]).
+    pub fn era_bridge(mutants: MutantSet) -> Bridge {
+        Bridge {
+            translates: true,
+            ..Bridge::new(mutants)
+        }
+    }
+
+    /// What goes upstream first: an era bridge's `initialize` (the front's era has no
+    /// handshake); nothing for a bridge of one era, which passes the client's own on.
+    pub fn open_upstream(&mut self) -> Vec<BridgeOut> {
+        if !self.translates {
+            return Vec::new();
+        }
+        vec![BridgeOut::Back(json!({
+            "jsonrpc": "2.0",
+            "id": HANDSHAKE_ID,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": UPSTREAM_REVISION,
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-sim-era-bridge", "version": env!("CARGO_PKG_VERSION")},
+            },
+        }))]
+    }
+
+    /// The client closed the stream of its request `front_id` (a 2026-07-28 HTTP front): that
+    /// is its cancel, which an era bridge passes upstream as the legacy era's
+    /// `notifications/cancelled`. A bridge of one era has no streams of its own to see closed.
+    pub fn front_stream_closed(&mut self, front_id: &Value) -> Vec<BridgeOut> {
+        let key = front_id.to_string();
+        if !self.translates {
+            return Vec::new();
+        }
+        // Not sent upstream yet: it never will be.
+        let before = self.waiting.len();
+        self.waiting
+            .retain(|m| m.get("id").map(Value::to_string) != Some(key.clone()));
+        if self.waiting.len() != before {
+            return Vec::new();
+        }
+        let Some(&back) = self.up_by_front.get(&key) else {
+            return Vec::new();
+        };
+        let Some(entry) = self.up.get_mut(&back) else {
+            return Vec::new();
+        };
+        if entry.cancelled || self.mutants.has(Mutant::BridgeIgnoresStreamClose) {
+            return Vec::new();
+        }
+        entry.cancelled = true;
+        vec![BridgeOut::Back(json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": back, "reason": "the client closed the request's stream"},
+        }))]
+    }
+
     /// A bridge for a new pair of connections that goes on numbering where `previous` (the
     /// bridge of the pair before, whose upstream went away) stopped: ids on each hop stay
     /// unique over the run, as a gateway that restarts its upstream keeps counting.
@@ -83,6 +169,7 @@ impl Bridge {
             mutants: previous.mutants,
             last_back_id: previous.last_back_id,
             last_front_id: previous.last_front_id,
+            translates: previous.translates,
             ..Bridge::default()
         }
     }
@@ -94,16 +181,24 @@ impl Bridge {
 
     /// What the bridge does with a message from the client.
     pub fn from_front(&mut self, mut msg: Value) -> Vec<BridgeOut> {
+        if self.translates && !self.upstream_ready {
+            self.waiting.push(msg);
+            return Vec::new();
+        }
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = msg.get("id").cloned();
         match (method.as_deref(), id) {
             (Some(_), Some(front_id)) => {
                 self.last_back_id += 1;
                 let back = self.last_back_id;
+                let translates = self.translates;
                 let token = msg
                     .pointer_mut("/params/_meta")
                     .and_then(Value::as_object_mut)
                     .and_then(|meta| {
+                        if translates {
+                            meta.retain(|k, _| !k.starts_with(PROTOCOL_META_PREFIX));
+                        }
                         let t = meta.remove("progressToken")?;
                         meta.insert("progressToken".into(), json!(back));
                         Some(t)
@@ -170,6 +265,11 @@ impl Bridge {
     pub fn from_back(&mut self, mut msg: Value) -> Vec<BridgeOut> {
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = msg.get("id").cloned();
+        if self.translates {
+            if let Some(out) = self.translate_from_back(method.as_deref(), id.as_ref(), &mut msg) {
+                return out;
+            }
+        }
         if self.tag_for_front(&mut msg) {
             // A subscription's message after the client cancelled it (one that crossed the
             // cancel upstream): the client asked for nothing more.
@@ -215,6 +315,42 @@ impl Bridge {
                 vec![BridgeOut::Front(msg)]
             }
             (None, None) => Vec::new(),
+        }
+    }
+
+    /// An era bridge's own part of the upstream's messages: the handshake's answer (then the
+    /// waiting client messages go), `ping` (answered here), and the `resultType` of results.
+    /// `None` when the message goes on as a bridge of one era passes it.
+    fn translate_from_back(
+        &mut self,
+        method: Option<&str>,
+        id: Option<&Value>,
+        msg: &mut Value,
+    ) -> Option<Vec<BridgeOut>> {
+        match (method, id) {
+            (None, Some(id)) if id == HANDSHAKE_ID => {
+                self.upstream_ready = true;
+                let mut out = vec![BridgeOut::Back(json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/initialized",
+                }))];
+                for waiting in std::mem::take(&mut self.waiting) {
+                    out.extend(self.from_front(waiting));
+                }
+                Some(out)
+            }
+            (Some("ping"), Some(id)) => Some(vec![BridgeOut::Back(
+                json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            )]),
+            (None, Some(_)) => {
+                if let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut) {
+                    result
+                        .entry("resultType")
+                        .or_insert_with(|| json!("complete"));
+                }
+                None
+            }
+            _ => None,
         }
     }
 
@@ -349,6 +485,49 @@ mod tests {
             "params": {"progressToken": 101, "progress": 1}})),
         );
         assert_eq!(p["params"]["progressToken"], json!(101));
+    }
+
+    #[test]
+    fn an_era_bridge_opens_the_upstream_and_turns_a_closed_stream_into_a_legacy_cancel() {
+        let mut b = Bridge::era_bridge(MutantSet::NONE);
+        let mut modern = call(json!(1), Some("t"));
+        modern["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+        assert!(
+            b.from_front(modern).is_empty(),
+            "the call waits for the handshake"
+        );
+        let init = back(b.open_upstream());
+        assert_eq!(init["method"], json!("initialize"));
+        assert_eq!(init["params"]["protocolVersion"], json!("2025-11-25"));
+        let out = b.from_back(json!({"jsonrpc": "2.0", "id": init["id"], "result": {}}));
+        let [BridgeOut::Back(initialized), BridgeOut::Back(up)] = out.as_slice() else {
+            panic!("expected initialized and the call upstream, got {out:?}");
+        };
+        assert_eq!(initialized["method"], json!("notifications/initialized"));
+        assert_eq!(up["id"], json!(101));
+        assert_eq!(up["params"]["_meta"], json!({"progressToken": 101}));
+        let pong = back(b.from_back(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"})));
+        assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 5, "result": {}}));
+        let cancel = back(b.front_stream_closed(&json!(1)));
+        assert_eq!(cancel["method"], json!("notifications/cancelled"));
+        assert_eq!(cancel["params"]["requestId"], json!(101));
+        assert!(b.front_stream_closed(&json!(1)).is_empty(), "one cancel");
+        assert!(b
+            .from_back(json!({"jsonrpc": "2.0", "id": 101, "result": {}}))
+            .is_empty());
+        // A result that goes to the front gets the front era's resultType.
+        b.from_front(call(json!(2), None));
+        let r = front(b.from_back(json!({"jsonrpc": "2.0", "id": 102, "result": {"content": []}})));
+        assert_eq!(r["result"]["resultType"], json!("complete"));
+        // A bridge of one era sees no streams; the mutant does not translate the close.
+        assert!(Bridge::new(MutantSet::NONE)
+            .front_stream_closed(&json!(1))
+            .is_empty());
+        let mut b = Bridge::era_bridge(MutantSet::NONE.with(Mutant::BridgeIgnoresStreamClose));
+        b.open_upstream();
+        b.from_back(json!({"jsonrpc": "2.0", "id": "bridge-initialize", "result": {}}));
+        b.from_front(call(json!(1), None));
+        assert!(b.front_stream_closed(&json!(1)).is_empty());
     }
 
     #[test]

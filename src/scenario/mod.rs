@@ -113,6 +113,10 @@ pub enum ProxyChoice {
     /// The reference MCP intermediary ([`crate::model::Bridge`]) between client and server,
     /// stdio on both hops ([`Scenario::with_bridge`]; the turmoil lane only).
     Bridge,
+    /// The reference era bridge ([`crate::model::Bridge::era_bridge`]): a 2026-07-28
+    /// Streamable HTTP front before a 2025-11-25 stdio upstream ([`Scenario::with_era_bridge`];
+    /// the turmoil lane only).
+    EraBridge,
 }
 
 impl ProxyChoice {
@@ -121,6 +125,7 @@ impl ProxyChoice {
         match name {
             "none" => Some(ProxyChoice::Direct),
             "bridge" => Some(ProxyChoice::Bridge),
+            "era-bridge" => Some(ProxyChoice::EraBridge),
             _ => ProxyConfig::preset(name).map(ProxyChoice::Fixed),
         }
     }
@@ -132,11 +137,13 @@ impl ProxyChoice {
             ProxyChoice::Direct => scenario.with_proxy(None),
             ProxyChoice::Fixed(p) => scenario.with_proxy(Some(p)),
             ProxyChoice::Bridge => scenario.with_bridge(),
+            ProxyChoice::EraBridge => scenario.with_era_bridge(),
         }
     }
 }
 
-/// The name [`ProxyChoice::parse`] reads back: `seed`, `none`, `bridge`, a preset's name, or
+/// The name [`ProxyChoice::parse`] reads back: `seed`, `none`, `bridge`, `era-bridge`, a
+/// preset's name, or
 /// `custom:SECONDS` (`custom:MSms` below whole seconds).
 impl fmt::Display for ProxyChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -144,6 +151,7 @@ impl fmt::Display for ProxyChoice {
             ProxyChoice::FromSeed => f.write_str("seed"),
             ProxyChoice::Direct => f.write_str("none"),
             ProxyChoice::Bridge => f.write_str("bridge"),
+            ProxyChoice::EraBridge => f.write_str("era-bridge"),
             ProxyChoice::Fixed(p) if p.name == "custom" => {
                 let ms = p.idle_timeout.as_millis();
                 if ms % 1000 == 0 {
@@ -427,8 +435,9 @@ pub struct Scenario {
     /// How the client comes to speak it.
     pub opening: Opening,
     /// A reference intermediary ([`crate::model::Bridge`]) between client and server, on a
-    /// host of its own: the turmoil lane only, stdio on both hops, and the trace has two hops
-    /// (`Scenario::with_bridge`).
+    /// host of its own: the turmoil lane only, and the trace has two hops. On stdio it is
+    /// stdio on both hops (`Scenario::with_bridge`); on HTTP it is the era bridge, a 2026-07-28
+    /// HTTP front before a 2025-11-25 stdio upstream (`Scenario::with_era_bridge`).
     pub bridge: bool,
 }
 
@@ -655,7 +664,11 @@ impl Scenario {
             _ => crate::model::ServerEras::Both,
         };
         crate::model::ServerConfig {
-            transport: self.transport,
+            // The era bridge's upstream is stdio (`Scenario::with_era_bridge`).
+            transport: match self.bridge {
+                true => Transport::Stdio,
+                false => self.transport,
+            },
             behaviour: self.server,
             mutants: self.mutants,
             eras,
@@ -801,6 +814,40 @@ impl Scenario {
         s
     }
 
+    /// The same scenario through the reference era bridge: the client speaks 2026-07-28 over
+    /// Streamable HTTP to the bridge, which speaks 2025-11-25 to the server over stdio.
+    ///
+    /// Its calls become plain tool calls (a legacy upstream has no tasks, input rounds or
+    /// subscriptions, and the bridge translates none of them), and it has no faults: besides
+    /// the partitions and blackholes [`Scenario::with_bridge`] leaves out, a crash would end the
+    /// bridge's one upstream session and a stream reset would be the bridge's own link to
+    /// judge; the stdio bridge sweeps crashes. What is swept is the cancel translation itself:
+    /// the client's cancels, timeouts and the link's latency.
+    pub fn with_era_bridge(self) -> Scenario {
+        let mut s = self.with_transport(Transport::Http);
+        s.bridge = true;
+        s.proxy = None;
+        s.era = Era::Modern;
+        s.opening = Opening::Pinned;
+        s.faults.clear();
+        for call in &mut s.calls {
+            // As in the legacy era (`Scenario::in_era`): a subscription or a task poll becomes
+            // a tool call under a host's usual policy.
+            if !matches!(call.kind, CallKind::Tool { .. }) {
+                call.policy = TimeoutPolicy::typescript_sdk();
+                call.progress = true;
+            }
+            call.kind = CallKind::TOOL;
+            call.sampling = false;
+        }
+        s
+    }
+
+    /// Whether the client reaches the server through the era bridge.
+    pub fn through_era_bridge(&self) -> bool {
+        self.bridge && self.transport == Transport::Http
+    }
+
     /// The same scenario behind another proxy (HTTP only; ignored on stdio).
     pub fn with_proxy(mut self, proxy: Option<ProxyConfig>) -> Scenario {
         if self.transport == Transport::Http {
@@ -918,7 +965,9 @@ impl fmt::Display for Scenario {
             Opening::Auto { silent: false } => write!(f, " opening=auto")?,
             Opening::Auto { silent: true } => write!(f, " opening=auto(silent server)")?,
         }
-        if self.bridge {
+        if self.through_era_bridge() {
+            write!(f, " intermediary=era-bridge")?;
+        } else if self.bridge {
             write!(f, " intermediary=bridge")?;
         }
         Ok(())

@@ -1,12 +1,20 @@
 //! The `bridge` host: the reference intermediary ([`Bridge`]) between the client and the
-//! server, stdio on both hops (NDJSON over TCP, as a stdio↔stdio gateway is).
+//! server, in one of two shapes.
 //!
-//! Each connection the client opens gets a connection of its own to the server and a fresh
-//! bridge, as a gateway that starts one upstream per client does. When either side ends its
-//! connection the bridge ends the other: a server crash reaches the client as its pipe
-//! breaking, and the client's reconnect brings a new upstream. The bridge records nothing
-//! itself: as with a real intermediary, the trace holds what the client and the server saw,
-//! each on its hop.
+//! [`host`] is stdio on both hops (NDJSON over TCP, as a stdio↔stdio gateway is). Each
+//! connection the client opens gets a connection of its own to the server and a fresh bridge,
+//! as a gateway that starts one upstream per client does. When either side ends its connection
+//! the bridge ends the other: a server crash reaches the client as its pipe breaking, and the
+//! client's reconnect brings a new upstream.
+//!
+//! [`era_host`] is the era bridge ([`Bridge::era_bridge`]): hyper's HTTP/1.1 server on the
+//! front, where the client speaks 2026-07-28 and each POST of a request gets an SSE stream,
+//! and one stdio connection upstream, which the bridge opens with its own `initialize`. When
+//! hyper drops a request's stream before its answer, the client closed it: that is the cancel
+//! the bridge translates.
+//!
+//! The bridge records nothing itself: as with a real intermediary, the trace holds what the
+//! client and the server saw, each on its hop.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -14,9 +22,18 @@ use std::rc::Rc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::{spawn_guarded, SharedRef, SERVER_STDIO_PORT};
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use http_body_util::{Either, Full};
+use serde_json::Value;
+
+use super::server::stream_of_header;
+use super::{spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
 use crate::framing::ndjson::{LineDecoder, LineOptions};
-use crate::model::{Bridge, BridgeOut, MutantSet};
+use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
+use crate::model::{Bridge, BridgeOut, MutantSet, ServerTransmit, SseStyle, StreamId};
+use crate::wire::http::Method;
 
 /// What reaches the bridge's loop.
 enum Input {
@@ -24,8 +41,22 @@ enum Input {
     Back(Vec<u8>),
     /// One side ended its connection.
     Closed,
+    /// The era bridge's front: a POST, or a stream the client dropped.
+    Http(HttpEvent),
 }
 
+/// Lines that do not end in a newline, CR LF and blank lines are read: the peer's framing is
+/// its own hop's to judge.
+fn lenient() -> LineOptions {
+    LineOptions {
+        allow_crlf: true,
+        allow_blank_lines: true,
+        ..LineOptions::default()
+    }
+}
+
+/// The stdio↔stdio bridge: one upstream connection and one fresh [`Bridge`] per client
+/// connection.
 pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: MutantSet) {
     let shared = shared.clone();
     sim.host("bridge", move || {
@@ -35,17 +66,22 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: Muta
             // The bridge of the last pair of connections, which the next one goes on from.
             let last = Rc::new(RefCell::new(Bridge::new(mutants)));
             while let Ok((front, _)) = listener.accept().await {
-                let back = loop {
-                    match turmoil::net::TcpStream::connect(("server", SERVER_STDIO_PORT)).await {
-                        Ok(s) => break s,
-                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
-                    }
-                };
+                let back = connect_upstream().await;
                 spawn_guarded(&shared, relay(shared.clone(), front, back, last.clone()));
             }
             Ok(())
         }
     });
+}
+
+/// A stdio connection to the server, once it listens (it may be restarting).
+async fn connect_upstream() -> turmoil::net::TcpStream {
+    loop {
+        match turmoil::net::TcpStream::connect(("server", SERVER_STDIO_PORT)).await {
+            Ok(s) => break s,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    }
 }
 
 /// Relays one client connection and its upstream connection through a fresh [`Bridge`].
@@ -63,17 +99,13 @@ async fn relay(
         spawn_guarded(&shared, read_into(back_read, tx, Input::Back)),
     ];
     let mut bridge = Bridge::after(&last.borrow());
-    let lenient = LineOptions {
-        allow_crlf: true,
-        allow_blank_lines: true,
-        ..LineOptions::default()
-    };
-    let (mut from_front, mut from_back) = (LineDecoder::new(lenient), LineDecoder::new(lenient));
+    let (mut from_front, mut from_back) =
+        (LineDecoder::new(lenient()), LineDecoder::new(lenient()));
     while let Some(input) = rx.recv().await {
         let (decoder, front_side, bytes) = match input {
             Input::Front(b) => (&mut from_front, true, b),
             Input::Back(b) => (&mut from_back, false, b),
-            Input::Closed => break,
+            Input::Closed | Input::Http(_) => break,
         };
         decoder.push(&bytes);
         while let Some(line) = decoder.next_line() {
@@ -132,4 +164,186 @@ async fn read_into(
         }
     }
     let _ = tx.send(Input::Closed);
+}
+
+/// The era bridge: an HTTP front for every client connection, one stdio upstream.
+pub(crate) fn era_host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: MutantSet) {
+    let shared = shared.clone();
+    sim.host("bridge", move || {
+        let shared = shared.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_HTTP_PORT)).await?;
+            let back = connect_upstream().await;
+            let (back_read, back_write) = back.into_split();
+            let (tx, rx) = mpsc::unbounded_channel();
+            spawn_guarded(&shared, read_into(back_read, tx.clone(), Input::Back));
+            let notify: Notify = Rc::new(move |e| {
+                let _ = tx.send(Input::Http(e));
+            });
+            let front_notify = notify.clone();
+            let shared2 = shared.clone();
+            spawn_guarded(&shared, async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    spawn_guarded(
+                        &shared2,
+                        serve_connection(stream, front_notify.clone(), stream_of_header),
+                    );
+                }
+            });
+            EraRelay::new(mutants, back_write, notify).run(rx).await;
+            Ok(())
+        }
+    });
+}
+
+/// The era bridge's loop: the front's streams, the upstream connection, and the [`Bridge`].
+struct EraRelay {
+    bridge: Bridge,
+    back: turmoil::net::tcp::OwnedWriteHalf,
+    from_back: LineDecoder,
+    http: Responder,
+    /// The client's request on each open stream, by the stream.
+    requests: BTreeMap<StreamId, Value>,
+    /// The stream of each open request, by the client's id (its JSON text).
+    by_id: BTreeMap<String, StreamId>,
+    /// The stream of each open request, by the client's progress token (its JSON text).
+    by_token: BTreeMap<String, StreamId>,
+}
+
+impl EraRelay {
+    fn new(mutants: MutantSet, back: turmoil::net::tcp::OwnedWriteHalf, notify: Notify) -> Self {
+        EraRelay {
+            bridge: Bridge::era_bridge(mutants),
+            back,
+            from_back: LineDecoder::new(lenient()),
+            http: Responder::new(SseStyle::Plain, false, notify),
+            requests: BTreeMap::new(),
+            by_id: BTreeMap::new(),
+            by_token: BTreeMap::new(),
+        }
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
+        let opening = self.bridge.open_upstream();
+        self.route(opening).await;
+        while let Some(input) = rx.recv().await {
+            let outs = match input {
+                Input::Http(HttpEvent::Post {
+                    method,
+                    stream,
+                    body,
+                    respond,
+                    ..
+                }) => self.post(method, stream, &body, respond),
+                Input::Http(HttpEvent::Dropped(stream)) => self.dropped(stream),
+                Input::Back(bytes) => {
+                    self.from_back.push(&bytes);
+                    let mut outs = Vec::new();
+                    while let Some(line) = self.from_back.next_line() {
+                        let Ok(line) = line else { continue };
+                        let text = String::from_utf8_lossy(&line.bytes);
+                        if let Ok(msg) = crate::wire::json::value_from_str(&text) {
+                            outs.extend(self.bridge.from_back(msg));
+                        }
+                    }
+                    outs
+                }
+                // The upstream went away (the run's end: this bridge is swept without crashes).
+                Input::Closed => break,
+                Input::Front(_) => Vec::new(),
+            };
+            self.route(outs).await;
+        }
+    }
+
+    /// A POST on the front: a request gets an SSE stream, anything else 202 (2026-07-28 has no
+    /// other method on the endpoint, and no client notifications over HTTP; one passes on).
+    fn post(
+        &mut self,
+        method: Option<Method>,
+        stream: StreamId,
+        body: &[u8],
+        respond: tokio::sync::oneshot::Sender<crate::lanes::http_serve::HttpResponse>,
+    ) -> Vec<BridgeOut> {
+        let msg = (method == Some(Method::Post))
+            .then(|| crate::wire::json::value_from_str(&String::from_utf8_lossy(body)).ok())
+            .flatten();
+        let Some(msg) = msg else {
+            let mut refused = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
+            *refused.status_mut() = hyper::StatusCode::BAD_REQUEST;
+            let _ = respond.send(refused);
+            return Vec::new();
+        };
+        self.http.post(stream, respond);
+        match (msg.get("method"), msg.get("id")) {
+            (Some(_), Some(id)) => {
+                self.by_id.insert(id.to_string(), stream);
+                if let Some(token) = msg.pointer("/params/_meta/progressToken") {
+                    self.by_token.insert(token.to_string(), stream);
+                }
+                self.requests.insert(stream, id.clone());
+                self.http.transmit(ServerTransmit::SseStart { stream });
+            }
+            _ => self.http.transmit(ServerTransmit::Accepted { stream }),
+        }
+        self.bridge.from_front(msg)
+    }
+
+    /// hyper dropped `stream`: if its request was still open, the client closed it.
+    fn dropped(&mut self, stream: StreamId) -> Vec<BridgeOut> {
+        if !self.http.dropped(stream) {
+            return Vec::new();
+        }
+        match self.forget(stream) {
+            Some(id) => self.bridge.front_stream_closed(&id),
+            None => Vec::new(),
+        }
+    }
+
+    /// Ends the bookkeeping of `stream`'s request; its id.
+    fn forget(&mut self, stream: StreamId) -> Option<Value> {
+        let id = self.requests.remove(&stream)?;
+        self.by_id.remove(&id.to_string());
+        self.by_token.retain(|_, s| *s != stream);
+        Some(id)
+    }
+
+    /// Sends what the bridge emitted: upstream as lines, to the front as events on the stream
+    /// of the request each belongs to (a result ends it). What belongs to no open stream has
+    /// nowhere to go on a 2026-07-28 front and is dropped.
+    async fn route(&mut self, outs: Vec<BridgeOut>) {
+        for out in outs {
+            match out {
+                BridgeOut::Back(msg) => {
+                    let mut line = msg.to_string();
+                    line.push('\n');
+                    let _ = self.back.write_all(line.as_bytes()).await;
+                }
+                BridgeOut::Front(msg) => self.send_to_front(&msg),
+            }
+        }
+    }
+
+    fn send_to_front(&mut self, msg: &Value) {
+        let is_response = msg.get("method").is_none();
+        let stream = if is_response {
+            msg.get("id").and_then(|id| self.by_id.get(&id.to_string()))
+        } else {
+            msg.pointer("/params/progressToken")
+                .and_then(|t| self.by_token.get(&t.to_string()))
+        };
+        let Some(&stream) = stream else { return };
+        let Ok(decoded) = crate::wire::decode(msg.to_string().as_bytes()) else {
+            return;
+        };
+        self.http.transmit(ServerTransmit::SseEvent {
+            stream,
+            msg: decoded,
+            event_id: None,
+        });
+        if is_response {
+            self.forget(stream);
+            self.http.transmit(ServerTransmit::SseEnd { stream });
+        }
+    }
 }

@@ -349,6 +349,8 @@ impl Driver {
     ) {
         let target = match self.scenario.proxy {
             Some(_) => ("proxy", PROXY_PORT),
+            // The era bridge's front (`Scenario::with_era_bridge`).
+            None if self.scenario.bridge => ("bridge", SERVER_HTTP_PORT),
             None => ("server", SERVER_HTTP_PORT),
         };
         let task = spawn_guarded(

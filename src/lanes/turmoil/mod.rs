@@ -5,7 +5,8 @@
 //! NDJSON over one TCP stream for stdio, hyper for Streamable HTTP), `backend` (the ledger the
 //! server's tools call over TCP) and, when the scenario has one, `proxy` (an idle-timeout
 //! intermediary between client and server) or `bridge` (the reference MCP intermediary,
-//! stdio on both hops: the trace then has two hops). Each host runs an async driver that feeds socket
+//! stdio on both hops, or the era bridge's 2026-07-28 HTTP front before a legacy stdio
+//! upstream: the trace then has two hops). Each host runs an async driver that feeds socket
 //! input to its state machine with the current simulated time, writes its transmits to the
 //! sockets, and sleeps until the machine's `poll_timeout`.
 //!
@@ -359,9 +360,12 @@ fn run_hosts(
     if let (Transport::Http, Some(p)) = (scenario.transport, scenario.proxy) {
         proxy::host(&mut sim, &shared, p);
     }
-    let bridged = scenario.bridge && scenario.transport == Transport::Stdio;
-    if bridged {
-        bridge::host(&mut sim, &shared, scenario.mutants);
+    // Through the reference intermediary: stdio on both hops, or the era bridge's HTTP front.
+    let bridged = scenario.bridge;
+    match (bridged, scenario.transport) {
+        (true, Transport::Stdio) => bridge::host(&mut sim, &shared, scenario.mutants),
+        (true, Transport::Http) => bridge::era_host(&mut sim, &shared, scenario.mutants),
+        (false, _) => {}
     }
     match client {
         ClientUnderTest::Reference => {

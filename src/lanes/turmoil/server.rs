@@ -104,7 +104,7 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
 }
 
 /// The client's stream id, from the header the simulated client sends.
-fn stream_of_header(req: &hyper::Request<hyper::body::Incoming>) -> StreamId {
+pub(super) fn stream_of_header(req: &hyper::Request<hyper::body::Incoming>) -> StreamId {
     req.headers()
         .get(STREAM_HEADER)
         .and_then(|v| v.to_str().ok())
