@@ -133,18 +133,16 @@ impl Bridge {
     /// is its cancel, which an era bridge passes upstream as the legacy era's
     /// `notifications/cancelled`. A bridge of one era has no streams of its own to see closed.
     pub fn front_stream_closed(&mut self, front_id: &Value) -> Vec<BridgeOut> {
-        let key = front_id.to_string();
         if !self.translates {
             return Vec::new();
         }
         // Not sent upstream yet: it never will be.
         let before = self.waiting.len();
-        self.waiting
-            .retain(|m| m.get("id").map(Value::to_string) != Some(key.clone()));
+        self.waiting.retain(|m| m.get("id") != Some(front_id));
         if self.waiting.len() != before {
             return Vec::new();
         }
-        let Some(&back) = self.up_by_front.get(&key) else {
+        let Some(&back) = self.up_by_front.get(&front_id.to_string()) else {
             return Vec::new();
         };
         let Some(entry) = self.up.get_mut(&back) else {

@@ -51,16 +51,8 @@ pub const ACROSS: &[&str] = &[
 /// a request still runs when the run stops, through no fault of the server's, and the
 /// intermediary rules judge why (`cancel-forwarded`). The liveness checks then stay off on
 /// the upstream hop.
-fn back_settled(back: &Trace, config: &OracleConfig) -> bool {
-    let (_, config) = judged_config(
-        back,
-        &OracleConfig {
-            era: None,
-            ..*config
-        },
-    );
-    let ix = Index::build(back, &config);
-    ix.requests
+fn upstream_settled(b: &Index<'_>) -> bool {
+    b.requests
         .iter()
         .filter(|r| r.server_recv.is_some() && !r.is_listen())
         .all(|r| !r.responses.is_empty() || r.server_cancel_seen.is_some())
@@ -72,10 +64,17 @@ pub(super) fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
     let (back, back_origin) = trace.hop(Hop::Back);
     // The era given applies to the front, which the user's client speaks; the upstream's is
     // read from its own hop (an era translator speaks the other one there).
-    let back_config = OracleConfig {
+    let upstream = OracleConfig {
         era: None,
-        complete: config.complete && back_settled(&back, config),
         ..*config
+    };
+    let (front_era, front_config) = judged_config(&front, config);
+    let (back_era, back_judged) = judged_config(&back, &upstream);
+    let f = Index::build(&front, &front_config);
+    let b = Index::build(&back, &back_judged);
+    let back_config = OracleConfig {
+        complete: config.complete && upstream_settled(&b),
+        ..upstream
     };
     let front_verdict = check_hop(&front, config);
     let back_verdict = check_hop(&back, &back_config);
@@ -92,10 +91,6 @@ pub(super) fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
             });
         }
     }
-    let (front_era, front_config) = judged_config(&front, config);
-    let (back_era, back_config) = judged_config(&back, &back_config);
-    let f = Index::build(&front, &front_config);
-    let b = Index::build(&back, &back_config);
     violations.extend(intermediary::across(
         &f,
         &b,

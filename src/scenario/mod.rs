@@ -226,6 +226,17 @@ pub struct PlannedCall {
 }
 
 impl PlannedCall {
+    /// Makes this a plain tool call, for peers without 2026-07-28's tasks, input rounds and
+    /// subscriptions: a subscription or a task poll becomes a tool call under a host's usual
+    /// policy (theirs have none, or the poll's).
+    fn make_plain_tool_call(&mut self) {
+        if !matches!(self.kind, CallKind::Tool { .. }) {
+            self.policy = TimeoutPolicy::typescript_sdk();
+            self.progress = true;
+        }
+        self.kind = CallKind::TOOL;
+    }
+
     /// The arguments of `slow_op` for this call: `{"steps": steps, "step_ms": step}`, plus
     /// `input_rounds` when it asks for input.
     pub fn slow_op_arguments(&self) -> Value {
@@ -779,12 +790,6 @@ impl Scenario {
         self.era = era;
         if era.is_legacy() {
             for call in self.calls.iter_mut().filter(|c| c.kind != CallKind::TOOL) {
-                // A subscription or a task poll becomes a tool call under a host's usual
-                // policy (theirs have none, or the poll's).
-                if !matches!(call.kind, CallKind::Tool { .. }) {
-                    call.policy = TimeoutPolicy::typescript_sdk();
-                    call.progress = true;
-                }
                 // A call that asks for input asks by the legacy era's means: a sampling
                 // request of the server's own.
                 call.sampling = matches!(
@@ -794,7 +799,7 @@ impl Scenario {
                         ..
                     }
                 );
-                call.kind = CallKind::TOOL;
+                call.make_plain_tool_call();
             }
         }
         self
@@ -831,13 +836,7 @@ impl Scenario {
         s.opening = Opening::Pinned;
         s.faults.clear();
         for call in &mut s.calls {
-            // As in the legacy era (`Scenario::in_era`): a subscription or a task poll becomes
-            // a tool call under a host's usual policy.
-            if !matches!(call.kind, CallKind::Tool { .. }) {
-                call.policy = TimeoutPolicy::typescript_sdk();
-                call.progress = true;
-            }
-            call.kind = CallKind::TOOL;
+            call.make_plain_tool_call();
             call.sampling = false;
         }
         s

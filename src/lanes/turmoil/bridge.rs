@@ -17,16 +17,14 @@
 //! client and the server saw, each on its hop.
 
 use std::cell::RefCell;
-use std::rc::Rc;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
-
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use bytes::Bytes;
 use http_body_util::{Either, Full};
 use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
 
 use super::server::stream_of_header;
 use super::{spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
@@ -202,12 +200,9 @@ struct EraRelay {
     back: turmoil::net::tcp::OwnedWriteHalf,
     from_back: LineDecoder,
     http: Responder,
-    /// The client's request on each open stream, by the stream.
-    requests: BTreeMap<StreamId, Value>,
-    /// The stream of each open request, by the client's id (its JSON text).
-    by_id: BTreeMap<String, StreamId>,
-    /// The stream of each open request, by the client's progress token (its JSON text).
-    by_token: BTreeMap<String, StreamId>,
+    /// The client's request on each open stream: its id and progress token, by which what
+    /// the bridge sends the front finds its stream (a handful are open at once).
+    open: BTreeMap<StreamId, (Value, Option<Value>)>,
 }
 
 impl EraRelay {
@@ -217,9 +212,7 @@ impl EraRelay {
             back,
             from_back: LineDecoder::new(lenient()),
             http: Responder::new(SseStyle::Plain, false, notify),
-            requests: BTreeMap::new(),
-            by_id: BTreeMap::new(),
-            by_token: BTreeMap::new(),
+            open: BTreeMap::new(),
         }
     }
 
@@ -250,6 +243,7 @@ impl EraRelay {
                 }
                 // The upstream went away (the run's end: this bridge is swept without crashes).
                 Input::Closed => break,
+                // The front is HTTP: no stdio bytes come from it.
                 Input::Front(_) => Vec::new(),
             };
             self.route(outs).await;
@@ -277,11 +271,8 @@ impl EraRelay {
         self.http.post(stream, respond);
         match (msg.get("method"), msg.get("id")) {
             (Some(_), Some(id)) => {
-                self.by_id.insert(id.to_string(), stream);
-                if let Some(token) = msg.pointer("/params/_meta/progressToken") {
-                    self.by_token.insert(token.to_string(), stream);
-                }
-                self.requests.insert(stream, id.clone());
+                let token = msg.pointer("/params/_meta/progressToken").cloned();
+                self.open.insert(stream, (id.clone(), token));
                 self.http.transmit(ServerTransmit::SseStart { stream });
             }
             _ => self.http.transmit(ServerTransmit::Accepted { stream }),
@@ -294,18 +285,10 @@ impl EraRelay {
         if !self.http.dropped(stream) {
             return Vec::new();
         }
-        match self.forget(stream) {
-            Some(id) => self.bridge.front_stream_closed(&id),
+        match self.open.remove(&stream) {
+            Some((id, _)) => self.bridge.front_stream_closed(&id),
             None => Vec::new(),
         }
-    }
-
-    /// Ends the bookkeeping of `stream`'s request; its id.
-    fn forget(&mut self, stream: StreamId) -> Option<Value> {
-        let id = self.requests.remove(&stream)?;
-        self.by_id.remove(&id.to_string());
-        self.by_token.retain(|_, s| *s != stream);
-        Some(id)
     }
 
     /// Sends what the bridge emitted: upstream as lines, to the front as events on the stream
@@ -326,13 +309,13 @@ impl EraRelay {
 
     fn send_to_front(&mut self, msg: &Value) {
         let is_response = msg.get("method").is_none();
-        let stream = if is_response {
-            msg.get("id").and_then(|id| self.by_id.get(&id.to_string()))
-        } else {
-            msg.pointer("/params/progressToken")
-                .and_then(|t| self.by_token.get(&t.to_string()))
+        let belongs = |(id, token): &(Value, Option<Value>)| match is_response {
+            true => msg.get("id") == Some(id),
+            false => token.is_some() && msg.pointer("/params/progressToken") == token.as_ref(),
         };
-        let Some(&stream) = stream else { return };
+        let Some(stream) = self.open.iter().find(|(_, r)| belongs(r)).map(|(s, _)| *s) else {
+            return;
+        };
         let Ok(decoded) = crate::wire::decode(msg.to_string().as_bytes()) else {
             return;
         };
@@ -342,7 +325,7 @@ impl EraRelay {
             event_id: None,
         });
         if is_response {
-            self.forget(stream);
+            self.open.remove(&stream);
             self.http.transmit(ServerTransmit::SseEnd { stream });
         }
     }
