@@ -1,7 +1,8 @@
 //! The intermediary rules ([`crate::oracle::hops`]): `cancel-forwarded`,
 //! `cancel-answered-locally`, `late-result-forwarded`, `progress-forwarded`,
-//! `request-id-mapping` and `intermediary-timeout`, comparing the front hop's index with the upstream hop's. The pairing
-//! of requests and the comparison of answers are described in the docs of `hops`.
+//! `request-id-mapping` and `intermediary-timeout`, comparing the front hop's index with the
+//! upstream hop's. The pairing of requests and the comparison of answers are described in the
+//! docs of `hops`.
 
 use std::collections::BTreeSet;
 
