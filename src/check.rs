@@ -37,7 +37,7 @@ use std::ops::Range;
 
 use crate::lanes::turmoil::{ClientUnderTest, ServerUnderTest, TurmoilOptions};
 use crate::lanes::Lane;
-use crate::model::{Outcome, Transport};
+use crate::model::{ClientPolicies, Outcome, Transport};
 use crate::oracle::{self, Level, Violation};
 use crate::report;
 use crate::repro::{EraChoice, Repro, ReproEnv, ReproError};
@@ -66,6 +66,11 @@ pub struct CheckOptions {
     /// stream, resumes a broken stream from its last event id and initializes again after a
     /// 404.
     pub eras: Vec<Era>,
+    /// `check_client` only: the timeout policies the client under test declares, per method
+    /// (`ClientPolicies::from_spec("tools/call:timeout=1000,reset")`). The client is a black
+    /// box, so what it promises is recorded on each request a policy covers and judged there
+    /// (`declared-deadline`, `reset-needs-token`); `None` judges no deadline.
+    pub client_policy: Option<ClientPolicies>,
 }
 
 impl Default for CheckOptions {
@@ -79,6 +84,7 @@ impl Default for CheckOptions {
             faults: true,
             turmoil: TurmoilOptions::default(),
             eras: vec![Era::Modern],
+            client_policy: None,
         }
     }
 }
@@ -269,7 +275,7 @@ pub fn check_client(
     options: &CheckOptions,
 ) -> Result<CheckSummary, CheckError> {
     check(options, &[Transport::Stdio], |scenario, turmoil| {
-        judge_with_client(scenario, turmoil, client)
+        judge_with_client(scenario, turmoil, client, options.client_policy.as_ref())
     })
 }
 

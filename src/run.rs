@@ -98,15 +98,23 @@ pub fn judge_with_server(
 }
 
 /// Runs the reference server under `scenario` with `client` on the `client` host and judges
-/// the trace, as [`judge`] does (see [`crate::lanes::turmoil::run_with_client`]).
+/// the trace, as [`judge`] does (see [`crate::lanes::turmoil::run_with_client`]). The client
+/// is a black box: the timeout policies it `declared`, if any, are recorded on the requests
+/// they cover before the trace is judged (`declared-deadline`, `reset-needs-token`).
 #[cfg(feature = "turmoil")]
 pub fn judge_with_client(
     scenario: &Scenario,
     options: &crate::lanes::turmoil::TurmoilOptions,
     client: &crate::lanes::turmoil::ClientUnderTest,
+    declared: Option<&crate::model::ClientPolicies>,
 ) -> Judged {
     judge_by(scenario, || {
-        crate::lanes::turmoil::run_with_client(scenario, options, client).map_err(|e| e.to_string())
+        let mut run = crate::lanes::turmoil::run_with_client(scenario, options, client)
+            .map_err(|e| e.to_string())?;
+        if let Some(declared) = declared {
+            run.trace.declare_client_policies(declared);
+        }
+        Ok(run)
     })
 }
 

@@ -416,6 +416,28 @@ impl Trace {
         Self::default()
     }
 
+    /// Records `declared` as the client's policy of each request it covers that has none
+    /// recorded (`check-trace --client-policy`: a trace taken where the client's promise could
+    /// not be seen). Both ends' records of a request get it; a policy already recorded stays.
+    pub fn declare_client_policies(&mut self, declared: &crate::model::ClientPolicies) {
+        for event in &mut self.events {
+            let w = match (&mut event.kind, event.side) {
+                (EventKind::Send(w), Side::Client) | (EventKind::Recv(w), Side::Server) => w,
+                _ => continue,
+            };
+            if w.policy.is_some() {
+                continue;
+            }
+            let method = w.msg.as_ref().and_then(|m| {
+                m.get("id")?;
+                m.get("method")?.as_str().map(str::to_owned)
+            });
+            if let Some(policy) = method.and_then(|m| declared.for_method(&m)) {
+                w.policy = Some(policy.into());
+            }
+        }
+    }
+
     /// Appends an event.
     pub fn push(&mut self, t: Time, side: Side, kind: EventKind) {
         self.events.push(TraceEvent {

@@ -891,12 +891,19 @@ fn a_legacy_http_client_deletes_its_session_once_every_post_is_answered() {
         Some("2025-11-25")
     );
 
+    let in_session = RequestHead {
+        session: Some(session),
+        ..RequestHead::default()
+    };
+    let admitted = s.admit(*stream, false, in_session);
+    assert_eq!(admitted.refusal, None, "the DELETE names the live session");
     s.handle_delete(ms(6), *stream);
     let (answer, _) = drain_server(&mut s);
     assert_eq!(answer, vec![ServerTransmit::Accepted { stream: *stream }]);
+    let later = s.admit(StreamId(999), true, in_session);
     assert_eq!(
-        s.session(),
-        None,
+        later.refusal.map(|r| r.status),
+        Some(404),
         "the session is forgotten: a request in it gets 404"
     );
 
@@ -1138,4 +1145,128 @@ fn the_legacy_server_asks_the_client_to_sample_and_cancels_when_the_call_ends_fi
         }
         assert_eq!(c.poll_timeout(), None, "nothing left to answer");
     }
+}
+
+/// The dual-era server over HTTP answers each request in the era it speaks, for any number
+/// of clients in any order: two legacy sessions and 2026-07-28 requests interleaved, the same
+/// request id in each, a legacy cancel that stops its own session's call only.
+#[test]
+fn one_http_server_serves_both_eras_side_by_side() {
+    let mut s = Server::new(ServerConfig::new(Transport::Http));
+    fn head<'a>(
+        session: Option<&'a str>,
+        version: Option<&'a str>,
+        method: &'a str,
+    ) -> RequestHead<'a> {
+        RequestHead {
+            session,
+            version,
+            method: Some(method),
+        }
+    }
+    let legacy = |mut r: Request| {
+        r.meta.legacy = true;
+        r
+    };
+    let initialize = |id: i64| {
+        let mut r = legacy(Request::new(id, "initialize"));
+        r.params
+            .insert("protocolVersion".into(), json!("2025-11-25"));
+        r.params.insert("capabilities".into(), json!({}));
+        Message::from(r)
+    };
+    let session_of = |t: &[ServerTransmit]| match t {
+        [ServerTransmit::Json {
+            session: Some(id), ..
+        }] => id.clone(),
+        other => panic!("an initialize answered with a session: {other:?}"),
+    };
+    // The first legacy client shakes hands.
+    let a = s.admit(StreamId(1), true, head(None, None, "initialize"));
+    assert_eq!((a.era.is_legacy(), a.refusal), (true, None));
+    s.handle_message(ms(0), Some(StreamId(1)), initialize(0));
+    let first = session_of(&drain_server(&mut s).0);
+    // A 2026-07-28 request after it is stateless and modern.
+    let modern = s.admit(
+        StreamId(2),
+        true,
+        head(None, Some("2026-07-28"), "tools/call"),
+    );
+    assert_eq!((modern.era, modern.refusal), (wire::Era::Modern, None));
+    s.handle_message(
+        ms(1),
+        Some(StreamId(2)),
+        request_with_token(1, Some("m"), 3),
+    );
+    // The legacy client's call with the same id, in its session.
+    let a = s.admit(
+        StreamId(3),
+        true,
+        head(Some(&first), Some("2025-11-25"), "tools/call"),
+    );
+    assert_eq!((a.era.is_legacy(), a.refusal), (true, None));
+    let call = legacy(Request::tools_call(
+        1,
+        SLOW_TOOL,
+        json!({"steps": 3, "step_ms": 1000}),
+    ));
+    s.handle_message(ms(2), Some(StreamId(3)), call.clone().into());
+    // A second legacy client, its own session, the same id again.
+    s.admit(StreamId(4), true, head(None, None, "initialize"));
+    s.handle_message(ms(3), Some(StreamId(4)), initialize(0));
+    let (t, _) = drain_server(&mut s);
+    let second = match t.last() {
+        Some(ServerTransmit::Json {
+            session: Some(id), ..
+        }) => id.clone(),
+        other => panic!("the second initialize answered with a session: {other:?}"),
+    };
+    assert_ne!(first, second, "each legacy client has a session of its own");
+    s.admit(
+        StreamId(5),
+        true,
+        head(Some(&second), Some("2025-11-25"), "tools/call"),
+    );
+    s.handle_message(ms(4), Some(StreamId(5)), call.into());
+    // A legacy request without its session is refused; an unknown session is 404.
+    let orphan = s.admit(
+        StreamId(6),
+        true,
+        head(None, Some("2025-11-25"), "tools/list"),
+    );
+    assert_eq!(orphan.refusal.map(|r| r.status), Some(400));
+    let unknown = s.admit(StreamId(7), true, head(Some("nope"), None, "tools/list"));
+    assert_eq!(unknown.refusal.map(|r| r.status), Some(404));
+    // The first session cancels its call 1: the others go on.
+    s.admit(
+        StreamId(8),
+        true,
+        head(Some(&first), Some("2025-11-25"), "notifications/cancelled"),
+    );
+    s.handle_message(ms(500), Some(StreamId(8)), Cancelled::new(1).into());
+    let (t, _) = run_server_until(&mut s, 10_000);
+    let results: Vec<(StreamId, Option<&str>, bool)> = t
+        .iter()
+        .filter_map(|(_, x)| match x {
+            ServerTransmit::SseEvent {
+                stream,
+                msg: Message::Result(r),
+                event_id,
+            } => Some((
+                *stream,
+                r.result_type.map(|t| t.as_str()),
+                event_id.is_some(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            (StreamId(2), Some("complete"), false),
+            (StreamId(5), None, true),
+        ],
+        "the modern call ends modern (resultType, no event ids), the second session's legacy \
+         (no resultType, resumable events); the cancelled one sends nothing"
+    );
 }

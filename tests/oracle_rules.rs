@@ -91,6 +91,10 @@ const CASES: &[Case] = &[
     case("progress-unknown-token-passes.jsonl", STRICT, true, &[]),
     case("progress-unknown-token-violates-2.jsonl", STRICT, false, &[(rule::PROGRESS_UNKNOWN_TOKEN, MUST)]),
     case("progress-unknown-token-passes-2.jsonl", STRICT, true, &[]),
+    // The server writes progress in the millisecond it reads the call, the progress line
+    // first or second: read in causal order, it is the call's own token either way.
+    case("progress-unknown-token-passes-3.jsonl", STRICT, false, &[]),
+    case("progress-unknown-token-passes-4.jsonl", STRICT, false, &[]),
 
     // progress-monotonic: equal values break the strict profile only; a decrease breaks both.
     case("progress-monotonic-violates.jsonl", STRICT, false, &[(rule::PROGRESS_MONOTONIC, MUST)]),
@@ -291,6 +295,12 @@ const CASES: &[Case] = &[
     case("http-status-violates-2.jsonl", STRICT, false, &[(rule::HTTP_STATUS, MUST)]),
     case("http-status-violates-3.jsonl", STRICT, false, &[(rule::HTTP_STATUS, MUST)]),
     case("http-status-passes.jsonl", STRICT, false, &[]),
+    // origin-validated: a loopback server serves a request with a foreign Origin; refuses it
+    // with 400 where 2026-07-28 asks 403; refuses a foreign Origin with 403 and a foreign Host
+    // with 421, and serves a browser client on another local port.
+    case("origin-validated-violates.jsonl", STRICT, false, &[(rule::ORIGIN_VALIDATED, MUST)]),
+    case("origin-validated-violates-2.jsonl", STRICT, false, &[(rule::ORIGIN_VALIDATED, MUST)]),
+    case("origin-validated-passes.jsonl", STRICT, false, &[]),
 
     // declared-deadline, seen from the server: no cancel by the declared maximum (the server
     // works on and answers); the cancel only at the idle timeout, after a shorter maximum;
@@ -422,6 +432,10 @@ const CASES: &[Case] = &[
     // response-after-cancel for a subscription (§9 G55, stdio): a tagged notification after the
     // server received the cancel of the listen.
     case("response-after-cancel-violates-7.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, MUST)]),
+    // The result written in the millisecond the cancel was read, its line before or after the
+    // cancel's: the same reading in both orders (a crossing), so the same verdict.
+    case("response-after-cancel-passes-8.jsonl", STRICT, false, &[]),
+    case("response-after-cancel-passes-9.jsonl", STRICT, false, &[]),
 
     // notification-answered (stdio): an id-less error after a cancel that crossed the result
     // (both sides); after a cancel, seen by the client alone. Passing: an unreadable line
@@ -903,6 +917,15 @@ const LEGACY_CASES: &[Case] = &[
     // ping-answered: the client answers the server's ping with an error; a complete run
     // leaves the client's ping unanswered; both answered with {}.
     case("ping-answered-violates.jsonl", STRICT, false, &[(rule::PING_ANSWERED, MUST)]),
+    // In a trace not complete, the evidence that a ping was read and dropped: the server read
+    // it, then read three calls and answered them (both ends recorded); the probe's end of a
+    // stdio pipe on which the calls written after the ping were answered. Over HTTP the later
+    // calls travel apart from the ping, so the client's end alone proves nothing; and a server
+    // that answered only what it read before the ping is still at work on it.
+    case("ping-answered-violates-3.jsonl", STRICT, false, &[(rule::PING_ANSWERED, MUST)]),
+    case("ping-answered-violates-4.jsonl", STRICT, false, &[(rule::PING_ANSWERED, MUST)]),
+    case("ping-answered-passes-2.jsonl", STRICT, false, &[]),
+    case("ping-answered-passes-3.jsonl", STRICT, false, &[]),
     case("ping-answered-violates-2.jsonl", STRICT, true, &[(rule::PING_ANSWERED, MUST)]),
     case("ping-answered-passes.jsonl", STRICT, true, &[]),
     // response-after-cancel: a SHOULD in this era (LC10), under either profile.
@@ -994,6 +1017,14 @@ const LEGACY_CASES: &[Case] = &[
     case("race-not-graceful-violates.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
     // race-not-graceful: the late result dropped quietly; the pipe closed once nothing is outstanding.
     case("race-not-graceful-passes.jsonl", STRICT, true, &[]),
+    // A legacy HTTP stream the server closed, and the call the client gave up as lost at the
+    // same millisecond: the close explains the outcome in either order of the two lines.
+    // origin-validated in the legacy era: an initialize with a foreign Host served (a session
+    // issued); a foreign Origin refused with 400 and a foreign Host with 403 (any refusal).
+    case("origin-validated-violates.jsonl", STRICT, false, &[(rule::ORIGIN_VALIDATED, MUST)]),
+    case("origin-validated-passes.jsonl", STRICT, false, &[]),
+    case("race-not-graceful-passes-5.jsonl", STRICT, false, &[]),
+    case("race-not-graceful-passes-6.jsonl", STRICT, false, &[]),
     // reset-needs-token: reset-on-progress policy on a call without a progressToken.
     case("reset-needs-token-violates.jsonl", STRICT, false, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
     // reset-needs-token: the same call with a token, and progress for it.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_sim::lanes::live::serve::{serve, Listen, ServeConfig, Served};
-use mcp_sim::model::TimeoutPolicy;
+use mcp_sim::model::{ClientPolicies, TimeoutPolicy};
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::trace::{EventKind, Side};
 use mcp_sim::wire::{DecodeOptions, Message};
@@ -118,7 +118,7 @@ fn judge(served: &Served, era: &str) -> (Vec<&'static str>, usize) {
 
 fn config() -> ServeConfig {
     ServeConfig {
-        client_policy: Some(declared()),
+        client_policy: Some(ClientPolicies::every_request(declared())),
         ..ServeConfig::default()
     }
 }

@@ -71,8 +71,8 @@ impl Judging {
     }
 
     /// Writes the verdict of `run` in `--format` to `report` (or, for JUnit and annotations
-    /// without a file, to stdout when `stdout_free`, else stderr). A file that cannot be
-    /// written is said on stderr.
+    /// without a file, to stdout when `stdout_free`, else stderr); `exit_code` is the one the
+    /// process exits with. A file that cannot be written is said on stderr.
     pub fn write_report(
         &self,
         tool: &str,
@@ -80,9 +80,10 @@ impl Judging {
         trace: &mcp_sim::trace::Trace,
         report: Option<&std::path::Path>,
         stdout_free: bool,
+        exit_code: u8,
     ) {
         let text = match self.format {
-            ReportFormat::Json => json_verdict(trace, run.verdict) + "\n",
+            ReportFormat::Json => json_verdict(trace, run, exit_code) + "\n",
             ReportFormat::Junit => {
                 mcp_sim::ci::junit(&format!("mcp-sim {tool}"), std::slice::from_ref(run))
             }
@@ -115,23 +116,52 @@ pub(crate) fn oracle_config(profile: ProfileArg, grace_ms: u64) -> OracleConfig 
 
 /// `check-trace --format json`'s object: whether no MUST rule is broken, the number of events,
 /// the violations. `serve --report` writes the same.
-pub(crate) fn json_verdict(trace: &mcp_sim::trace::Trace, verdict: &Verdict) -> String {
+pub(crate) fn json_verdict(
+    trace: &mcp_sim::trace::Trace,
+    run: &mcp_sim::ci::CiRun<'_>,
+    exit_code: u8,
+) -> String {
     #[derive(Serialize)]
     struct JsonVerdict<'a> {
         ok: bool,
+        exit_code: u8,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        baseline: Option<JsonBaseline<'a>>,
         events: usize,
         era: &'static str,
         era_reading: String,
         violations: Vec<JsonViolation<'a>>,
     }
+    let verdict = run.verdict;
     let out = JsonVerdict {
-        ok: !verdict.has_must(),
+        ok: exit_code == 0,
+        exit_code,
+        baseline: run.baseline.as_ref().map(|(_, d)| JsonBaseline::of(d)),
         events: trace.events.len(),
         era: verdict.era.era.version(),
         era_reading: verdict.describe_era(),
         violations: json_violations(verdict),
     };
     serde_json::to_string(&out).expect("verdict serializes")
+}
+
+/// How a run compares with its baseline, as JSON: whether it agrees, the unlisted failing
+/// findings and the listed ones that no longer occur.
+#[derive(Serialize)]
+pub(crate) struct JsonBaseline<'a> {
+    agrees: bool,
+    unexpected: &'a [String],
+    stale: &'a [String],
+}
+
+impl<'a> JsonBaseline<'a> {
+    pub(crate) fn of(d: &'a mcp_sim::ci::BaselineDiff) -> Self {
+        JsonBaseline {
+            agrees: d.is_clean(),
+            unexpected: &d.unexpected,
+            stale: &d.stale,
+        }
+    }
 }
 
 /// One violation as JSON: rule, level, event indices (decisive last), message.

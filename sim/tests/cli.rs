@@ -582,3 +582,125 @@ fn serve_junit_over_stdio_goes_to_stderr_and_names_an_empty_session() {
         "{stderr}"
     );
 }
+
+/// A TypeScript host times its calls (`callTool(..., {timeout: 1000, resetTimeoutOnProgress:
+/// true})`) and lists its tools with the defaults. Declared for every request, the policy
+/// makes `tools/list` (which asks for no progress) a `reset-needs-token` finding; declared for
+/// `tools/call` only, the same trace is clean, and `check-trace --format json` says the exit
+/// code it exits with.
+#[test]
+fn check_trace_applies_a_declared_policy_to_the_methods_it_names() {
+    let meta = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
+    let trace = format!(
+        concat!(
+            r#"{{"t":0,"side":"client","kind":"send","transport":"stdio","msg":{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{{{m}}}}}}}}}"#,
+            "\n",
+            r#"{{"t":5,"side":"client","kind":"recv","transport":"stdio","msg":{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"complete","tools":[]}}}}}}"#,
+            "\n",
+            r#"{{"t":5,"side":"client","kind":"outcome","request":1,"outcome":"result"}}"#,
+            "\n",
+            r#"{{"t":10,"side":"client","kind":"send","transport":"stdio","msg":{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"slow_op","arguments":{{}},"_meta":{{{m},"progressToken":"p"}}}}}}}}"#,
+            "\n",
+            r#"{{"t":300,"side":"client","kind":"recv","transport":"stdio","msg":{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"p","progress":1}}}}}}"#,
+            "\n",
+            r#"{{"t":600,"side":"client","kind":"recv","transport":"stdio","msg":{{"jsonrpc":"2.0","id":2,"result":{{"resultType":"complete","content":[]}}}}}}"#,
+            "\n",
+            r#"{{"t":600,"side":"client","kind":"outcome","request":2,"outcome":"result"}}"#,
+            "\n",
+        ),
+        m = meta
+    );
+    let rules = |policy: &str| -> (i32, Vec<String>, serde_json::Value) {
+        let out = mcp_sim(
+            &[
+                "check-trace",
+                "-",
+                "--format",
+                "json",
+                "--client-policy",
+                policy,
+            ],
+            trace.as_bytes(),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON verdict");
+        let rules = v["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .map(|x| x["rule"].as_str().unwrap_or("?").to_owned())
+            .collect();
+        (out.status.code().unwrap_or(-1), rules, v)
+    };
+    let (code, every, v) = rules("timeout=1000,reset");
+    assert_eq!(every, ["reset-needs-token"], "{v:#}");
+    assert_eq!(
+        (code, v["exit_code"].as_i64()),
+        (0, Some(0)),
+        "a policy finding fails nothing"
+    );
+    let (code, per_method, v) = rules("tools/call:timeout=1000,reset");
+    assert!(per_method.is_empty(), "{v:#}");
+    assert_eq!(v["exit_code"], code as i64);
+    let bad = mcp_sim(
+        &[
+            "check-trace",
+            "-",
+            "--client-policy",
+            "tools/call:timeout=x",
+        ],
+        trace.as_bytes(),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("timeout="));
+}
+
+/// Under a baseline the JSON verdict says what the exit code says: a listed MUST rule is
+/// expected (exit 0, `ok`), a stale entry is the failure (exit 1), and `serve` reads its
+/// baseline before it starts (an unknown name is a usage error).
+#[test]
+fn one_verdict_per_run_under_a_baseline() {
+    let dir = std::env::temp_dir().join(format!("mcp-sim-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    let trace = traces().join("response-after-cancel-violates.jsonl");
+    let trace = trace.display().to_string();
+    let judge = |listed: &str| {
+        let file = dir.join("baseline.txt");
+        std::fs::write(&file, listed).expect("write the baseline");
+        let file = file.display().to_string();
+        let out = mcp_sim(
+            &[
+                "check-trace",
+                &trace,
+                "--format",
+                "json",
+                "--baseline",
+                &file,
+            ],
+            b"",
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON verdict");
+        (out.status.code().unwrap_or(-1), v)
+    };
+    let (code, v) = judge("response-after-cancel\n");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        (v["exit_code"].as_i64(), v["ok"].as_bool()),
+        (Some(0), Some(true)),
+        "{v:#}"
+    );
+    assert_eq!(v["baseline"]["agrees"], true, "{v:#}");
+    let (code, v) = judge("response-after-cancel\nprogress-monotonic\n");
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(
+        (v["exit_code"].as_i64(), v["ok"].as_bool()),
+        (Some(1), Some(false)),
+        "{v:#}"
+    );
+    assert_eq!(v["baseline"]["stale"][0], "progress-monotonic", "{v:#}");
+    let file = dir.join("bad.txt");
+    std::fs::write(&file, "no-such-rule\n").expect("write the baseline");
+    let out = mcp_sim(&["serve", "--baseline", &file.display().to_string()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-rule"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

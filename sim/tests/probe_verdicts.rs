@@ -290,3 +290,33 @@ fn with_restarts_a_wedged_server_is_restarted_and_the_run_goes_on() {
     }
     assert!(answered_after > 0, "{v:#}\n{}", trace.to_jsonl());
 }
+
+/// A legacy server that answers every call but never a `ping`: not unresponsive, since it
+/// answers the calls written after the unanswered check on the same pipe; it breaks
+/// `ping-answered`, and the liveness finding says so.
+#[test]
+fn a_server_that_answers_calls_but_never_ping_is_named_for_the_ping() {
+    let script = common::repo().join("tests/peers/raw_stdio_server.py");
+    let script = script.display().to_string();
+    let server = ["python3", script.as_str(), "ignore-ping", "legacy"];
+    // Six calls, and a bound wide enough that a call written after the first unanswered
+    // check (at about 2.9 s on seed 1) is answered (about 4.5 s) before the check gives up.
+    let mut args = vec!["--seed", "1", "--era", "legacy"];
+    let calls = SLOW
+        .iter()
+        .position(|a| *a == "--calls")
+        .expect("SLOW sets --calls");
+    args.extend_from_slice(&SLOW[..calls]);
+    args.extend_from_slice(&["--calls", "6"]);
+    args.extend_from_slice(&SLOW[calls + 2..]);
+    args.extend_from_slice(&["--liveness-ms", "4000"]);
+    let (code, v) = probe(&args, &server);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(findings(&v), ["liveness-check-unanswered"], "{v:#}");
+    let message = v["findings"][0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("answers requests but not `ping` (ping-answered, MUST)"),
+        "{v:#}"
+    );
+    assert!(rules(&v).contains(&"ping-answered".to_string()), "{v:#}");
+}

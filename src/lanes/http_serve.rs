@@ -16,7 +16,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Either, Full};
+use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
 use hyper::body::Frame;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{mpsc, oneshot};
@@ -25,6 +25,7 @@ use crate::framing::sse;
 use crate::model::{ServerTransmit, SseStyle, StreamId};
 use crate::wire;
 use crate::wire::http::Method;
+use crate::wire::origin::HostAndOrigin;
 
 /// A response body: a stream of SSE bytes, or a whole body.
 pub(crate) type ResponseBody = Either<SseBody, Full<Bytes>>;
@@ -32,6 +33,41 @@ pub(crate) type ResponseBody = Either<SseBody, Full<Bytes>>;
 pub(crate) type HttpResponse = hyper::Response<ResponseBody>;
 /// How the HTTP side hands events to the driver (its input channel, wrapped).
 pub(crate) type Notify = Rc<dyn Fn(HttpEvent)>;
+
+/// The bounds of one HTTP front's connections (`serve --http`). A request whose header block
+/// is over `max_header_bytes`, or whose body is over `max_body_bytes`, reaches the driver as
+/// `HttpEvent::Post` with an `OverLimit` (its body unread), which records it and answers 431
+/// or 413 with a JSON-RPC error naming the bound; hyper's own read buffer is bounded at
+/// twice the header bound, so a head far over it is cut with 431 before it is a request.
+/// The connection bound is the listener's (`lanes::live::serve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// The largest request body read, in bytes (default 4 MiB, the decoder's own bound).
+    pub max_body_bytes: usize,
+    /// The largest header block read, in bytes (default 64 KiB; at least 8 KiB).
+    pub max_header_bytes: usize,
+    /// Connections open at once (default 1024); one more is answered 503 and closed.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: crate::wire::Limits::DEFAULT.max_message_bytes,
+            max_header_bytes: 64 << 10,
+            max_connections: 1024,
+        }
+    }
+}
+
+/// Which bound a request was over, and the bound in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OverLimit {
+    /// The header block (431).
+    Headers(usize),
+    /// The body (413).
+    Body(usize),
+}
 
 /// What the HTTP side tells the driver.
 pub(crate) enum HttpEvent {
@@ -42,15 +78,22 @@ pub(crate) enum HttpEvent {
         method: Option<Method>,
         /// The stream the request and its response travel on.
         stream: StreamId,
-        /// The request body.
+        /// The request body (empty when over a bound).
         body: Bytes,
+        /// The request was over a bound, and its body was not read.
+        oversized: Option<OverLimit>,
         /// The request's headers that the rules judge (`wire::http::RECORDED`).
         headers: std::collections::BTreeMap<String, String>,
+        /// Its `Host` and `Origin`, for the listener's DNS-rebinding protection.
+        sent: HostAndOrigin,
         /// Where the response goes.
         respond: oneshot::Sender<HttpResponse>,
     },
     /// hyper dropped a stream's response (or the pending request): the client is gone.
     Dropped(StreamId),
+    /// The listener refused a connection over its bound, before any request (503).
+    #[cfg_attr(not(feature = "live"), allow(dead_code))] // only `serve` bounds its connections
+    ConnectionRefused,
 }
 
 /// Sends [`HttpEvent::Dropped`] when hyper drops what it holds, unless disarmed first.
@@ -87,6 +130,7 @@ pub(crate) async fn serve_connection<IO>(
     io: IO,
     notify: Notify,
     stream_of: impl Fn(&hyper::Request<hyper::body::Incoming>) -> StreamId + 'static,
+    limits: HttpLimits,
 ) where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
 {
@@ -94,25 +138,40 @@ pub(crate) async fn serve_connection<IO>(
         let notify = notify.clone();
         let stream = stream_of(&req);
         let method = Method::parse(req.method().as_str());
-        let headers = crate::lanes::recorder::recorded_headers(
+        let all = || {
             req.headers()
                 .iter()
-                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
-        );
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)))
+        };
+        let headers = crate::lanes::recorder::recorded_headers(all());
+        let sent = HostAndOrigin::from_headers(all());
+        // Each header as `name: value` and its line end.
+        let head_bytes: usize = all().map(|(k, v)| k.len() + v.len() + 4).sum();
         async move {
-            let body = req
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
+            let limit = limits.max_body_bytes;
+            let (body, oversized) = if head_bytes > limits.max_header_bytes {
+                (
+                    Bytes::new(),
+                    Some(OverLimit::Headers(limits.max_header_bytes)),
+                )
+            } else {
+                match Limited::new(req.into_body(), limit).collect().await {
+                    Ok(b) => (b.to_bytes(), None),
+                    Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                        (Bytes::new(), Some(OverLimit::Body(limit)))
+                    }
+                    Err(_) => (Bytes::new(), None),
+                }
+            };
             let (respond, response) = oneshot::channel();
             let mut signal = DropSignal(Some((stream, notify.clone())));
             notify(HttpEvent::Post {
                 method,
                 stream,
                 body,
+                oversized,
                 headers,
+                sent,
                 respond,
             });
             let response = response.await;
@@ -126,6 +185,7 @@ pub(crate) async fn serve_connection<IO>(
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
+        .max_buf_size(limits.max_header_bytes.saturating_mul(2).max(8 << 10))
         .serve_connection(TokioIo::new(io), service)
         .await;
 }

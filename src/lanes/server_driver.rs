@@ -13,24 +13,47 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(any(feature = "turmoil", feature = "live"))]
+use crate::lanes::http_serve::OverLimit;
 use crate::lanes::readers::StdioReader;
 use crate::lanes::recorder;
 use crate::lanes::RunSink;
+use crate::model::server::{Refusal, RequestHead};
 use crate::model::{
-    Backend, BackendCall, Server, ServerTransmit, StreamId, TimeoutPolicy, Transport,
+    Backend, BackendCall, ClientPolicies, Server, ServerTransmit, StreamId, Transport,
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
 use crate::wire::http::Method;
+#[cfg(any(feature = "turmoil", feature = "live"))]
+use crate::wire::origin::HostAndOrigin;
+use crate::wire::origin::OriginPolicy;
 use crate::wire::{Era, Message};
 
+/// One HTTP request as hyper hands it to the driver.
+#[cfg(any(feature = "turmoil", feature = "live"))]
+pub(crate) struct IncomingRequest<'a> {
+    /// The stream it and its response travel on.
+    pub(crate) stream: StreamId,
+    /// Its method (`None`: one the endpoint does not serve).
+    pub(crate) method: Option<Method>,
+    /// A POST's body.
+    pub(crate) body: &'a [u8],
+    /// The headers the rules judge.
+    pub(crate) headers: BTreeMap<String, String>,
+    /// Its `Host` and `Origin`.
+    pub(crate) sent: &'a HostAndOrigin,
+    /// The request was over a bound, and its body was not read.
+    pub(crate) oversized: Option<OverLimit>,
+}
+
 /// How a lane wants its server recorded.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ServerRecording {
     /// Record received text as written (a real client's) instead of as the model decoded it.
     pub(crate) as_written: bool,
-    /// The timeout policy a black-box client declared, recorded on each request it sent.
-    pub(crate) client_policy: Option<TimeoutPolicy>,
+    /// The timeout policies a black-box client declared, recorded on each request they cover.
+    pub(crate) client_policy: Option<ClientPolicies>,
     /// Count each request received (no client driver counts them: the client is real).
     pub(crate) count_requests: bool,
 }
@@ -53,6 +76,9 @@ pub(crate) struct ServerDriver {
     lines: StdioReader,
     /// The backend's ledger when it runs in process; `None` when the lane sends the calls on.
     backend: Option<Backend>,
+    /// The `Host` and `Origin` a real listener serves (none checked in the simulation).
+    #[cfg_attr(not(any(feature = "turmoil", feature = "live")), allow(dead_code))]
+    origin_policy: Option<OriginPolicy>,
 }
 
 impl ServerDriver {
@@ -68,7 +94,16 @@ impl ServerDriver {
             recording,
             lines: StdioReader::default(),
             backend,
+            origin_policy: None,
         }
+    }
+
+    /// The same driver behind a real listener: requests whose `Host` or `Origin` `policy`
+    /// refuses are answered 403 before anything else (`wire::origin`).
+    #[cfg(feature = "live")]
+    pub(crate) fn guarded(mut self, policy: OriginPolicy) -> Self {
+        self.origin_policy = Some(policy);
+        self
     }
 
     /// The server.
@@ -132,18 +167,54 @@ impl ServerDriver {
         self.receive(now, Some(stream), body, headers, sink);
     }
 
-    /// An HTTP request on `stream` with its `method` (`None`: one the endpoint does not
-    /// serve, answered 405): a POST's body, or a legacy `GET` or `DELETE`.
+    /// An HTTP request, as hyper handed it over: a POST's body, or a legacy `GET` or
+    /// `DELETE` (a method the endpoint does not serve is answered 405). A request the
+    /// listener's `Host`/`Origin` policy refuses is recorded with both headers and answered 403;
+    /// one whose body was over the limit is recorded and answered 413; nothing else is done
+    /// with either.
     #[cfg(any(feature = "turmoil", feature = "live"))]
     pub(crate) fn http_request(
         &mut self,
         now: Time,
-        stream: StreamId,
-        method: Option<Method>,
-        body: &[u8],
-        headers: BTreeMap<String, String>,
+        request: IncomingRequest<'_>,
         sink: &mut impl RunSink,
     ) {
+        let IncomingRequest {
+            stream,
+            method,
+            body,
+            headers,
+            sent,
+            oversized,
+        } = request;
+        let refused = self
+            .origin_policy
+            .as_ref()
+            .and_then(|p| p.check_request(sent).err());
+        if let Some(refusal) = refused {
+            return self.forbid(stream, method, body, headers, sent, &refusal, sink);
+        }
+        if let Some(over) = oversized {
+            sink.record(
+                Side::Server,
+                EventKind::Open {
+                    stream: stream.0,
+                    method: method.map_or("OTHER", Method::as_str).into(),
+                    headers: Some(headers),
+                },
+            );
+            let (status, why) = match over {
+                OverLimit::Body(limit) => (
+                    413,
+                    format!("Payload Too Large: the request body is over {limit} bytes (--max-body-bytes)"),
+                ),
+                OverLimit::Headers(limit) => (
+                    431,
+                    format!("Request Header Fields Too Large: the header block is over {limit} bytes (--max-header-bytes)"),
+                ),
+            };
+            return self.server.refuse(stream, None, status, &why);
+        }
         match method {
             Some(Method::Post) => self.post(now, stream, body, Some(headers), sink),
             Some(m) => self.open(now, stream, m, headers, sink),
@@ -154,6 +225,47 @@ impl ServerDriver {
                 "the endpoint serves POST, GET and DELETE",
             ),
         }
+    }
+
+    /// Records a request refused for its `Host` or `Origin` (with both headers) and answers
+    /// it 403 with a JSON-RPC error naming the header, without handing it to the model.
+    #[cfg(any(feature = "turmoil", feature = "live"))]
+    #[allow(clippy::too_many_arguments)]
+    fn forbid(
+        &mut self,
+        stream: StreamId,
+        method: Option<Method>,
+        body: &[u8],
+        mut headers: BTreeMap<String, String>,
+        sent: &HostAndOrigin,
+        refusal: &crate::wire::origin::OriginRefusal,
+        sink: &mut impl RunSink,
+    ) {
+        for (name, value) in [("host", &sent.host), ("origin", &sent.origin)] {
+            if let Some(v) = value {
+                headers.insert(name.into(), v.clone());
+            }
+        }
+        let mut id = None;
+        match method {
+            Some(Method::Post) => {
+                let era = guess_era(bytes_method(body).as_deref(), &headers);
+                let (mut w, decoded) =
+                    recorder::observe_as_written_in(era, self.transport, Some(stream), body);
+                id = decoded.ok().and_then(|m| m.id().cloned());
+                w.headers = Some(headers);
+                sink.record(Side::Server, EventKind::Recv(w));
+            }
+            m => sink.record(
+                Side::Server,
+                EventKind::Open {
+                    stream: stream.0,
+                    method: m.map_or("OTHER", Method::as_str).into(),
+                    headers: Some(headers),
+                },
+            ),
+        }
+        self.server.refuse(stream, id, 403, &refusal.to_string());
     }
 
     /// A request without a message opened `stream` (legacy era): a `GET` (a resume, with
@@ -168,7 +280,11 @@ impl ServerDriver {
         sink: &mut impl RunSink,
     ) {
         let last_event_id = headers.get("last-event-id").cloned();
-        let refusal = self.session_refusal(&headers, true);
+        let head = RequestHead {
+            session: headers.get(recorder::SESSION_HEADER).map(String::as_str),
+            ..RequestHead::default()
+        };
+        let refusal = self.server.admit(stream, false, head).refusal;
         sink.record(
             Side::Server,
             EventKind::Open {
@@ -178,7 +294,7 @@ impl ServerDriver {
             },
         );
         match (refusal, method) {
-            (Some((status, why)), _) => self.server.refuse(stream, None, status, &why),
+            (Some(r), _) => self.server.refuse(stream, None, r.status, &r.why),
             (None, Method::Delete) => self.server.handle_delete(now, stream),
             (None, _) => self
                 .server
@@ -209,7 +325,7 @@ impl ServerDriver {
         headers: Option<BTreeMap<String, String>>,
         sink: &mut impl RunSink,
     ) {
-        let era = self.era_of(bytes, headers.as_ref());
+        let (era, refusal) = self.era_of(stream, bytes, headers.as_ref());
         let (mut w, decoded) = if self.recording.as_written {
             recorder::observe_as_written_in(era, self.transport, stream, bytes)
         } else {
@@ -220,14 +336,10 @@ impl ServerDriver {
             .as_ref()
             .filter(|_| !era.is_legacy())
             .and_then(|h| recorder::header_mismatch(&decoded, h));
-        let initialize = matches!(&decoded, Ok(Message::Request(r)) if r.method == "initialize");
-        let refusal = headers
-            .as_ref()
-            .filter(|_| era.is_legacy() && !initialize)
-            .and_then(|h| self.session_refusal(h, false));
         w.headers = headers;
-        if let Ok(Message::Request(_)) = &decoded {
-            if let Some(policy) = self.recording.client_policy {
+        if let Ok(Message::Request(r)) = &decoded {
+            let declared = self.recording.client_policy.as_ref();
+            if let Some(policy) = declared.and_then(|p| p.for_method(&r.method)) {
                 w.policy = Some(policy.into());
             }
             if self.recording.count_requests {
@@ -235,9 +347,9 @@ impl ServerDriver {
             }
         }
         sink.record(Side::Server, EventKind::Recv(w));
-        if let (Some((status, why)), Some(st)) = (refusal, stream) {
+        if let (Some(r), Some(st)) = (refusal, stream) {
             let id = decoded.as_ref().ok().and_then(|m| m.id()).cloned();
-            return self.server.refuse(st, id, status, &why);
+            return self.server.refuse(st, id, r.status, &r.why);
         }
         match (decoded, stream, mismatch) {
             (Ok(Message::Request(r)), Some(st), Some(why)) => {
@@ -248,44 +360,36 @@ impl ServerDriver {
         }
     }
 
-    /// Why a legacy request (or `GET` or `DELETE`, `open`) with these headers is refused, if it is: 404 for a
-    /// session this server did not issue (it forgot it in a crash, or never had it), 400 for a
-    /// request without the session it did issue (docs/spec/mcp-2025-11-25.md §5, LA5).
-    fn session_refusal(
-        &self,
-        headers: &BTreeMap<String, String>,
-        open: bool,
-    ) -> Option<(u16, String)> {
-        match (headers.get(recorder::SESSION_HEADER), self.server.session()) {
-            (Some(sent), issued) if issued != Some(sent.as_str()) => {
-                Some((404, format!("session {sent} not found")))
-            }
-            (None, Some(issued)) => Some((400, format!("Mcp-Session-Id {issued} is missing"))),
-            // No session to stream or end: 2026-07-28 serves POSTs only (§9 E46), and a
-            // legacy server may refuse such a request just the same.
-            (None, None) if open => Some((405, "only POST is served outside a session".into())),
-            _ => None,
+    /// The era to read a client's message in, and the refusal of an HTTP request that is not
+    /// served: on stdio the pipe's once its first request decided it, before that the legacy
+    /// era for an `initialize`; over HTTP what the server's era seam makes of the request's
+    /// head (`model::server_eras`). A lane that moves messages without headers reads them
+    /// as the stdio pipe does.
+    fn era_of(
+        &mut self,
+        stream: Option<StreamId>,
+        bytes: &[u8],
+        headers: Option<&BTreeMap<String, String>>,
+    ) -> (Era, Option<Refusal>) {
+        let method = bytes_method(bytes);
+        if let (Some(stream), Some(h)) = (stream, headers) {
+            let head = RequestHead {
+                session: h.get(recorder::SESSION_HEADER).map(String::as_str),
+                version: h.get("mcp-protocol-version").map(String::as_str),
+                method: method.as_deref(),
+            };
+            let admission = self.server.admit(stream, true, head);
+            return (admission.era, admission.refusal);
         }
-    }
-
-    /// The era to read a client's message in: the connection's, once its first request
-    /// decided it; before that, the legacy era for an `initialize` or a request in a legacy
-    /// session (the dual-era server lets the first request pick), else the modern one.
-    fn era_of(&self, bytes: &[u8], headers: Option<&BTreeMap<String, String>>) -> Era {
-        if let Some(era) = self.server.era() {
-            return era;
+        if let Some(era) = self.server.era().filter(|_| stream.is_none()) {
+            return (era, None);
         }
-        if headers.is_some_and(|h| h.contains_key(recorder::SESSION_HEADER)) {
-            return Era::LEGACY;
-        }
-        let opens_legacy = serde_json::from_slice::<serde_json::Value>(bytes)
-            .ok()
-            .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"));
-        if opens_legacy {
+        let era = if method.as_deref() == Some("initialize") {
             Era::LEGACY
         } else {
             Era::Modern
-        }
+        };
+        (era, None)
     }
 
     /// The next output, recorded: the server's transmits first, then its backend calls (an
@@ -312,5 +416,33 @@ impl ServerDriver {
             sink.record(Side::Backend, kind);
         }
         None
+    }
+}
+
+/// The `method` of a message's text, if it has one (read before the era decides how the
+/// message is decoded).
+fn bytes_method(bytes: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<Head>(bytes).ok()?.method
+}
+
+/// The era a refused request would have been read in, for its record: the legacy era for
+/// an `initialize`, a session's request or a legacy `MCP-Protocol-Version`.
+#[cfg(any(feature = "turmoil", feature = "live"))]
+fn guess_era(method: Option<&str>, headers: &BTreeMap<String, String>) -> Era {
+    let legacy_version = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| Era::from_version(v))
+        .is_some_and(Era::is_legacy);
+    let legacy = method == Some("initialize")
+        || headers.contains_key(recorder::SESSION_HEADER)
+        || legacy_version;
+    if legacy {
+        Era::LEGACY
+    } else {
+        Era::Modern
     }
 }

@@ -30,6 +30,7 @@ pub mod mutant;
 pub mod policy;
 pub(crate) mod resume;
 pub mod server;
+pub mod server_eras;
 mod server_transmit;
 pub mod tasks;
 
@@ -39,10 +40,10 @@ pub use client::{
     CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome,
 };
 pub use mutant::{Mutant, MutantSet};
-pub use policy::{TimeoutPolicy, TimeoutReason};
+pub use policy::{ClientPolicies, TimeoutPolicy, TimeoutReason};
 pub use server::{
-    ResponseMode, Server, ServerBehaviour, ServerConfig, ServerEras, ServerTransmit, SseStyle,
-    CALL_TAG, SLOW_TOOL,
+    Admission, Refusal, RequestHead, ResponseMode, Server, ServerBehaviour, ServerConfig,
+    ServerEras, ServerTransmit, SessionLimits, SseStyle, CALL_TAG, SLOW_TOOL,
 };
 pub use tasks::TaskStatus;
 

@@ -249,3 +249,115 @@ mod spec_tests {
         }
     }
 }
+
+/// The timeout policies a black-box client declares, per method: `serve --client-policy` and
+/// `check-trace --client-policy`. The TypeScript SDKs take timeout options per call (a host
+/// times its `tools/call` and lists its tools with the defaults), so one policy for every
+/// request would judge requests the declaration never meant.
+///
+/// Written `[METHOD:]POLICY[;[METHOD:]POLICY...]`: `METHOD` is a method or a prefix of one
+/// (`tools/call`, `tools/`), `POLICY` as [`TimeoutPolicy::from_spec`]; a policy without a
+/// method covers every request no other entry covers. A request's policy is that of the
+/// longest prefix that matches its method; a request no entry covers has none, and the rules
+/// of a declared policy (`declared-deadline`, `reset-needs-token`) do not judge it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClientPolicies {
+    /// `(method prefix, policy)`, the prefix empty for the catch-all.
+    entries: Vec<(String, TimeoutPolicy)>,
+}
+
+impl ClientPolicies {
+    /// One policy for every request.
+    pub fn every_request(policy: TimeoutPolicy) -> Self {
+        ClientPolicies {
+            entries: vec![(String::new(), policy)],
+        }
+    }
+
+    /// Parses `[METHOD:]POLICY[;...]` (see the type's docs); an error names the part at fault.
+    pub fn from_spec(spec: &str) -> Result<ClientPolicies, String> {
+        let mut entries: Vec<(String, TimeoutPolicy)> = Vec::new();
+        for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            // A method has a `/`; a policy's own settings never do.
+            let (method, policy) = match part.split_once(':') {
+                Some((m, p)) if m.contains('/') => (m.trim(), p.trim()),
+                _ => ("", part),
+            };
+            if method.chars().any(char::is_whitespace) {
+                return Err(format!("{method:?} is not a method in {spec:?}"));
+            }
+            if entries.iter().any(|(m, _)| m == method) {
+                let who = if method.is_empty() {
+                    "every request"
+                } else {
+                    method
+                };
+                return Err(format!("{who} has two policies in {spec:?}"));
+            }
+            entries.push((method.to_owned(), TimeoutPolicy::from_spec(policy)?));
+        }
+        if entries.is_empty() {
+            return Err("an empty policy: give a preset or timeout=MS".into());
+        }
+        Ok(ClientPolicies { entries })
+    }
+
+    /// The policy covering a request of `method`, if one does.
+    pub fn for_method(&self, method: &str) -> Option<TimeoutPolicy> {
+        self.entries
+            .iter()
+            .filter(|(prefix, _)| method.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, p)| *p)
+    }
+
+    /// Every entry: its method prefix (`None`: every other request) and policy.
+    pub fn entries(&self) -> impl Iterator<Item = (Option<&str>, TimeoutPolicy)> {
+        self.entries
+            .iter()
+            .map(|(m, p)| ((!m.is_empty()).then_some(m.as_str()), *p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_per_method_covers_only_its_methods() {
+        let p = ClientPolicies::from_spec("tools/call:timeout=1000,reset").unwrap();
+        let call = p.for_method("tools/call").unwrap();
+        assert_eq!(call.timeout, Some(Duration::from_millis(1000)));
+        assert!(call.reset_timeout_on_progress);
+        assert_eq!(p.for_method("tools/list"), None);
+        let q =
+            ClientPolicies::from_spec("tools/:timeout=5000; tools/call:inspector; none").unwrap();
+        assert_eq!(
+            q.for_method("tools/call"),
+            Some(TimeoutPolicy::inspector_v1())
+        );
+        assert_eq!(
+            q.for_method("tools/list").unwrap().timeout,
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(q.for_method("ping"), Some(TimeoutPolicy::none()));
+        let bare = ClientPolicies::from_spec("timeout=1000,reset").unwrap();
+        assert!(
+            bare.for_method("anything").is_some(),
+            "a bare policy covers every request"
+        );
+    }
+
+    #[test]
+    fn a_bad_per_method_policy_is_refused_naming_the_part() {
+        for (spec, says) in [
+            ("tools/call:timeout=x", "timeout="),
+            ("tools/call:none;tools/call:inspector", "two policies"),
+            ("", "empty"),
+            ("tools/call:reset", "reset needs a timeout"),
+        ] {
+            let e = ClientPolicies::from_spec(spec).unwrap_err();
+            assert!(e.contains(says), "{spec:?}: {e}");
+        }
+    }
+}

@@ -83,8 +83,16 @@ impl Resumable {
         self.next_event
     }
 
+    /// [`Self::write`], numbering events from the counter `ids`, shared by every session of
+    /// one server process, so that an event id names one event of the whole process.
+    pub(crate) fn write_numbered(&mut self, t: ServerTransmit, ids: &mut u64) {
+        self.next_event = *ids;
+        self.write(t);
+        *ids = self.next_event;
+    }
+
     /// One write of the server: what goes on the wire now is queued for [`Self::pop`].
-    pub(crate) fn write(&mut self, t: ServerTransmit) {
+    fn write(&mut self, t: ServerTransmit) {
         match t {
             ServerTransmit::SseStart { stream } => {
                 self.logs.insert(
@@ -197,6 +205,11 @@ impl Resumable {
             self.drop_log(origin);
         }
         Some(())
+    }
+
+    /// Nothing is kept: no stream's events wait for their end or a resume.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.logs.is_empty()
     }
 
     fn drop_log(&mut self, origin: StreamId) {

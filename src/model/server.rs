@@ -22,13 +22,15 @@
 //! answered at once with a `CreateTaskResult` and runs on as a task, polled with `tasks/get`
 //! and cancelled with `tasks/cancel`.
 //!
-//! It is dual-era, as the SDK servers are: a connection's first request decides. `initialize`
-//! opens the legacy era (docs/spec/mcp-2025-11-25.md §2): the answer names the legacy version
+//! It is dual-era, as the SDK servers are: on stdio a connection's first request decides, over
+//! HTTP every request speaks for itself ([`super::server_eras`], the one place where an era is
+//! decided). `initialize` opens the legacy era (docs/spec/mcp-2025-11-25.md §2): the answer names the legacy version
 //! the client asked for (else 2025-11-25), `ping` is answered with an empty result, results
 //! carry no `resultType`, and on HTTP a cancel is the POSTed notification while a closed stream
-//! is not one (LC11). Anything else opens the modern era. Over HTTP the legacy `initialize`
-//! issues a session ([`Server::session`]; its driver refuses other sessions' requests with 404),
-//! and every event stream is resumable (`model/resume.rs`): a stream that breaks keeps its work
+//! is not one (LC11). Anything else opens the modern era. Over HTTP each legacy `initialize`
+//! issues a session of its own (a request naming a session the server does not know gets 404,
+//! [`Server::admit`]), request ids are unique per session, and every event stream of a
+//! session is resumable (`model/resume.rs`): a stream that breaks keeps its work
 //! and its events, and a `GET` with `Last-Event-ID` picks them up. A `DELETE` ends the session.
 //!
 //! In the legacy era a call whose arguments say `"sample": true` (the era's way to ask the
@@ -46,17 +48,20 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::backend::BackendCall;
-use super::resume::Resumable;
+pub use super::server_eras::{
+    Admission, Refusal, RequestHead, ServerEras, SessionLimits, LEGACY_RETRY_MS,
+};
+use super::server_eras::{EraSeam, JobKey, Scope};
 pub use super::server_transmit::ServerTransmit;
 use super::tasks::{request_state, result_of, task_fields, verify_state, TaskStatus, TaskStore};
 use super::{StreamId, Transport};
 use crate::model::mutant::{Mutant, MutantSet};
 use crate::time::Time;
 use crate::wire::{
-    codes, DecodeError, Era, ErrorResponse, LegacyRevision, Message, Notification, Progress,
-    ProgressToken, Request, RequestId, ResultResponse, ResultType, EXTENSION_TASKS,
-    META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL,
-    METHOD_TASKS_GET, METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
+    codes, DecodeError, Era, ErrorResponse, Message, Notification, Progress, ProgressToken,
+    Request, RequestId, ResultResponse, ResultType, EXTENSION_TASKS, META_SUBSCRIPTION_ID,
+    METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
+    METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
 
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
@@ -75,10 +80,6 @@ pub const MAX_STEPS: u64 = 100_000;
 
 /// The largest `input_rounds` the tool accepts.
 pub const MAX_INPUT_ROUNDS: u64 = 16;
-
-/// The `retry` (ms) a legacy server's priming event asks a client to wait before it resumes
-/// a broken stream.
-pub const LEGACY_RETRY_MS: u64 = 1000;
 
 /// How the server answers a request over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -191,6 +192,8 @@ pub struct ServerConfig {
     pub mutants: MutantSet,
     /// The protocol eras it speaks.
     pub eras: ServerEras,
+    /// Bounds on what legacy clients hold open over HTTP (none by default).
+    pub limits: SessionLimits,
 }
 
 impl ServerConfig {
@@ -201,27 +204,9 @@ impl ServerConfig {
             behaviour: ServerBehaviour::default(),
             mutants: MutantSet::NONE,
             eras: ServerEras::Both,
+            limits: SessionLimits::default(),
         }
     }
-}
-
-/// The protocol eras a server speaks (docs/spec/mcp-2025-11-25.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ServerEras {
-    /// Both, as the 2026 SDK servers do: the client's first request decides.
-    #[default]
-    Both,
-    /// The legacy era only (the TypeScript SDK v1, the Python SDK 1.x): a `server/discover`
-    /// is refused as they refuse it (on stdio -32601; over HTTP before `initialize` 400 with
-    /// -32000 and a null id, as the TypeScript SDK v1 transport answers any request outside
-    /// a session) or, with `ignores_discover`, never answered (fastmcp 3.x on `mcp` 1.x).
-    LegacyOnly {
-        /// `server/discover` gets no answer at all.
-        ignores_discover: bool,
-    },
-    /// 2026-07-28 only: `initialize` is refused with -32022 naming the supported version
-    /// (docs/spec/mcp-2026-07-28.md §10.1).
-    ModernOnly,
 }
 
 /// A tool call in progress.
@@ -261,37 +246,28 @@ struct Listen {
 #[derive(Debug, Clone)]
 pub struct Server {
     config: ServerConfig,
-    jobs: BTreeMap<RequestId, Job>,
-    listens: BTreeMap<RequestId, Listen>,
+    jobs: BTreeMap<JobKey, Job>,
+    listens: BTreeMap<JobKey, Listen>,
     tasks: TaskStore,
     /// A request on this connection declared the Tasks extension (only the faulty server of
     /// [`Mutant::CapabilitiesRemembered`] looks).
     tasks_declared: bool,
     /// Requests already answered (what a racing cancel can still name).
-    answered: BTreeSet<RequestId>,
+    answered: BTreeSet<JobKey>,
     /// HTTP streams answered with `text/event-stream` and not yet ended.
     open_sse: BTreeSet<StreamId>,
     transmits: VecDeque<ServerTransmit>,
     backend: VecDeque<BackendCall>,
-    /// The era of the connection, decided by its first request: `initialize` opens the legacy
-    /// era (the version it asked for, when it is one), anything else the modern one. The
-    /// reference server is dual-era, as the SDK servers are.
-    era: Option<Era>,
-    /// The legacy era's HTTP session: the `Mcp-Session-Id` its `initialize` issued.
-    session: Option<String>,
-    /// The legacy era's resumable streams (HTTP only; [`super::resume`]).
-    resumable: Option<Resumable>,
-    /// How many sessions this server issued.
-    sessions: u64,
+    /// Which era each request is read and answered in, and the legacy connections' state
+    /// ([`super::server_eras`]).
+    seam: EraSeam,
     /// Calls whose cancel the faulty server of [`Mutant::LegacyIgnoresCancel`] read and ignored.
-    cancel_ignored: BTreeSet<RequestId>,
+    cancel_ignored: BTreeSet<JobKey>,
     /// The listening `GET` stream the faulty server of [`Mutant::ProgressOnGetStream`] keeps.
     listening: Option<StreamId>,
     /// When this server process started: session ids name it, so that a restarted server
     /// never issues an id it issued before.
     started: Time,
-    /// The legacy client declared the `sampling` capability in its `initialize`.
-    client_samples: bool,
     /// How many requests of its own this server sent (their ids are `s-N`).
     own_requests: u64,
 }
@@ -309,14 +285,10 @@ impl Server {
             open_sse: BTreeSet::new(),
             transmits: VecDeque::new(),
             backend: VecDeque::new(),
-            era: None,
-            session: None,
-            resumable: None,
-            sessions: 0,
+            seam: EraSeam::new(config.eras, config.limits, config.transport, config.mutants),
             cancel_ignored: BTreeSet::new(),
             listening: None,
             started: Time::ZERO,
-            client_samples: false,
             own_requests: 0,
         }
     }
@@ -327,13 +299,37 @@ impl Server {
         self
     }
 
-    /// The connection's era, once its first request decided it.
+    /// The stdio pipe's era, once its first request decided it (over HTTP each request
+    /// has its own: [`Self::admit`]).
     pub fn era(&self) -> Option<Era> {
-        self.era
+        self.seam.pipe_era()
     }
 
-    fn legacy(&self) -> bool {
-        self.era.is_some_and(Era::is_legacy)
+    /// The era a message on `stream` (`None`: the pipe) is read in, as decided so far.
+    fn legacy_on(&self, stream: Option<StreamId>) -> bool {
+        self.seam.era_on(stream).is_legacy()
+    }
+
+    /// The key of request `id` arriving on `stream`.
+    fn key(&self, stream: Option<StreamId>, id: RequestId) -> JobKey {
+        JobKey {
+            scope: self.seam.scope(stream),
+            id,
+        }
+    }
+
+    /// HTTP: a request opened `stream` with this head. Decides the era its body is read in,
+    /// or refuses it before anything else: an unknown session (404), a legacy request
+    /// without its session (400), a `GET` or `DELETE` outside a session (405); see
+    /// [`super::server_eras`]. `post`: a `POST` (else a `GET` or `DELETE`).
+    pub fn admit(&mut self, stream: StreamId, post: bool, head: RequestHead<'_>) -> Admission {
+        if post {
+            return self.seam.admit_post(stream, head);
+        }
+        Admission {
+            era: Era::LEGACY,
+            refusal: self.seam.admit_open(stream, head.session),
+        }
     }
 
     /// The configuration.
@@ -358,11 +354,13 @@ impl Server {
                     // on nothing. The legacy era cancels by this very POST.
                     self.transmits
                         .push_back(ServerTransmit::Accepted { stream: s });
-                    if self.legacy() {
-                        self.cancel_notification(&c.request_id);
+                    if self.legacy_on(stream) {
+                        let key = self.key(stream, c.request_id);
+                        self.cancel_notification(&key);
                     }
                 } else {
-                    self.cancel_notification(&c.request_id);
+                    let key = self.key(None, c.request_id);
+                    self.cancel_notification(&key);
                 }
             }
             // Client progress is not a 2026-07-28 message and responses never come from a
@@ -379,7 +377,7 @@ impl Server {
     /// A response from the client: in the legacy era the answer to a request of the
     /// server's own (a POST of its own over HTTP, answered 202); 2026-07-28 clients send none.
     fn handle_answer(&mut self, stream: Option<StreamId>, msg: Message) {
-        if self.legacy() {
+        if self.legacy_on(stream) {
             if let Some(id) = msg.id() {
                 for job in self.jobs.values_mut() {
                     if job.sampling.as_ref().is_some_and(|(s, _)| s == id) {
@@ -481,9 +479,10 @@ impl Server {
     /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
     /// of its request (§3.2).
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
+        self.seam.stream_gone(stream);
         // A legacy stream that breaks is detached, not ended: its request goes on and what it
         // writes waits for a resume (LC11, LB8).
-        if let Some(r) = &mut self.resumable {
+        if let Some(r) = self.seam.resumable(stream) {
             if r.broke(stream) {
                 if self.mutant(Mutant::LegacyDisconnectCancels) {
                     self.cancel_on_stream(stream);
@@ -494,10 +493,10 @@ impl Server {
         self.open_sse.remove(&stream);
         if let Some(id) = self.job_on(stream) {
             if self.mutant(Mutant::WriteAfterClosePanics) {
-                panic!("ClosedResourceError: the client went away during {id}");
+                panic!("ClosedResourceError: the client went away during {}", id.id);
             }
             // In the legacy era a disconnect is not a cancel (LC11): the work goes on.
-            if !self.mutant(Mutant::HandlerSurvivesDisconnect) && !self.legacy() {
+            if !self.mutant(Mutant::HandlerSurvivesDisconnect) && !self.legacy_on(Some(stream)) {
                 self.cancel(&id);
             }
         }
@@ -508,7 +507,7 @@ impl Server {
     }
 
     /// The tool call answering on `stream`, if one is.
-    fn job_on(&self, stream: StreamId) -> Option<RequestId> {
+    fn job_on(&self, stream: StreamId) -> Option<JobKey> {
         self.jobs
             .iter()
             .find(|(_, j)| j.stream == Some(stream))
@@ -529,10 +528,10 @@ impl Server {
         for job in self.jobs.values_mut() {
             job.sampling = None;
         }
-        let ids: Vec<RequestId> = self
+        let ids: Vec<JobKey> = self
             .jobs
             .iter()
-            .filter(|(_, j)| j.task.is_none())
+            .filter(|(k, j)| j.task.is_none() && k.scope == Scope::Pipe)
             .map(|(id, _)| id.clone())
             .collect();
         for id in ids {
@@ -544,26 +543,19 @@ impl Server {
         self.listens.clear();
         self.open_sse.clear();
         // The next stdio connection decides its own era.
-        self.era = None;
+        self.seam.pipe_closed();
     }
 
     fn handle_request(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
-        if r.method == "initialize" {
+        // A 2026-07-28 request for `initialize` names a method that revision removed.
+        if r.method == "initialize" && r.meta.legacy {
             return self.initialize(stream, r);
         }
         let legacy_only = matches!(self.config.eras, ServerEras::LegacyOnly { .. });
         if legacy_only && r.method == "server/discover" {
             return self.refuse_discover(stream, r);
         }
-        let modern_only = self.config.eras == ServerEras::ModernOnly;
-        let era = *self
-            .era
-            .get_or_insert(if (r.meta.legacy || legacy_only) && !modern_only {
-                Era::LEGACY
-            } else {
-                Era::Modern
-            });
-        self.open_resumable(era);
+        let era = self.seam.request_era(stream, r.meta.legacy);
         if era.is_legacy() && r.method == "ping" && self.mutant(Mutant::PingUnanswered) {
             return;
         }
@@ -586,7 +578,8 @@ impl Server {
             );
             return self.respond(stream, e.into(), 400);
         }
-        if self.jobs.contains_key(&r.id) || self.listens.contains_key(&r.id) {
+        let key = self.key(stream, r.id.clone());
+        if self.jobs.contains_key(&key) || self.listens.contains_key(&key) {
             let e = ErrorResponse::new(
                 Some(r.id),
                 codes::INVALID_REQUEST,
@@ -649,18 +642,21 @@ impl Server {
             e.error.data = Some(json!({"supported": [PROTOCOL_VERSION], "requested": asked}));
             return self.respond(stream, e.into(), 400);
         }
+        if let Some(refusal) = stream.and(self.seam.session_refusal()) {
+            let e = ErrorResponse::new(Some(r.id), codes::INVALID_REQUEST, refusal.why);
+            return self.respond(stream, e.into(), refusal.status);
+        }
         let asked = r.params.get("protocolVersion").and_then(Value::as_str);
         let era = asked
             .and_then(Era::from_version)
             .filter(|e| e.is_legacy())
             .unwrap_or(Era::LEGACY);
-        self.era = Some(era);
-        self.open_resumable(era);
-        self.client_samples = r
+        let samples = r
             .params
             .get("capabilities")
             .and_then(|c| c.get("sampling"))
             .is_some();
+        let session = self.seam.open_legacy(stream, era, samples, self.started);
         let mut res = ResultResponse::complete(r.id);
         res.result_type = None;
         res.result
@@ -672,31 +668,12 @@ impl Server {
             json!({"name": "mcp-sim-server", "version": env!("CARGO_PKG_VERSION")}),
         );
         self.respond(stream, res.into(), 200);
-        if stream.is_some() {
-            // One session per initialize, named by the process's start and its count.
-            self.sessions += 1;
-            let id = format!("{}-{}", self.started.as_millis(), self.sessions);
-            self.session = Some(id.clone());
-            if let Some(ServerTransmit::Json { session, .. }) = self.transmits.back_mut() {
-                *session = Some(id);
-            }
-        }
-    }
-
-    /// The legacy era over HTTP writes through resumable streams (2025-11-25 primes them).
-    fn open_resumable(&mut self, era: Era) {
-        if let (Era::Legacy(revision), Transport::Http, None) =
-            (era, self.config.transport, &self.resumable)
+        if let Some(ServerTransmit::Json {
+            session: header, ..
+        }) = self.transmits.back_mut()
         {
-            let prime = revision >= LegacyRevision::V2025_11_25;
-            let mutants = self.config.mutants;
-            self.resumable = Some(Resumable::new(prime, Some(LEGACY_RETRY_MS), mutants));
+            *header = session;
         }
-    }
-
-    /// The `Mcp-Session-Id` this server issued, once a legacy client initialized over HTTP.
-    pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
     }
 
     /// HTTP: the request (`id`, if it had one) or `GET` on `stream` is refused with `status`
@@ -718,8 +695,12 @@ impl Server {
     /// `Last-Event-ID` 405 (the reference server offers no stream of its own).
     pub fn handle_get(&mut self, _now: Time, stream: StreamId, last_event_id: Option<&str>) {
         let listens = self.mutant(Mutant::ProgressOnGetStream);
-        let resumed = match (&mut self.resumable, last_event_id) {
-            (Some(r), Some(last)) => r.resume(stream, last).is_some(),
+        let resumed = match (self.seam.resumable(stream), last_event_id) {
+            (Some(r), Some(last)) => {
+                let resumed = r.resume(stream, last).is_some();
+                self.seam.flush(stream);
+                resumed
+            }
             // The faulty server keeps a listening stream, and writes progress to it.
             (Some(_), None) if listens => {
                 self.listening = Some(stream);
@@ -742,7 +723,7 @@ impl Server {
     /// is answered 404 (docs/spec/mcp-2025-11-25.md §5); a listening stream ends with it.
     /// Work in flight goes on: its streams are open and each still ends with its response.
     pub fn handle_delete(&mut self, _now: Time, stream: StreamId) {
-        self.session = None;
+        self.seam.end_session(stream);
         if let Some(listening) = self.listening.take() {
             self.transmits
                 .push_back(ServerTransmit::SseEnd { stream: listening });
@@ -760,7 +741,7 @@ impl Server {
             return;
         }
         match stream {
-            Some(stream) if self.session.is_none() => {
+            Some(stream) if !self.seam.in_session(stream) => {
                 let e = ErrorResponse::new(
                     None,
                     codes::SERVER_NOT_INITIALIZED,
@@ -838,7 +819,8 @@ impl Server {
         if answered < rounds {
             return self.ask_for_input(stream, &r, answered + 1, &arguments);
         }
-        let task = wants_task.then(|| self.tasks.create(now, r.id.clone()));
+        let key = self.key(stream, r.id.clone());
+        let task = wants_task.then(|| self.tasks.create(now, key.clone()));
         let mut stream_of_job = stream;
         let mut token = r.meta.progress_token;
         if let Some(task_id) = &task {
@@ -857,14 +839,14 @@ impl Server {
                 stream_of_job = None;
                 token = None;
             }
-            self.answered.insert(r.id.clone());
+            self.answered.insert(key.clone());
         } else if let (Some(s), ResponseMode::Sse) = (stream, self.config.behaviour.response_mode) {
             self.sse_start(s);
         }
         let step = Duration::from_millis(step_ms);
         let samples = args.and_then(|a| a.get("sample")) == Some(&json!(true));
         let can_ask = stream_of_job.is_none_or(|s| self.open_sse.contains(&s));
-        let sampling = (samples && self.legacy() && self.client_samples && can_ask)
+        let sampling = (samples && self.legacy_on(stream) && self.seam.samples(stream) && can_ask)
             .then(|| self.ask_to_sample(now, stream_of_job));
         let job = Job {
             stream: stream_of_job,
@@ -888,9 +870,9 @@ impl Server {
                 step: 0,
             });
         }
-        self.jobs.insert(r.id.clone(), job);
+        self.jobs.insert(key.clone(), job);
         if steps == 0 {
-            self.complete(now, &r.id);
+            self.complete(now, &key);
         }
     }
 
@@ -932,7 +914,8 @@ impl Server {
         } else {
             self.respond(stream, res.into(), 200);
         }
-        self.answered.insert(r.id.clone());
+        let key = self.key(stream, r.id.clone());
+        self.answered.insert(key);
     }
 
     fn task_fields(&self, id: &str) -> Map<String, Value> {
@@ -1049,12 +1032,13 @@ impl Server {
             last_write: now,
             next_notify,
         };
-        self.listens.insert(r.id, listen);
+        let key = self.key(stream, r.id);
+        self.listens.insert(key, listen);
     }
 
     /// The tool list changed: notify every listen that opted into `toolsListChanged`.
     pub fn notify_tools_changed(&mut self, now: Time) {
-        let targets: Vec<RequestId> = self
+        let targets: Vec<JobKey> = self
             .listens
             .iter()
             .filter(|(_, l)| {
@@ -1069,8 +1053,9 @@ impl Server {
     }
 
     /// One `notifications/tools/list_changed` on subscription `id`, tagged with it.
-    fn notify_listen(&mut self, now: Time, id: &RequestId) {
-        let Some(listen) = self.listens.get_mut(id) else {
+    fn notify_listen(&mut self, now: Time, key: &JobKey) {
+        let id = &key.id;
+        let Some(listen) = self.listens.get_mut(key) else {
             return;
         };
         listen.last_write = now;
@@ -1092,7 +1077,7 @@ impl Server {
     /// Ends every subscription gracefully: a `complete` result tagged with its id, then the
     /// stream ends (§7.1).
     pub fn shutdown(&mut self, _now: Time) {
-        for (id, listen) in std::mem::take(&mut self.listens) {
+        for (JobKey { id, .. }, listen) in std::mem::take(&mut self.listens) {
             let mut res = ResultResponse::complete(id.clone());
             res.result.insert(
                 "_meta".into(),
@@ -1107,9 +1092,10 @@ impl Server {
     }
 
     /// A stdio `notifications/cancelled` arrived. Unknown and finished ids are ignored.
-    fn cancel_notification(&mut self, id: &RequestId) {
-        let known = self.jobs.contains_key(id) || self.listens.contains_key(id);
-        if self.mutant(Mutant::CancelCompleteRacePanics) && self.answered.contains(id) {
+    fn cancel_notification(&mut self, key: &JobKey) {
+        let id = &key.id;
+        let known = self.jobs.contains_key(key) || self.listens.contains_key(key);
+        if self.mutant(Mutant::CancelCompleteRacePanics) && self.answered.contains(key) {
             panic!("Request already responded to: {id}");
         }
         if self.mutant(Mutant::CrashOnCancelNotification) && !known {
@@ -1120,8 +1106,8 @@ impl Server {
         }
         if self.mutant(Mutant::LegacyIgnoresCancel) {
             // The work and its progress go on; the SDK under it drops the result.
-            if self.jobs.contains_key(id) {
-                self.cancel_ignored.insert(id.clone());
+            if self.jobs.contains_key(key) {
+                self.cancel_ignored.insert(key.clone());
             }
             return;
         }
@@ -1131,15 +1117,15 @@ impl Server {
             return;
         }
         // A task is not cancelled this way (§7.3): its call is over, the cancel names nothing.
-        if self.jobs.get(id).is_some_and(|j| j.task.is_some()) {
+        if self.jobs.get(key).is_some_and(|j| j.task.is_some()) {
             return;
         }
-        if self.listens.contains_key(id) && self.mutant(Mutant::ListenIgnoresCancel) {
+        if self.listens.contains_key(key) && self.mutant(Mutant::ListenIgnoresCancel) {
             return;
         }
-        let stream = self.jobs.get(id).and_then(|j| j.stream);
-        let had_job = self.jobs.contains_key(id);
-        self.cancel(id);
+        let stream = self.jobs.get(key).and_then(|j| j.stream);
+        let had_job = self.jobs.contains_key(key);
+        self.cancel(key);
         let answers =
             self.mutant(Mutant::RespondAfterCancel) || self.mutant(Mutant::LegacyCancelAnswered);
         if had_job && answers {
@@ -1149,8 +1135,9 @@ impl Server {
     }
 
     /// Stops a request: nothing more is sent for it and its resource is released.
-    fn cancel(&mut self, id: &RequestId) {
-        if let Some(mut job) = self.jobs.remove(id) {
+    fn cancel(&mut self, key: &JobKey) {
+        let id = &key.id;
+        if let Some(mut job) = self.jobs.remove(key) {
             self.cancel_sampling(&mut job, "the call was cancelled");
             self.backend.push_back(BackendCall::Release {
                 request: id.clone(),
@@ -1162,11 +1149,12 @@ impl Server {
                 self.respond(Some(stream), e.into(), 200);
             }
         }
-        self.listens.remove(id);
+        self.listens.remove(key);
     }
 
-    fn complete(&mut self, now: Time, id: &RequestId) {
-        let Some(mut job) = self.jobs.remove(id) else {
+    fn complete(&mut self, now: Time, key: &JobKey) {
+        let id = &key.id;
+        let Some(mut job) = self.jobs.remove(key) else {
             return;
         };
         self.cancel_sampling(&mut job, "the tool finished without it");
@@ -1195,14 +1183,14 @@ impl Server {
                 self.transmits
                     .push_back(ServerTransmit::SseEnd { stream: s });
             }
-        } else if self.cancel_ignored.remove(id) {
+        } else if self.cancel_ignored.remove(key) {
             if let Some(s) = job.stream.filter(|s| self.open_sse.remove(s)) {
                 self.transmits
                     .push_back(ServerTransmit::SseEnd { stream: s });
             }
         } else {
             self.respond(job.stream, res.into(), 200);
-            self.answered.insert(id.clone());
+            self.answered.insert(key.clone());
         }
         if let (Some(token), true) = (&job.token, self.mutant(Mutant::ProgressAfterCompletion)) {
             let mut p = Progress::new(token.clone(), f64::from(job.done) + 1.0);
@@ -1290,7 +1278,7 @@ impl Server {
     /// Runs every step and keep-alive due at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
         let keepalive = self.keepalive_interval();
-        let ids: Vec<RequestId> = self.jobs.keys().cloned().collect();
+        let ids: Vec<JobKey> = self.jobs.keys().cloned().collect();
         for id in ids {
             // Only a job whose sampling request is overdue is taken out to cancel it: this
             // runs on every tick of the simulation.
@@ -1320,7 +1308,7 @@ impl Server {
     fn listen_timers(&mut self, now: Time) {
         let keepalive = self.keepalive_interval();
         let every = self.config.behaviour.listen_notify_interval;
-        let ids: Vec<RequestId> = self.listens.keys().cloned().collect();
+        let ids: Vec<JobKey> = self.listens.keys().cloned().collect();
         for id in ids {
             let Some(listen) = self.listens.get_mut(&id) else {
                 continue;
@@ -1347,11 +1335,12 @@ impl Server {
     }
 
     /// Finishes one step of a job: progress (if due), then the next step or the result.
-    fn step(&mut self, now: Time, id: &RequestId) {
+    fn step(&mut self, now: Time, key: &JobKey) {
+        let id = &key.id;
         let min_interval = self.config.behaviour.progress_min_interval;
         let can_stream = self.config.transport == Transport::Stdio
             || self.config.behaviour.response_mode == ResponseMode::Sse;
-        let Some(job) = self.jobs.get_mut(id) else {
+        let Some(job) = self.jobs.get_mut(key) else {
             return;
         };
         job.done += 1;
@@ -1401,40 +1390,32 @@ impl Server {
             self.send(stream, p.into());
         }
         if finished {
-            self.complete(now, id);
+            self.complete(now, key);
         }
     }
 
     /// The next message or HTTP action for the client. In the legacy era results carry no
     /// `resultType`.
     pub fn poll_transmit(&mut self) -> Option<ServerTransmit> {
-        let mut t = self.next_transmit()?;
-        if self.legacy() {
-            if let ServerTransmit::Line(Message::Result(r))
-            | ServerTransmit::SseEvent {
-                msg: Message::Result(r),
-                ..
-            }
-            | ServerTransmit::Json {
-                msg: Message::Result(r),
-                ..
-            } = &mut t
-            {
-                r.result_type = None;
-            }
-        }
-        Some(t)
-    }
-
-    fn next_transmit(&mut self) -> Option<ServerTransmit> {
-        let Some(r) = &mut self.resumable else {
-            return self.transmits.pop_front();
-        };
         loop {
-            if let Some(t) = r.pop() {
+            if let Some(t) = self.seam.pop() {
                 return Some(t);
             }
-            r.write(self.transmits.pop_front()?);
+            let Some(t) = self.transmits.pop_front() else {
+                self.reap_sessions();
+                return None;
+            };
+            self.seam.write(t);
+        }
+    }
+
+    /// Forgets the ended sessions that have nothing in flight any more; only once every
+    /// transmit is written, since a session's streams are read in its era until then.
+    fn reap_sessions(&mut self) {
+        if self.seam.has_ended_sessions() {
+            let (jobs, listens) = (&self.jobs, &self.listens);
+            self.seam
+                .reap(|scope| jobs.keys().chain(listens.keys()).any(|k| &k.scope == scope));
         }
     }
 

@@ -62,3 +62,19 @@ pub enum ServerTransmit {
         stream: StreamId,
     },
 }
+
+impl ServerTransmit {
+    /// The HTTP stream this transmit is part of (`None`: a stdio line).
+    pub fn stream(&self) -> Option<StreamId> {
+        match self {
+            ServerTransmit::Line(_) => None,
+            ServerTransmit::SseStart { stream }
+            | ServerTransmit::SseEvent { stream, .. }
+            | ServerTransmit::SsePrime { stream, .. }
+            | ServerTransmit::SseComment { stream }
+            | ServerTransmit::SseEnd { stream }
+            | ServerTransmit::Json { stream, .. }
+            | ServerTransmit::Accepted { stream } => Some(*stream),
+        }
+    }
+}

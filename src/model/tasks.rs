@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::server_eras::JobKey;
 use crate::time::Time;
 use crate::wire::{RequestId, ResultResponse, ResultType};
 
@@ -68,7 +69,7 @@ impl TaskStatus {
 #[derive(Debug, Clone)]
 pub(crate) struct Task {
     /// The `tools/call` that created it; its backend work is booked under this id.
-    pub origin: RequestId,
+    pub origin: JobKey,
     pub status: TaskStatus,
     pub created: Time,
     pub updated: Time,
@@ -87,7 +88,7 @@ impl TaskStore {
     /// Creates a working task for `origin`; returns its id, `task-<ms>-<n>`: the creation
     /// time keeps ids of a restarted server apart from those of the process before it, so an
     /// old id never names a new task.
-    pub fn create(&mut self, now: Time, origin: RequestId) -> String {
+    pub fn create(&mut self, now: Time, origin: JobKey) -> String {
         self.next += 1;
         let id = format!("task-{}-{}", now.as_millis(), self.next);
         let task = Task {

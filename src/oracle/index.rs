@@ -428,6 +428,18 @@ impl<'t> Index<'t> {
         self.trace.events[i].t
     }
 
+    /// The last event at the same instant as event `i`. Recorders and hand-written traces
+    /// put events of one millisecond in either order, so a rule that looks for what came
+    /// before `i` looks up to here: the events of that instant are not ordered by their lines.
+    pub fn instant_end(&self, i: usize) -> usize {
+        let t = self.t(i);
+        let events = &self.trace.events;
+        (i..events.len())
+            .take_while(|&j| events[j].t == t)
+            .last()
+            .unwrap_or(i)
+    }
+
     pub fn msg(&self, i: usize) -> Option<&Message> {
         self.msgs[i].as_ref().and_then(|m| m.as_ref().ok())
     }

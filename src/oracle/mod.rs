@@ -55,6 +55,7 @@ macro_rules! rule {
     }};
 }
 
+mod causal;
 pub mod coverage;
 mod era;
 pub mod hops;
@@ -211,6 +212,8 @@ catalog! {
         "a request POST carries Accept with both media types, MCP-Protocol-Version equal to the body's protocolVersion, Mcp-Method equal to its method, and Mcp-Name where required";
     HTTP_STATUS = "http-status", Must, No, "§5.2, §8, §9 E41-E43, I63", "",
         "answers come with their status: mismatched headers 400 with -32020, -32601 with 404, -32020/-32021/-32022 with 400, an accepted notification 202, a request's 200 as JSON or an event stream";
+    ORIGIN_VALIDATED = "origin-validated", Must, Must, "§5.2, §9 I63", "§5 (Streamable HTTP: servers MUST validate Origin)",
+        "a local server refuses a request whose Origin or Host names another host (DNS rebinding), before serving it: 403 for a bad Origin in 2026-07-28, any 4xx in the legacy era and for a bad Host";
     DECLARED_DEADLINE = "declared-deadline", Policy, Policy, "§4, §9 D35-D36", "LD14",
         "seen from the server, for a client whose timeout policy was declared: a request still running at its deadline (idle from receipt or the last progress sent, maximum from receipt) is cancelled on the wire within the grace window";
     LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, Should, "§3.3 item 5, §9 C27", "LC12",
@@ -276,7 +279,7 @@ catalog! {
     INITIALIZE_CANCELLED = "initialize-cancelled", No, Must, "", "LA3, LC9",
         "the client never cancels initialize (a handshake that timed out closes the connection instead)";
     PING_ANSWERED = "ping-answered", No, Must, "", "LA4",
-        "a ping is answered with an empty result (once the run is complete, every ping is answered)";
+        "a ping is answered with an empty result: a ping the peer read and then answered a later request without answering is a breach in any trace, and once the run is complete every ping is answered";
     SESSION_ID_SENT = "session-id-sent", No, Must, "", "LA5",
         "on HTTP, once the initialize response issued an Mcp-Session-Id, every later request carries it, and after a 404 the client initializes again before anything else";
     PROTOCOL_VERSION_HEADER = "protocol-version-header", No, Must, "", "LA6",
@@ -490,6 +493,23 @@ impl Verdict {
 /// Checks every rule over `trace`: a one-hop trace as it is, a two-hop trace hop by hop and
 /// across its intermediary ([`hops`]).
 pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
+    // Same-instant events in causal order (`causal`); indices reported as given.
+    let Some((ordered, given)) = causal::reorder(trace) else {
+        return check_ordered(trace, config);
+    };
+    let mut verdict = check_ordered(&ordered, config);
+    for v in &mut verdict.violations {
+        for e in &mut v.events {
+            *e = given[*e];
+        }
+    }
+    verdict
+        .violations
+        .sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
+    verdict
+}
+
+fn check_ordered(trace: &Trace, config: &OracleConfig) -> Verdict {
     if trace.is_two_hop() {
         return hops::check(trace, config);
     }

@@ -683,6 +683,7 @@ impl Scenario {
             behaviour: self.server,
             mutants: self.mutants,
             eras,
+            limits: crate::model::server::SessionLimits::default(),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod http;
 mod id;
 pub mod json;
 mod message;
+pub mod origin;
 
 pub use batch::{allows_batches, decode_frame, Frame};
 pub use decode::{decode, decode_with, DecodeOptions};

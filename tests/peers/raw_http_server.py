@@ -59,10 +59,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"event: message\ndata: " + json.dumps(msg).encode() + b"\n\n")
         self.wfile.flush()
 
+    def foreign(self):
+        """The Host or Origin that names no loopback host, if any (DNS-rebinding protection)."""
+        for name in ("Host", "Origin"):
+            value = self.headers.get(name)
+            if value is None:
+                continue
+            host = value.split("://", 1)[-1] if name == "Origin" else value
+            host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if host.strip("[]") not in ("localhost", "127.0.0.1", "::1"):
+                return name, value
+        return None
+
     def do_POST(self):
         global calls_begun
         msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        bad = self.foreign()
+        if bad is not None:
+            return self.json_body(403, {"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32600, "message": f"Forbidden: {bad[0]} {bad[1]!r}"}})
         if wedged.is_set():
             hold_forever()
         if HANG_AFTER is not None and method == "tools/call":

@@ -18,6 +18,8 @@ MODE, on `notifications/cancelled` for a running call:
     ignore-cancel    keep working: progress and the result follow (mcp-go #755)
     hang-on-cancel   stop the call, and from then on answer nothing at all (a handler that
                      wedges the server's only reader on cancel)
+    ignore-ping      handle cancels correctly, answer every request but never `ping`
+                     (with `legacy`)
 """
 
 import json
@@ -84,6 +86,8 @@ for line in sys.stdin:
     elif LEGACY and method == "initialize" and rid is not None:
         send(result(rid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                           "serverInfo": {"name": "raw-legacy", "version": "1"}}))
+    elif LEGACY and method == "ping" and MODE == "ignore-ping":
+        pass
     elif LEGACY and method == "ping" and rid is not None:
         send(result(rid, {}))
     elif not LEGACY and method == "server/discover" and rid is not None:

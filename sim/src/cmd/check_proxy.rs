@@ -162,6 +162,9 @@ fn check(args: &Args) -> Result<ExitCode, Failure> {
     };
     let mut config = super::probe::config(&args.options, &target).map_err(Failure::Usage)?;
     config.tag_calls = true;
+    // The run judges how the intermediary passes cancels, progress and results on; its own
+    // DNS-rebinding protection is `probe --url`'s to check.
+    config.origin_check = false;
     config.clock_origin = Some(origin);
     let mut intermediary = None;
     if let Some(url) = &front_url {

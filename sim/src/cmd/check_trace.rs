@@ -6,6 +6,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcp_sim::model::ClientPolicies;
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::report;
 use mcp_sim::trace::Trace;
@@ -41,6 +42,11 @@ pub struct Args {
     /// (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26).
     #[arg(long)]
     era: Option<Era>,
+    /// The timeout policy the client declares, as `serve --client-policy` takes it (per
+    /// method: `tools/call:timeout=1000,reset`): recorded on each request it covers that has
+    /// no policy in the trace, before the trace is judged.
+    #[arg(long, value_parser = ClientPolicies::from_spec)]
+    client_policy: Option<ClientPolicies>,
     /// Expected findings, one rule per line: the exit code then fails only on a MUST rule
     /// the file does not list, or on a listed rule that no longer occurs.
     #[arg(long)]
@@ -64,13 +70,16 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let trace = match Trace::from_jsonl(&text) {
+    let mut trace = match Trace::from_jsonl(&text) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("mcp-sim check-trace: {}: {e}", args.file.display());
             return ExitCode::from(2);
         }
     };
+    if let Some(declared) = &args.client_policy {
+        trace.declare_client_policies(declared);
+    }
     let config = OracleConfig {
         max_request_ms: args.max_request_ms,
         complete: args.complete,
@@ -97,9 +106,14 @@ pub fn run(args: &Args) -> ExitCode {
         outcome: None,
         baseline: baseline.as_ref().zip(diff.clone()),
     };
+    // With a baseline, its verdict is the exit code; without, whether a MUST rule broke.
+    let exit_code = match &diff {
+        Some(diff) => u8::from(!diff.is_clean()),
+        None => u8::from(verdict.has_must()),
+    };
     match args.format {
         Format::Json => {
-            println!("{}", json_verdict(&trace, &verdict));
+            println!("{}", json_verdict(&trace, &ci_run(), exit_code));
         }
         Format::Junit => print!("{}", mcp_sim::ci::junit("mcp-sim check-trace", &[ci_run()])),
         Format::Github => print!("{}", mcp_sim::ci::github(&[ci_run()])),
@@ -121,15 +135,6 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if let Some(diff) = diff {
         eprint!("{}", diff.text());
-        return if diff.is_clean() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        };
     }
-    if verdict.has_must() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(exit_code)
 }

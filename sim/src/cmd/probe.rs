@@ -77,7 +77,7 @@ pub(crate) struct Options {
     #[arg(long, default_value = "auto")]
     pub(crate) era: probe::ProbeEra,
     /// Expected findings, one rule or probe finding (`no-response`, `server-exited`,
-    /// `unresponsive-after-cancel`, `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
+    /// `unresponsive-after-cancel`, `liveness-check-unanswered`, `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
     /// the file does not list, or on a listed one that no longer occurs.
     #[arg(long)]
     pub(crate) baseline: Option<PathBuf>,
@@ -132,6 +132,11 @@ pub(crate) struct Options {
     /// era, `tools/list` in 2026-07-28) may wait for its answer, in ms.
     #[arg(long, default_value_t = probe::LIVENESS_MS)]
     liveness_ms: u64,
+    /// HTTP to a loopback URL: do not check the server's DNS-rebinding protection (by
+    /// default, after the run, one request with a foreign `Origin` and one with a foreign
+    /// `Host`, judged by `origin-validated`).
+    #[arg(long)]
+    no_origin_check: bool,
 }
 
 fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
@@ -201,6 +206,7 @@ pub(crate) fn config(args: &Options, target: &Target) -> Result<ProbeConfig, Str
         latency_ms: args.latency_ms,
         reset_percent: args.reset_percent,
         era: args.era,
+        origin_check: !args.no_origin_check,
         ..ProbeConfig::default()
     };
     config
@@ -214,6 +220,7 @@ pub(crate) const PROBE_FINDINGS: &[&str] = &[
     "no-response",
     "server-exited",
     "unresponsive-after-cancel",
+    "liveness-check-unanswered",
     "nothing-exercised",
 ];
 
@@ -273,7 +280,7 @@ struct JsonVerdict<'a> {
     exit_code: u8,
     /// With `--baseline`: how the run compares with it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    baseline: Option<JsonBaseline<'a>>,
+    baseline: Option<crate::args::JsonBaseline<'a>>,
     /// The calibrated duration of one call, in ms, when measured.
     natural_ms: Option<u64>,
     /// The window cancels were placed in, in ms after their call's start.
@@ -292,17 +299,6 @@ struct JsonVerdict<'a> {
     violations: Vec<JsonViolation<'a>>,
     /// Where the trace was written.
     trace: Option<String>,
-}
-
-/// How a run compares with its baseline, in JSON.
-#[derive(Serialize)]
-struct JsonBaseline<'a> {
-    /// No unexpected finding and no stale entry.
-    agrees: bool,
-    /// Failing findings the baseline does not list.
-    unexpected: &'a [String],
-    /// Entries that no longer occur.
-    stale: &'a [String],
 }
 
 /// Writes the trace, judges it and prints the verdict; returns the exit code.
@@ -343,7 +339,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     };
     let verdict = oracle::check(trace, &config);
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
-    let mut found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels);
+    let mut found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels, trace);
     found.extend(f.extra.iter().cloned());
     let word = ProbeVerdict::of(&verdict, &found);
     let names = |kind: &str| -> Vec<&str> {
@@ -408,11 +404,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
                 seed: args.seed,
                 verdict: word.as_str(),
                 exit_code,
-                baseline: diff.as_ref().map(|d| JsonBaseline {
-                    agrees: d.is_clean(),
-                    unexpected: &d.unexpected,
-                    stale: &d.stale,
-                }),
+                baseline: diff.as_ref().map(crate::args::JsonBaseline::of),
                 natural_ms: run.natural_ms,
                 cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],
                 era_asked: era_asked(args.era),
@@ -438,6 +430,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
             findings: &found,
             verdict: &verdict,
             word,
+            exit_code,
         }),
     }
     ExitCode::from(exit_code)
@@ -471,6 +464,8 @@ struct TextReport<'a> {
     findings: &'a [Finding],
     verdict: &'a oracle::Verdict,
     word: ProbeVerdict,
+    /// The exit code (the baseline's verdict, when there is one).
+    exit_code: u8,
 }
 
 fn print_text(r: &TextReport<'_>) {
@@ -558,5 +553,5 @@ fn print_text(r: &TextReport<'_>) {
     }
     println!("violations: {}", r.verdict.violations.len());
     print!("{}", report::violations_text(r.verdict));
-    println!("verdict: {} (exit {})", r.word.as_str(), r.word.exit_code());
+    println!("verdict: {} (exit {})", r.word.as_str(), r.exit_code);
 }

@@ -143,9 +143,25 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
         outcome: None,
         baseline: baseline.zip(diff.clone()),
     };
+    let failed = match &diff {
+        Some(diff) => !diff.is_clean(),
+        None => verdict.has_must(),
+    };
+    // Over stdio the tap exits as its server did; over HTTP with the verdict.
+    let exit_code = match (&args.http, r.exit) {
+        (None, Some(status)) => status.code().map_or(1, |c| c.clamp(0, 255) as u8),
+        (None, None) => 1,
+        (Some(_), _) => u8::from(failed),
+    };
     let stdout_free = args.http.is_some();
-    args.judging
-        .write_report("record", &run, trace, args.report.as_deref(), stdout_free);
+    args.judging.write_report(
+        "record",
+        &run,
+        trace,
+        args.report.as_deref(),
+        stdout_free,
+        exit_code,
+    );
     eprintln!(
         "record: {} events, {} messages ({} requests), {} bytes to the server, {} back{}",
         trace.events.len(),
@@ -173,19 +189,10 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
             }
         );
     }
-    let failed = match &diff {
-        Some(diff) => !diff.is_clean(),
-        None => verdict.has_must(),
-    };
     match (&args.http, r.exit) {
-        (None, Some(status)) => {
-            eprintln!("server: {status}");
-            ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8))
-        }
-        (None, None) => {
-            eprintln!("server: killed when the tap stopped");
-            ExitCode::from(1)
-        }
-        (Some(_), _) => ExitCode::from(u8::from(failed)),
+        (None, Some(status)) => eprintln!("server: {status}"),
+        (None, None) => eprintln!("server: killed when the tap stopped"),
+        (Some(_), _) => {}
     }
+    ExitCode::from(exit_code)
 }

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_sim::ci::{CiRun, RunOutcome};
-use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
+use mcp_sim::lanes::live::serve::{self, HttpLimits, Listen, ServeConfig, Served};
 use mcp_sim::model::mutant::MutantSide;
-use mcp_sim::model::{MutantSet, TimeoutPolicy};
+use mcp_sim::model::{ClientPolicies, MutantSet};
 use mcp_sim::mutants::Mutant;
 use mcp_sim::oracle::{self, rule, Level, Verdict};
 use mcp_sim::report;
@@ -28,7 +28,7 @@ use crate::args::Judging;
 /// `serve --era`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ServeEra {
-    /// Both eras: the client's first request decides.
+    /// Both eras: each request is answered in the era it speaks.
     Auto,
     /// 2026-07-28 only.
     Modern,
@@ -47,14 +47,43 @@ pub struct Args {
     mutant: Vec<String>,
     /// The timeout policy the client under test declares: a preset (`none`, `inspector`,
     /// `typescript-sdk`, `python-sdk`, `claude-code-stdio`, `claude-code-http`) and/or
-    /// `timeout=MS[,reset][,max=MS]`. Recorded as each request's policy and checked.
-    #[arg(long, value_parser = TimeoutPolicy::from_spec)]
-    client_policy: Option<TimeoutPolicy>,
-    /// The eras to serve: `auto` (both; the client's first request decides, as the SDK
-    /// servers do), `modern` (2026-07-28 only: `initialize` is refused) or `legacy` (the
+    /// `timeout=MS[,reset][,max=MS]`, for every request, or per method:
+    /// `tools/call:timeout=1000,reset` (a method or prefix, then the policy; several
+    /// separated by `;`; a bare policy covers the requests no other names). Recorded as the
+    /// policy of each request it covers, and checked on those only.
+    #[arg(long, value_parser = ClientPolicies::from_spec)]
+    client_policy: Option<ClientPolicies>,
+    /// The eras to serve: `auto` (both, each request answered in the era it speaks:
+    /// legacy sessions and 2026-07-28 requests side by side), `modern` (2026-07-28 only: `initialize` is refused) or `legacy` (the
     /// legacy era only: `server/discover` is refused, as the TypeScript SDK v1 does).
     #[arg(long, value_enum, default_value_t = ServeEra::Auto)]
     era: ServeEra,
+    /// HTTP: also serve requests whose `Host` names HOST (repeatable). By default a
+    /// loopback listener serves only loopback names (`localhost`, `127.0.0.1`, `[::1]`, any
+    /// port) and another listener only its own address; anything else is refused with 403
+    /// (DNS-rebinding protection).
+    #[arg(long, value_name = "HOST")]
+    allow_host: Vec<String>,
+    /// HTTP: also serve requests whose `Origin` is ORIGIN (`scheme://host[:port]`,
+    /// repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// HTTP: the largest request body read, in bytes; a larger one is answered 413.
+    #[arg(long, default_value_t = HttpLimits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// HTTP: the largest header block read, in bytes (at least 8192); a larger one is
+    /// answered 431.
+    #[arg(long, default_value_t = HttpLimits::default().max_header_bytes)]
+    max_header_bytes: usize,
+    /// HTTP: connections open at once; one more is answered 503 and closed.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    max_connections: usize,
+    /// HTTP: legacy sessions open at once; one more `initialize` is answered 503.
+    #[arg(long, default_value_t = serve::MAX_SESSIONS)]
+    max_sessions: u32,
+    /// HTTP: streams one legacy session holds open at once; one more is answered 503.
+    #[arg(long, default_value_t = serve::MAX_SESSION_STREAMS)]
+    max_session_streams: u32,
     /// Write the trace (JSON Lines, format v1) here at the end.
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -70,6 +99,11 @@ pub struct Args {
     keepalive_ms: Option<u64>,
     #[command(flatten)]
     judging: Judging,
+    /// Expected findings, one rule (or `nothing-exercised`) per line, `#` comments: the exit
+    /// code then fails only on a MUST rule or a broken declared policy the file does not
+    /// list, or on a listed one that no longer occurs. Read before the server starts.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
     /// Print every trace event to stderr as it is recorded.
     #[arg(long)]
     verbose: bool,
@@ -139,14 +173,33 @@ fn mutants(names: &[String]) -> Result<MutantSet, String> {
     Ok(set)
 }
 
+/// What `serve --baseline` may list besides the rules.
+const SERVE_FINDINGS: &[&str] = &["nothing-exercised"];
+
 pub fn run(args: &Args) -> ExitCode {
     let mutants = match mutants(&args.mutant) {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    let known = |name: &str| mcp_sim::ci::is_rule(name) || SERVE_FINDINGS.contains(&name);
+    let baseline = match crate::args::read_baseline(args.baseline.as_deref(), known) {
+        Ok(b) => b,
+        Err(e) => return usage(&e),
+    };
     let config = ServeConfig {
         mutants,
-        client_policy: args.client_policy,
+        allow_hosts: args.allow_host.clone(),
+        allow_origins: args.allow_origin.clone(),
+        http_limits: HttpLimits {
+            max_body_bytes: args.max_body_bytes,
+            max_header_bytes: args.max_header_bytes,
+            max_connections: args.max_connections,
+        },
+        session_limits: mcp_sim::model::SessionLimits {
+            max_sessions: Some(args.max_sessions),
+            max_session_streams: Some(args.max_session_streams),
+        },
+        client_policy: args.client_policy.clone(),
         max_seconds: args.max_seconds,
         verbose: args.verbose,
         keepalive: args.keepalive_ms.map(Duration::from_millis),
@@ -186,24 +239,29 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(&format!("cannot start: {e}")),
     };
-    finish(&served, args)
+    finish(&served, args, baseline.as_ref())
 }
 
 /// The rules about what the client declared: its deadlines, and a declared reset on progress
 /// that its own calls make impossible (they ask for no progress).
 fn breaks_declared_policy(verdict: &Verdict) -> bool {
-    verdict.violations.iter().any(|v| {
-        v.level == Level::Policy
-            && [
-                rule::DECLARED_DEADLINE,
-                rule::TIMEOUT_DEADLINE,
-                rule::RESET_NEEDS_TOKEN,
-            ]
-            .contains(&v.rule)
-    })
+    verdict
+        .violations
+        .iter()
+        .any(|v| v.level == Level::Policy && breaks_declared_policy_rule(v.rule))
 }
 
-fn finish(served: &Served, args: &Args) -> ExitCode {
+/// Whether `rule` is one of what the client declared.
+fn breaks_declared_policy_rule(rule: &str) -> bool {
+    [
+        rule::DECLARED_DEADLINE,
+        rule::TIMEOUT_DEADLINE,
+        rule::RESET_NEEDS_TOKEN,
+    ]
+    .contains(&rule)
+}
+
+fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -> ExitCode {
     let trace = &served.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
@@ -269,12 +327,17 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
         }
     );
     eprintln!("era: {}", verdict.describe_era());
-    match args.client_policy {
-        Some(p) => eprintln!(
-            "declared client policy: {}",
-            serde_json::to_string(&mcp_sim::trace::PolicyRecord::from(p))
-                .expect("policy serializes")
-        ),
+    match &args.client_policy {
+        Some(declared) => {
+            for (method, p) in declared.entries() {
+                eprintln!(
+                    "declared client policy for {}: {}",
+                    method.unwrap_or("every request"),
+                    serde_json::to_string(&mcp_sim::trace::PolicyRecord::from(p))
+                        .expect("policy serializes")
+                );
+            }
+        }
         None => eprintln!("declared client policy: none given, so deadlines are not judged"),
     }
     eprintln!("violations: {}", verdict.violations.len());
@@ -304,16 +367,52 @@ fn finish(served: &Served, args: &Args) -> ExitCode {
     } else {
         ("clean", 0, None)
     };
+    // Under a baseline, its verdict is the exit code: what fails the run (a MUST rule, a
+    // broken declared policy) fails it only when unlisted, and a listed finding that no longer
+    // occurs fails it too; an inconclusive run stays inconclusive unless listed.
+    let inconclusive = code == 3;
+    let diff = baseline.map(|b| {
+        let policy = verdict
+            .violations
+            .iter()
+            .filter(|v| v.level == Level::Policy && breaks_declared_policy_rule(v.rule))
+            .map(|v| v.rule);
+        let failing = verdict
+            .violations
+            .iter()
+            .filter(|v| v.level == Level::Must)
+            .map(|v| v.rule)
+            .chain(policy);
+        let other = inconclusive.then_some("nothing-exercised");
+        let seen = verdict.violations.iter().map(|v| v.rule).chain(other);
+        b.compare(failing, seen)
+    });
+    let listed = |name: &str| baseline.is_some_and(|b| b.expected.contains(name));
+    let (code, outcome) = match &diff {
+        Some(d) if !d.is_clean() => (1, outcome),
+        Some(_) if inconclusive && !listed("nothing-exercised") => (3, outcome),
+        Some(_) => (0, None),
+        None => (code, outcome),
+    };
+    if let Some(d) = &diff {
+        eprint!("{}", d.text());
+    }
     let run = CiRun {
         name: format!("client ({})", served.end.describe()),
         verdict: &verdict,
         replay: None,
         outcome,
-        baseline: None,
+        baseline: baseline.zip(diff.clone()),
     };
     let stdout_free = args.http.is_some();
-    args.judging
-        .write_report("serve", &run, trace, args.report.as_deref(), stdout_free);
+    args.judging.write_report(
+        "serve",
+        &run,
+        trace,
+        args.report.as_deref(),
+        stdout_free,
+        code,
+    );
     eprintln!("verdict: {word} (exit {code})");
     ExitCode::from(code)
 }

@@ -19,6 +19,11 @@
 //! - npm `mcp-proxy` 6.7.19 (an intermediary): `<target>/peers/node-mcp-proxy-npm-6.7.19/`,
 //!   from `tests/peers/mcp-proxy-npm/`.
 //!
+//! - The official conformance suite, `@modelcontextprotocol/conformance` 0.2.0-alpha.12, with
+//!   the Node.js 22 it needs (npm `node` 22.23.3, whose install script fetches that
+//!   platform's binary from the npm registry): `<target>/peers/node-conformance-0.2.0-alpha.12/`,
+//!   from `tests/peers/conformance/`.
+//!
 //! `<target>` is the build folder the test binaries were built into (`CARGO_TARGET_DIR` or
 //! `target/`). Each install runs once, under an exclusive lock on `<target>/peers/NAME.lock`
 //! (concurrent test threads and binaries wait for it), and ends by writing `NAME/.installed`,
@@ -58,6 +63,8 @@ pub const SERVER_EVERYTHING_VERSION: &str = "2026.8.31";
 pub const PYPI_MCP_PROXY_VERSION: &str = "0.13.0";
 /// The pinned npm `mcp-proxy`, as in `tests/peers/mcp-proxy-npm/package.json`.
 pub const NPM_MCP_PROXY_VERSION: &str = "6.7.19";
+/// The pinned conformance suite, as in `tests/peers/conformance/package.json`.
+pub const CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
 
 const STAMP: &str = ".installed";
 
@@ -112,6 +119,20 @@ pub fn npm_mcp_proxy() -> Option<PathBuf> {
         NPM_MCP_PROXY_VERSION,
     )?;
     Some(sdk.dir.join("node_modules").join(".bin").join("mcp-proxy"))
+}
+
+/// The conformance suite: the Node.js 22 it runs on and its command, or `None` as for
+/// [`node_ts_sdk`].
+pub fn conformance_suite() -> Option<(PathBuf, PathBuf)> {
+    let project = node_project(
+        "conformance",
+        "the MCP conformance suite",
+        "@modelcontextprotocol/conformance",
+        CONFORMANCE_VERSION,
+    )?;
+    let bin = project.dir.join("node_modules").join(".bin");
+    let node = project.dir.join("node_modules/node/bin/node");
+    Some((node, bin.join("conformance")))
 }
 
 /// A venv from `tests/peers/REQUIREMENTS_FILE`, which must pin `package==version`, in
@@ -278,15 +299,17 @@ fn node_project(folder: &str, what: &str, package: &str, version: &str) -> Optio
         None => peers_dir().join(format!("node-{folder}-{version}")),
     };
     let stamp = format!("node {node_version}\n{manifest}\n{lock}");
+    // Install scripts run only for the suite's Node.js 22 (npm `node` fetches its binary).
+    let scripts = folder == "conformance";
     install_once(&dir, &stamp, |dir| {
         fs::write(dir.join("package.json"), &manifest).expect("write package.json");
         fs::write(dir.join("package-lock.json"), &lock).expect("write package-lock.json");
-        check(
-            Command::new(&npm)
-                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(dir),
-            "installing the TypeScript SDK (npm ci)",
-        );
+        let mut ci = Command::new(&npm);
+        ci.args(["ci", "--no-audit", "--no-fund"]).current_dir(dir);
+        if !scripts {
+            ci.arg("--ignore-scripts");
+        }
+        check(&mut ci, &format!("installing {what} (npm ci)"));
     });
     // The server scripts go beside node_modules; a script is replaced (atomically) only when
     // its text changed, under the same lock as the install.

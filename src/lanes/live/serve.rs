@@ -31,27 +31,30 @@ use tokio::sync::mpsc;
 use super::net::stdio;
 use super::net::wall_trace::WallTrace;
 use crate::framing::ndjson;
+pub use crate::lanes::http_serve::HttpLimits;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
 use crate::lanes::recorder;
-use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::server_driver::{IncomingRequest, ServerDriver, ServerOutput, ServerRecording};
 use crate::lanes::RunResult;
 use crate::model::{
-    Backend, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig, ServerTransmit,
-    SseStyle, StreamId, TimeoutPolicy, Transport,
+    Backend, ClientPolicies, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
+    ServerTransmit, SessionLimits, SseStyle, StreamId, Transport,
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
+use crate::wire::origin::OriginPolicy;
 
 /// How often the loop looks at the stop flag and the time bound.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// What `serve` does, apart from where it listens.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ServeConfig {
     /// Server-side mutants switched on (none: the reference server).
     pub mutants: MutantSet,
-    /// The timeout policy the client under test declares; recorded on every request.
-    pub client_policy: Option<TimeoutPolicy>,
+    /// The timeout policies the client under test declares, per method; recorded on every
+    /// request one covers.
+    pub client_policy: Option<ClientPolicies>,
     /// Stop after this many seconds.
     pub max_seconds: Option<u64>,
     /// Print every trace event to stderr as it is recorded.
@@ -59,12 +62,53 @@ pub struct ServeConfig {
     /// Keep-alive comments on quiet SSE streams after this long (`None`: the model's default,
     /// 15 s).
     pub keepalive: Option<Duration>,
-    /// The eras it serves: both by default (the client's first request decides).
+    /// The eras it serves: both by default, each request in the era it speaks
+    /// ([`crate::model::server`]).
     pub eras: crate::model::ServerEras,
     /// Stamp events with the ms since this moment instead of since the start (the upstream
     /// of `mcp-sim check-proxy`, whose trace joins the probe's on one clock).
     pub clock_origin: Option<std::time::SystemTime>,
+    /// HTTP: the hosts served beyond the listener's own default (`--allow-host`): on a
+    /// loopback listener every loopback name, elsewhere the bound address
+    /// ([`crate::wire::origin`]).
+    pub allow_hosts: Vec<String>,
+    /// HTTP: the origins served beyond that default (`--allow-origin`).
+    pub allow_origins: Vec<String>,
+    /// HTTP: the bounds on bodies, header blocks and open connections.
+    pub http_limits: HttpLimits,
+    /// HTTP: the bounds on legacy sessions and the streams each holds open.
+    pub session_limits: SessionLimits,
 }
+
+impl Default for ServeConfig {
+    /// The reference server, both eras, no declared policy, the default HTTP bounds
+    /// ([`HttpLimits`], and at most [`MAX_SESSIONS`] sessions of [`MAX_SESSION_STREAMS`]
+    /// open streams each).
+    fn default() -> Self {
+        ServeConfig {
+            mutants: MutantSet::NONE,
+            client_policy: None,
+            max_seconds: None,
+            verbose: false,
+            keepalive: None,
+            eras: crate::model::ServerEras::Both,
+            clock_origin: None,
+            allow_hosts: Vec::new(),
+            allow_origins: Vec::new(),
+            http_limits: HttpLimits::default(),
+            session_limits: SessionLimits {
+                max_sessions: Some(MAX_SESSIONS),
+                max_session_streams: Some(MAX_SESSION_STREAMS),
+            },
+        }
+    }
+}
+
+/// The most legacy sessions `serve --http` keeps open by default.
+pub const MAX_SESSIONS: u32 = 1024;
+
+/// The most streams one legacy session holds open by default.
+pub const MAX_SESSION_STREAMS: u32 = 256;
 
 /// Where the server listens.
 pub enum Listen {
@@ -132,6 +176,10 @@ pub fn server_config(transport: Transport, config: &ServeConfig) -> ServerConfig
         },
         mutants: config.mutants,
         eras: config.eras,
+        limits: match transport {
+            Transport::Http => config.session_limits,
+            Transport::Stdio => SessionLimits::default(),
+        },
     }
 }
 
@@ -161,6 +209,7 @@ async fn run(
     let (tx, mut http_rx) = mpsc::unbounded_channel::<HttpEvent>();
     let write_errors = Arc::new(AtomicUsize::new(0));
     let connections = Rc::new(Cell::new(0usize));
+    let mut origin_policy = None;
     let (transport, stdout) = match listen {
         Listen::Stdio { input, output } => {
             stdio::pump(
@@ -174,14 +223,27 @@ async fn run(
             )
         }
         Listen::Http(listener) => {
+            origin_policy = Some(OriginPolicy {
+                allow_hosts: config.allow_hosts.clone(),
+                allow_origins: config.allow_origins.clone(),
+                ..OriginPolicy::for_listener(listener.local_addr()?.ip())
+            });
             listener.set_nonblocking(true)?;
             let listener = tokio::net::TcpListener::from_std(listener)?;
             let tx = tx.clone();
             let connections = Rc::clone(&connections);
             let next_stream = Rc::new(Cell::new(0u64));
+            let limits = config.http_limits;
+            let open = Rc::new(Cell::new(0usize));
             tokio::task::spawn_local(async move {
                 while let Ok((socket, _)) = listener.accept().await {
                     connections.set(connections.get() + 1);
+                    if open.get() >= limits.max_connections {
+                        let _ = tx.send(HttpEvent::ConnectionRefused);
+                        tokio::task::spawn_local(refuse_connection(socket, limits.max_connections));
+                        continue;
+                    }
+                    open.set(open.get() + 1);
                     let tx = tx.clone();
                     let notify: Notify = Rc::new(move |e| {
                         let _ = tx.send(e);
@@ -191,7 +253,11 @@ async fn run(
                         next_stream.set(next_stream.get() + 1);
                         StreamId(next_stream.get())
                     };
-                    tokio::task::spawn_local(serve_connection(socket, notify, stream_of));
+                    let open = Rc::clone(&open);
+                    tokio::task::spawn_local(async move {
+                        serve_connection(socket, notify, stream_of, limits).await;
+                        open.set(open.get() - 1);
+                    });
                 }
             });
             (Transport::Http, None)
@@ -205,17 +271,21 @@ async fn run(
     };
     drop(tx);
     let server_config = server_config(transport, &config);
+    let mut driver = ServerDriver::new(
+        Server::new(server_config),
+        Some(Backend::new()),
+        ServerRecording {
+            as_written: true,
+            client_policy: config.client_policy.clone(),
+            count_requests: true,
+        },
+    );
+    if let Some(policy) = origin_policy {
+        driver = driver.guarded(policy);
+    }
     let mut d = Driver {
         rec: WallTrace::new(config.verbose, config.clock_origin),
-        driver: ServerDriver::new(
-            Server::new(server_config),
-            Some(Backend::new()),
-            ServerRecording {
-                as_written: true,
-                client_policy: config.client_policy,
-                count_requests: true,
-            },
-        ),
+        driver,
         stdout,
         http: Responder::new(SseStyle::Plain, true, notify),
         config,
@@ -280,6 +350,24 @@ async fn run(
     })
 }
 
+/// One connection over [`HttpLimits::max_connections`]: answered 503 with a JSON-RPC error
+/// naming the bound, then closed, without reading a request.
+async fn refuse_connection(mut socket: tokio::net::TcpStream, max: usize) {
+    use tokio::io::AsyncWriteExt;
+    let why = format!(
+        "Service Unavailable: {max} connections are open, the most this server serves (--max-connections)"
+    );
+    let error = crate::wire::ErrorResponse::new(None, crate::wire::codes::INVALID_REQUEST, why);
+    let body = crate::wire::encode(&error.into()).unwrap_or_default();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = socket.write_all(head.as_bytes()).await;
+    let _ = socket.write_all(body.as_bytes()).await;
+    let _ = socket.shutdown().await;
+}
+
 /// Runs `f`, turning a panic into its text.
 fn guard(f: impl FnOnce()) -> Result<(), String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
@@ -320,11 +408,20 @@ impl Driver {
                 stream,
                 body,
                 headers,
+                sent,
                 respond,
+                oversized,
             } => {
                 self.http.post(stream, respond);
-                self.driver
-                    .http_request(now, stream, method, &body, headers, &mut self.rec);
+                let request = IncomingRequest {
+                    stream,
+                    method,
+                    body: &body,
+                    headers,
+                    sent: &sent,
+                    oversized,
+                };
+                self.driver.http_request(now, request, &mut self.rec);
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {
@@ -332,6 +429,16 @@ impl Driver {
                         .stream_closed(now, stream, Side::Client, &mut self.rec);
                 }
             }
+            // No request was read: the refusal is recorded as the status the connection got.
+            HttpEvent::ConnectionRefused => self.record(
+                Side::Server,
+                EventKind::Status {
+                    stream: None,
+                    status: 503,
+                    content_type: Some("application/json".into()),
+                    headers: None,
+                },
+            ),
         }
         self.flush();
     }

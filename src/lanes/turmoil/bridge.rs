@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use super::server::stream_of_header;
 use super::{spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
 use crate::framing::ndjson::{LineDecoder, LineOptions};
-use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
+use crate::lanes::http_serve::{serve_connection, HttpEvent, HttpLimits, Notify, Responder};
 use crate::model::{Bridge, BridgeOut, MutantSet, ServerTransmit, SseStyle, StreamId};
 use crate::wire::http::Method;
 
@@ -184,7 +184,12 @@ pub(crate) fn era_host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: 
                 while let Ok((stream, _)) = listener.accept().await {
                     spawn_guarded(
                         &shared2,
-                        serve_connection(stream, front_notify.clone(), stream_of_header),
+                        serve_connection(
+                            stream,
+                            front_notify.clone(),
+                            stream_of_header,
+                            HttpLimits::default(),
+                        ),
                     );
                 }
             });
@@ -229,6 +234,7 @@ impl EraRelay {
                     ..
                 }) => self.post(method, stream, &body, respond),
                 Input::Http(HttpEvent::Dropped(stream)) => self.dropped(stream),
+                Input::Http(HttpEvent::ConnectionRefused) => Vec::new(),
                 Input::Back(bytes) => {
                     self.from_back.push(&bytes);
                     let mut outs = Vec::new();

@@ -17,8 +17,8 @@ use super::{
     STREAM_HEADER,
 };
 use crate::framing::ndjson;
-use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
-use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::http_serve::{serve_connection, HttpEvent, HttpLimits, Notify, Responder};
+use crate::lanes::server_driver::{IncomingRequest, ServerDriver, ServerOutput, ServerRecording};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
 use crate::trace::Side;
@@ -91,7 +91,12 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
                             });
                             spawn_guarded(
                                 &shared2,
-                                serve_connection(stream, notify, stream_of_header),
+                                serve_connection(
+                                    stream,
+                                    notify,
+                                    stream_of_header,
+                                    HttpLimits::default(),
+                                ),
                             );
                         }
                     });
@@ -200,11 +205,20 @@ impl Driver {
                 stream,
                 body,
                 headers,
+                sent,
                 respond,
+                oversized,
             }) => {
                 self.http.post(stream, respond);
-                self.driver
-                    .http_request(t, stream, method, &body, headers, &mut self.shared);
+                let request = IncomingRequest {
+                    stream,
+                    method,
+                    body: &body,
+                    headers,
+                    sent: &sent,
+                    oversized,
+                };
+                self.driver.http_request(t, request, &mut self.shared);
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {
@@ -212,6 +226,8 @@ impl Driver {
                         .stream_closed(t, stream, Side::Client, &mut self.shared);
                 }
             }
+            // The simulated listener bounds no connections.
+            Input::Http(HttpEvent::ConnectionRefused) => {}
         }
     }
 

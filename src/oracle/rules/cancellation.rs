@@ -496,7 +496,9 @@ pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
             ) {
                 continue;
             }
-            let explained = ix.trace.events[r.created..o]
+            // A close at the very instant of the outcome explains it, whichever line a
+            // recorder wrote first.
+            let explained = ix.trace.events[r.created..=ix.instant_end(o)]
                 .iter()
                 .any(|e| match (&e.kind, e.side) {
                     (

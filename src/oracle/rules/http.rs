@@ -153,3 +153,78 @@ pub(super) fn http_status(s: &mut Sink<'_, '_>) {
         }
     }
 }
+
+/// DNS-rebinding protection (2026-07-28 §9 I63, 2025-11-25 §5): a request whose recorded
+/// `Origin` or `Host` names a host other than a loopback one (what the probe sends a loopback
+/// server after its run, and what `serve` records of a request it refuses) must be refused
+/// before it is served. A bad `Origin` gets 403 in 2026-07-28; the legacy era and a bad `Host`
+/// ask only for a refusal (any 4xx). A request no status answered (the connection closed) was
+/// not served either.
+pub(super) fn origin_validated(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    let modern = !ix.era.is_legacy();
+    for i in 0..ix.trace.events.len() {
+        if sender(ix, i) != Some(Side::Client) {
+            continue;
+        }
+        let Some(w) = ix.wire(i) else { continue };
+        let (TransportName::Http, Some(headers), Some(stream)) =
+            (w.transport, &w.headers, w.stream)
+        else {
+            continue;
+        };
+        let foreign = |name: &'static str| {
+            headers
+                .get(name)
+                .filter(|v| !names_loopback(name, v))
+                .map(|v| (name, v.as_str()))
+        };
+        let Some((header, value)) = foreign("origin").or_else(|| foreign("host")) else {
+            continue;
+        };
+        let side = ix.trace.events[i].side;
+        let status = (i + 1..ix.trace.events.len()).find_map(|j| {
+            let e = &ix.trace.events[j];
+            match &e.kind {
+                EventKind::Status {
+                    stream: Some(st),
+                    status,
+                    ..
+                } if *st == stream && (e.side == side || !ix.has(side)) => Some((j, *status)),
+                _ => None,
+            }
+        });
+        let Some((j, status)) = status else { continue };
+        let shown = if header == "origin" { "Origin" } else { "Host" };
+        let why = if status < 400 {
+            format!("the server served a request whose {shown} is {value:?} (status {status}): DNS rebinding reaches it")
+        } else if modern && header == "origin" && status != 403 {
+            format!("the server refused a request whose Origin is {value:?} with {status}, not 403")
+        } else {
+            continue;
+        };
+        s.flag(rule!("origin-validated"), Level::Must, vec![i, j], why);
+    }
+}
+
+/// Whether the value of `header` (`origin` or `host`) names a loopback host.
+fn names_loopback(header: &str, value: &str) -> bool {
+    let host = match header {
+        "origin" => match value.trim().split_once("://") {
+            Some((_, rest)) if !rest.contains('/') => rest,
+            _ => return false,
+        },
+        _ => value.trim(),
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(n, p)| {
+            if p.bytes().all(|b| b.is_ascii_digit()) {
+                n
+            } else {
+                host
+            }
+        }),
+    };
+    crate::wire::origin::is_loopback_name(name)
+}

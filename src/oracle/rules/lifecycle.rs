@@ -5,11 +5,11 @@
 
 use super::{sender, Sink};
 
-use crate::oracle::index::Req;
+use crate::oracle::index::{Index, Req};
 use crate::oracle::Level;
-use crate::trace::{EventKind, Side};
+use crate::trace::{EventKind, Side, TransportName};
 use crate::wire::Era;
-use crate::wire::Message;
+use crate::wire::{Message, RequestId};
 
 const INITIALIZE: &str = "initialize";
 const PING: &str = "ping";
@@ -184,10 +184,11 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
                     && matches!(ix.trace.events[j].kind, EventKind::Recv(_))
                     && matches!(ix.msg(j), Some(Message::Request(r)) if r.id == ping.id && r.method == PING)
             });
-        let cancelled = (i + 1..ix.trace.events.len()).any(|j| {
+        let cancelled_at = (i + 1..ix.trace.events.len()).find(|&j| {
             sender(ix, j) == Some(from)
                 && matches!(ix.msg(j), Some(Message::Cancelled(c)) if c.request_id == ping.id)
         });
+        let cancelled = cancelled_at.is_some();
         let problem = match answer.map(|j| (j, ix.msg(j))) {
             Some((j, Some(Message::Result(r)))) if !r.result.is_empty() => {
                 Some((j, "answered with a result that is not empty".to_owned()))
@@ -201,7 +202,14 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
             None if s.config.complete && read && !cancelled => {
                 Some((i, "never answered".to_owned()))
             }
-            None => None,
+            // A ping cancelled only after the peer went on without it is dropped all the same.
+            None => answered_past(ix, i, from, &ping.id)
+                .filter(|&k| cancelled_at.is_none_or(|c| k < c))
+                .map(|k| {
+                    let why =
+                        "never answered, though the peer read it and answered a later request";
+                    (k, why.to_owned())
+                }),
         };
         if let Some((j, why)) = problem {
             let msg = format!("the {} ping {} was {why}", from.as_str(), ping.id);
@@ -209,6 +217,56 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
             s.flag(rule!("ping-answered"), Level::Must, events, msg);
         }
     }
+}
+
+/// The evidence that the peer read the ping at `i` (sent by `from`) and went on without
+/// answering it, in any trace, complete or not: the index of the answer to a request the
+/// peer read after the ping. With the peer's end recorded, its own receipts say what it read
+/// first; with only the sender's end, one ordered pipe (stdio, the same connection) says it:
+/// a request written after the ping and answered was read after it.
+fn answered_past(ix: &Index<'_>, i: usize, from: Side, ping: &RequestId) -> Option<usize> {
+    let other = match from {
+        Side::Client => Side::Server,
+        _ => Side::Client,
+    };
+    let events = &ix.trace.events;
+    let n = events.len();
+    let answer_to = |id: &RequestId, after: usize| {
+        (after..n).find(|&m| {
+            sender(ix, m) == Some(other)
+                && matches!(ix.msg(m), Some(Message::Result(_) | Message::Error(_)))
+                && ix.msg(m).and_then(Message::id) == Some(id)
+        })
+    };
+    let connection_ends = |j: usize| {
+        matches!(events[j].kind, EventKind::Close { stream: None, .. })
+            || matches!(&events[j].kind, EventKind::Fault { fault, .. } if fault == "restart")
+    };
+    let request_other_than_ping = |j: usize| match ix.msg(j) {
+        Some(Message::Request(r)) if &r.id != ping => Some(r.id.clone()),
+        _ => None,
+    };
+    if ix.has(other) {
+        let read = (i..n).find(|&j| {
+            events[j].side == other
+                && matches!(events[j].kind, EventKind::Recv(_))
+                && matches!(ix.msg(j), Some(Message::Request(r)) if &r.id == ping)
+        })?;
+        // Up to the end of the peer's connection: a restarted peer never read the ping.
+        return (read + 1..n)
+            .take_while(|&k| !connection_ends(k))
+            .filter(|&k| events[k].side == other && matches!(events[k].kind, EventKind::Recv(_)))
+            .find_map(|k| answer_to(&request_other_than_ping(k)?, k + 1));
+    }
+    let stdio =
+        matches!(&events[i].kind, EventKind::Send(w) if w.transport == TransportName::Stdio);
+    if !stdio {
+        return None;
+    }
+    (i + 1..n)
+        .take_while(|&j| !connection_ends(j))
+        .filter(|&j| events[j].side == from && matches!(events[j].kind, EventKind::Send(_)))
+        .find_map(|j| answer_to(&request_other_than_ping(j)?, j + 1))
 }
 
 /// Whether the answer at `j` came on an HTTP stream answered with 404: the legacy server did

@@ -31,7 +31,7 @@ use cancellation::{
     after_cancel, cancel_on_timeout, cancel_unknown_request, late_response_delivered,
     race_not_graceful, resource_leak, server_cancel_not_listen, single_outcome,
 };
-use http::{http_request_headers, http_status};
+use http::{http_request_headers, http_status, origin_validated};
 use lifecycle::{
     initialize_cancelled, initialize_first, ping_answered, request_before_initialized,
 };
@@ -130,6 +130,7 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
     wire_integrity(&mut s);
     http_request_headers(&mut s);
     http_status(&mut s);
+    origin_validated(&mut s);
     initialize_first(&mut s);
     request_before_initialized(&mut s);
     initialize_cancelled(&mut s);

@@ -9,7 +9,8 @@
 //! | --- | --- | --- |
 //! | `server-exited` | server fault | the server closed its output or exited before the run was over |
 //! | `no-response` | server fault | the server answered none of the requests it was sent |
-//! | `unresponsive-after-cancel` | server fault | the liveness check after a cancel or a timeout (`ping` in the legacy era, `tools/list` in 2026-07-28) got no answer within its bound |
+//! | `unresponsive-after-cancel` | server fault | the liveness check after a cancel or a timeout (`ping` in the legacy era, `tools/list` in 2026-07-28) got no answer within its bound, and nothing written after it was answered |
+//! | `liveness-check-unanswered` | server fault | stdio: such a check got no answer while a request written after it on the same pipe was (the server drops the check; in the legacy era, `ping-answered`) |
 //! | `nothing-exercised` | inconclusive | no call of the tool returned a result, or cancels were planned and none met a call still running |
 //!
 //! Exit codes: 0 the run exercised the server and no MUST rule is broken; 1 a MUST rule is
@@ -19,8 +20,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::rebinding;
 use crate::oracle::{OracleConfig, Verdict};
-use crate::trace::{EventKind, Side, Trace};
+use crate::trace::{EventKind, Side, Trace, TransportName};
 use crate::wire::{DecodeOptions, Message, ProgressToken, RequestId, METHOD_TOOLS_CALL};
 use serde::Serialize;
 
@@ -86,6 +88,11 @@ pub struct ServerEnd {
 pub struct Hang {
     /// What it followed: `the cancel of call 3`, `the timeout of call 2`.
     pub after: String,
+    /// When the check was written, in ms since the run began.
+    pub sent_ms: u64,
+    /// The check's request id.
+    #[serde(skip)]
+    pub check: RequestId,
     /// When the client gave up on the check, in ms since the run began.
     pub at_ms: u64,
     /// Whether the probe restarted the server and went on (stdio with `--restarts`).
@@ -131,6 +138,9 @@ pub fn coverage(trace: &Trace, config: &OracleConfig, flagged: &BTreeSet<usize>)
             continue;
         }
         match &e.kind {
+            // The DNS-rebinding checks (sent with the Host and Origin a rebinding page would
+            // send, recorded with them) are judged by `origin-validated`, not the workload.
+            EventKind::Send(w) if w.headers.as_ref().is_some_and(rebinding::is_check) => {}
             EventKind::Send(w) => match w.decode(&lenient) {
                 Ok(Message::Request(r)) => {
                     if let Some(t) = &r.meta.progress_token {
@@ -226,8 +236,58 @@ pub fn coverage(trace: &Trace, config: &OracleConfig, flagged: &BTreeSet<usize>)
     c
 }
 
+/// Whether the server answered a request the probe wrote after the unanswered check `hang`
+/// (other than another check) on the same stdio pipe: the check's method and when that answer
+/// came, in ms.
+fn answered_after(trace: &Trace, hang: &Hang, hangs: &[Hang]) -> Option<(String, u64)> {
+    // Read from the recorded JSON itself: the check and the calls speak the run's era.
+    let checks: Vec<serde_json::Value> = hangs.iter().map(|h| h.check.to_json()).collect();
+    let check = hang.check.to_json();
+    let mut method = None;
+    let mut later = Vec::new();
+    for e in trace.events.iter().filter(|e| e.side == Side::Client) {
+        let (id, is_request) = match &e.kind {
+            // What a restarted server answers says nothing of the one that hung.
+            EventKind::Fault { fault, .. } if fault == "restart" && e.t >= hang.sent_ms => {
+                return None;
+            }
+            EventKind::Send(w) | EventKind::Recv(w) => match &w.msg {
+                Some(m) => (m.get("id"), m.get("method").is_some()),
+                None => continue,
+            },
+            _ => continue,
+        };
+        let Some(id) = id else { continue };
+        match (&e.kind, is_request) {
+            // Over HTTP each request travels apart: a later one answered says nothing of
+            // whether the server read the check. One ordered pipe (stdio) says it did.
+            (EventKind::Send(w), true) if *id == check && w.transport != TransportName::Stdio => {
+                return None;
+            }
+            (EventKind::Send(w), true) if *id == check => {
+                method = w
+                    .msg
+                    .as_ref()
+                    .and_then(|m| m.get("method")?.as_str().map(str::to_owned));
+            }
+            (EventKind::Send(_), true) if e.t >= hang.sent_ms && !checks.contains(id) => {
+                later.push(id.clone());
+            }
+            (EventKind::Recv(_), false) if later.contains(id) => return Some((method?, e.t)),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The findings of a run that the oracle's rules cannot name.
-pub fn findings(c: &Coverage, end: &ServerEnd, tool: &str, cancels_planned: usize) -> Vec<Finding> {
+pub fn findings(
+    c: &Coverage,
+    end: &ServerEnd,
+    tool: &str,
+    cancels_planned: usize,
+    trace: &Trace,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let answered = c.calls_answered + c.other_answered;
     let sent = c.calls_sent + c.other_requests;
@@ -253,7 +313,29 @@ pub fn findings(c: &Coverage, end: &ServerEnd, tool: &str, cancels_planned: usiz
             ),
         });
     }
-    if let Some(first) = end.hangs.first() {
+    if let Some((first, method, answer)) = end.hangs.first().and_then(|h| {
+        let (method, answer) = answered_after(trace, h, &end.hangs)?;
+        Some((h, method, answer))
+    }) {
+        // A server that answers requests written after the check is not unresponsive: it
+        // drops the check (in the legacy era, ping-answered, MUST).
+        let rule = match method.as_str() {
+            "ping" => " (ping-answered, MUST)",
+            _ => "",
+        };
+        out.push(Finding {
+            finding: "liveness-check-unanswered",
+            kind: "fault",
+            message: format!(
+                "the server answers requests but not `{method}`{rule}: {} liveness checks \
+                 unanswered, the first written at {} ms after {}, while it answered a request \
+                 written after it at {answer} ms",
+                end.hangs.len(),
+                first.sent_ms,
+                first.after,
+            ),
+        });
+    } else if let Some(first) = end.hangs.first() {
         let restarted = end.hangs.iter().filter(|h| h.restarted).count();
         let then = if restarted > 0 {
             format!("; restarted {restarted} times and went on")

@@ -59,6 +59,7 @@
 //! The caller judges the [`ProbeRun`]'s trace with the oracle and [`findings`].
 
 pub mod findings;
+mod rebinding;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -170,6 +171,10 @@ pub struct ProbeConfig {
     /// Stamp events with the ms since this moment instead of since the probe's start, so
     /// that a trace recorded by another process on the same clock lines up with this one.
     pub clock_origin: Option<std::time::SystemTime>,
+    /// HTTP to a loopback URL: check the server's DNS-rebinding protection after the run:
+    /// one request with a foreign `Origin`, one with a foreign `Host`, judged by
+    /// `origin-validated`.
+    pub origin_check: bool,
 }
 
 /// The era a probe speaks (docs/spec/mcp-2025-11-25.md §1).
@@ -246,6 +251,7 @@ impl Default for ProbeConfig {
             era: ProbeEra::Auto,
             tag_calls: false,
             clock_origin: None,
+            origin_check: true,
         }
     }
 }
@@ -471,7 +477,7 @@ struct Probe {
     /// Seeded draws of the per-post HTTP faults.
     fault_rng: ChaCha8Rng,
     /// Liveness checks waiting for their outcome: the check's id and what it followed.
-    checks: Vec<(RequestId, String)>,
+    checks: Vec<(RequestId, String, u64)>,
     /// Checks the server left unanswered.
     hangs: Vec<Hang>,
 }
@@ -827,7 +833,7 @@ impl Probe {
         };
         let now = self.now();
         let id = self.driver.client_mut().start_request(now, check);
-        self.checks.push((id, what));
+        self.checks.push((id, what, now.as_millis()));
         self.flush();
     }
 
@@ -854,14 +860,17 @@ impl Probe {
     fn new_hang(&mut self) -> Option<usize> {
         let mut first = None;
         let checks = std::mem::take(&mut self.checks);
-        for (id, what) in checks {
-            match self.outcome(&self.current(&id)) {
-                None => self.checks.push((id, what)),
+        for (id, what, sent_ms) in checks {
+            let current = self.current(&id);
+            match self.outcome(&current) {
+                None => self.checks.push((id, what, sent_ms)),
                 Some((Outcome::TimedOut, at)) => {
                     self.hangs.push(Hang {
                         after: what,
+                        sent_ms,
                         at_ms: at.as_millis(),
                         restarted: false,
+                        check: current,
                     });
                     first.get_or_insert(self.hangs.len() - 1);
                 }
@@ -1147,11 +1156,16 @@ fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
         faults: config.latency_ms.is_some() || config.reset_percent > 0,
     };
     let (tx, rx) = mpsc::channel();
+    let rebinding =
+        (config.origin_check && rebinding::applies(&endpoint)).then(|| endpoint.clone());
     let http = Http::start(endpoint, relay, tx)
         .map_err(|e| ProbeError::Unreachable(format!("{url}: {e}")))?;
     let mut probe = new_probe(Transport::Http, Conn::Http(Box::new(http)), rx, config);
     let run = drive(&mut probe);
     end_session(&mut probe);
+    if let Some(endpoint) = &rebinding {
+        rebinding::check(&mut probe, endpoint);
+    }
     // The streams still open are the client's to drop.
     let Conn::Http(http) = &mut probe.conn else {
         unreachable!("the HTTP probe keeps its connection");

@@ -1,0 +1,230 @@
+//! `mcp-sim serve --http` under load: 64 concurrent clients of both eras on loopback, bounded
+//! in count and time, each on one keep-alive connection. Half are 2026-07-28 clients
+//! (`server/discover`, then `tools/list` requests, stateless); half are legacy ones
+//! (`initialize`, then `tools/list` and `ping` in their session, then the session's
+//! `DELETE`). Prints requests per second, the median and p99 latency, the serve process's
+//! peak memory (`VmHWM`) and the messages lost: requests without a well-formed answer of
+//! their own id in the era they spoke (the figure must be 0).
+//!
+//! Run: `cargo bench -p mcp-sim-cli --bench serve_load`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MCP_SIM: &str = env!("CARGO_BIN_EXE_mcp-sim");
+/// Concurrent clients, half of each era.
+const CLIENTS: usize = 64;
+/// Requests each client sends after its opening.
+const REQUESTS: usize = 300;
+/// The whole run's bound.
+const BOUND: Duration = Duration::from_secs(60);
+
+const MODERN_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// An answer: its status, headers (names in lower case) and body.
+type Answer = (u16, Vec<(String, String)>, String);
+
+/// One request on `conn`: its answer.
+fn exchange(
+    conn: &mut BufReader<TcpStream>,
+    method: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> std::io::Result<Answer> {
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+    let stream = conn.get_mut();
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    let mut status_line = String::new();
+    conn.read_line(&mut status_line)?;
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut got = Vec::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        conn.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            if k == "content-length" {
+                length = v.parse().unwrap_or(0);
+            }
+            got.push((k, v));
+        }
+    }
+    let mut body = vec![0; length];
+    conn.read_exact(&mut body)?;
+    Ok((status, got, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Whether `body` is a result for `id`, with `resultType` in the modern era only.
+fn answers(body: &str, id: usize, modern: bool) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    v["id"] == id
+        && v.get("result").is_some()
+        && (v["result"].get("resultType").is_some() == modern)
+}
+
+/// One client's run: each request's latency, and how many were lost.
+fn client(addr: String, k: usize, deadline: Instant) -> (Vec<Duration>, usize) {
+    let modern = k % 2 == 0;
+    let mut latencies = Vec::new();
+    let mut lost = 0;
+    let Ok(stream) = TcpStream::connect(&addr) else {
+        return (latencies, REQUESTS + 1);
+    };
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut conn = BufReader::new(stream);
+    let base = |m: &str| {
+        let mut h = vec![
+            ("content-type", "application/json".to_owned()),
+            ("accept", "application/json, text/event-stream".to_owned()),
+        ];
+        if modern {
+            h.push(("mcp-protocol-version", "2026-07-28".into()));
+            h.push(("mcp-method", m.to_owned()));
+        }
+        h
+    };
+    let mut session: Option<String> = None;
+    for n in 0..=REQUESTS {
+        if Instant::now() > deadline {
+            lost += REQUESTS + 1 - n;
+            break;
+        }
+        let id = n + 1;
+        let (method, params) = match (modern, n) {
+            (true, 0) => ("server/discover", format!(r#"{{"_meta":{MODERN_META}}}"#)),
+            (true, _) => ("tools/list", format!(r#"{{"_meta":{MODERN_META}}}"#)),
+            (false, 0) => (
+                "initialize",
+                r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}"#.to_owned(),
+            ),
+            (false, n) if n % 2 == 0 => ("ping", "{}".to_owned()),
+            (false, _) => ("tools/list", "{}".to_owned()),
+        };
+        let mut headers = base(method);
+        if let Some(s) = &session {
+            headers.push(("mcp-session-id", s.clone()));
+            headers.push(("mcp-protocol-version", "2025-11-25".into()));
+        }
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+        let start = Instant::now();
+        match exchange(&mut conn, "POST", &headers, &body) {
+            Ok((200, got, answer)) if answers(&answer, id, modern) => {
+                latencies.push(start.elapsed());
+                if n == 0 && !modern {
+                    session = got
+                        .into_iter()
+                        .find(|(k, _)| k == "mcp-session-id")
+                        .map(|(_, v)| v);
+                    // The handshake's notification, answered 202.
+                    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+                    let mut h = base("notifications/initialized");
+                    if let Some(s) = &session {
+                        h.push(("mcp-session-id", s.clone()));
+                        h.push(("mcp-protocol-version", "2025-11-25".into()));
+                    }
+                    if !matches!(exchange(&mut conn, "POST", &h, note), Ok((202, _, _))) {
+                        lost += 1;
+                    }
+                }
+            }
+            _ => lost += 1,
+        }
+    }
+    if let Some(s) = session {
+        let h = vec![
+            ("mcp-session-id", s),
+            ("mcp-protocol-version", "2025-11-25".into()),
+        ];
+        let _ = exchange(&mut conn, "DELETE", &h, "");
+    }
+    (latencies, lost)
+}
+
+/// The peak resident memory of process `pid`, in KiB (Linux `VmHWM`).
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn main() {
+    let mut serve = Command::new(MCP_SIM)
+        .args(["serve", "--http", "127.0.0.1:0", "--max-seconds", "120"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-sim serve starts");
+    let mut lines = BufReader::new(serve.stderr.take().expect("stderr")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let url = &first[first.find("http://").expect("the address is printed") + 7..];
+    let addr = url.trim_end_matches("/mcp").to_owned();
+    std::thread::spawn(move || for _ in lines {});
+    let deadline = Instant::now() + BOUND;
+    let start = Instant::now();
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|k| {
+            let addr = addr.clone();
+            std::thread::spawn(move || client(addr, k, deadline))
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut lost = 0;
+    for t in threads {
+        let (l, n) = t.join().expect("a client thread");
+        latencies.extend(l);
+        lost += n;
+    }
+    let wall = start.elapsed();
+    let peak = peak_kib(serve.id());
+    // SAFETY: SIGTERM to our own child, not yet reaped.
+    unsafe {
+        libc::kill(serve.id() as i32, libc::SIGTERM);
+    }
+    let _ = serve.wait();
+    latencies.sort();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    println!(
+        "serve --http, {CLIENTS} clients ({} modern, {} legacy), {} answered in {:.2} s",
+        CLIENTS / 2,
+        CLIENTS / 2,
+        latencies.len(),
+        wall.as_secs_f64()
+    );
+    println!(
+        "requests per second: {:.0}",
+        latencies.len() as f64 / wall.as_secs_f64()
+    );
+    println!("latency: median {:?}, p99 {:?}", pct(0.5), pct(0.99));
+    match peak {
+        Some(kib) => println!("peak memory of serve: {:.1} MiB", kib as f64 / 1024.0),
+        None => println!("peak memory of serve: unknown (no /proc)"),
+    }
+    println!("lost messages: {lost}");
+    assert_eq!(lost, 0, "every request has its answer");
+}

@@ -1,0 +1,184 @@
+//! `mcp-sim serve --http` answers each request in the era it speaks, for any number of
+//! clients in any order: the reference client of each era (`mcp-sim probe`) drives one serve
+//! process at the same time as the other, and each is judged clean in its own era. The
+//! probes' DNS-rebinding checks run against it too, so the process's Host and Origin
+//! validation is judged by `origin-validated` in both eras.
+
+mod common;
+
+use common::probe::{probe_json, SLOW};
+use common::serve::Listening;
+
+#[test]
+fn one_serve_process_serves_a_legacy_and_a_modern_client_at_once() {
+    let serve = Listening::start(&[
+        "serve".into(),
+        "--http".into(),
+        "127.0.0.1:0".into(),
+        "--max-seconds".into(),
+        "120".into(),
+    ]);
+    let url = serve.url.clone();
+    let run = |era: &'static str, seed: &'static str| {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let mut args = vec!["--url", url.as_str(), "--era", era, "--seed", seed];
+            args.extend_from_slice(SLOW);
+            let (code, v) = probe_json(&args, &[]);
+            (era, code, v)
+        })
+    };
+    // Two legacy sessions and a modern client, interleaved.
+    let probes = [run("legacy", "1"), run("modern", "2"), run("legacy", "3")];
+    for probe in probes {
+        let (era, code, v) = probe.join().expect("the probe thread");
+        assert_eq!(
+            code, 0,
+            "the {era} client against the dual-era serve: {v:#}"
+        );
+        let spoken = v["era"].as_str().unwrap_or_default();
+        let want = if era == "legacy" {
+            "2025-11-25"
+        } else {
+            "2026-07-28"
+        };
+        assert_eq!(spoken, want, "{v:#}");
+        assert!(
+            v["coverage"]["calls_answered"].as_u64().unwrap_or(0) > 0,
+            "{v:#}"
+        );
+        let rules: Vec<&str> = v["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .filter_map(|x| x["rule"].as_str())
+            .collect();
+        assert!(!rules.contains(&"origin-validated"), "{v:#}");
+    }
+    serve.stop();
+}
+
+#[test]
+fn a_server_without_rebinding_protection_is_named_by_the_probe() {
+    // `serve --allow-host evil.example --allow-origin http://evil.example` serves what a
+    // rebinding page sends: the probe's check must name it, in each era.
+    let serve = Listening::start(&[
+        "serve".into(),
+        "--http".into(),
+        "127.0.0.1:0".into(),
+        "--max-seconds".into(),
+        "120".into(),
+        "--allow-host".into(),
+        "evil.example".into(),
+        "--allow-origin".into(),
+        "http://evil.example".into(),
+    ]);
+    for era in ["legacy", "modern"] {
+        let mut args = vec!["--url", serve.url.as_str(), "--era", era, "--seed", "1"];
+        args.extend_from_slice(SLOW);
+        let (code, v) = probe_json(&args, &[]);
+        assert_eq!(code, 1, "{v:#}");
+        let named = v["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .filter(|x| x["rule"] == "origin-validated" && x["level"] == "MUST")
+            .count();
+        assert_eq!(named, 2, "the Origin and the Host check, in {era}: {v:#}");
+        // And off on request.
+        args.push("--no-origin-check");
+        let (code, v) = probe_json(&args, &[]);
+        assert_eq!(code, 0, "{v:#}");
+    }
+    serve.stop();
+}
+
+/// One raw HTTP/1.1 request on a connection of its own: the status and the body.
+fn raw_post(addr: &str, extra_headers: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n{extra_headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = conn.write_all(req.as_bytes());
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+#[test]
+fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
+    let dir = common::serve::scratch("serve-limits");
+    let trace = dir.join("trace.jsonl");
+    let serve = Listening::start(&[
+        "serve".into(),
+        "--http".into(),
+        "127.0.0.1:0".into(),
+        "--max-seconds".into(),
+        "60".into(),
+        "--max-body-bytes".into(),
+        "1000".into(),
+        "--max-sessions".into(),
+        "1".into(),
+        "--trace".into(),
+        trace.display().to_string(),
+    ]);
+    let addr = serve
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // A body over the bound: 413 with a JSON-RPC error naming it.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(2000)
+    );
+    let (status, body) = raw_post(&addr, "", &big);
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("--max-body-bytes"), "{body}");
+    // A header block over the bound (64 KiB by default): 431, named; far over it, hyper's
+    // read buffer cuts it with 431 before it is a request.
+    let huge = format!("x-pad: {}\r\n", "y".repeat(80 << 10));
+    let (status, body) = raw_post(&addr, &huge, INITIALIZE);
+    assert_eq!(status, 431, "{body}");
+    assert!(body.contains("--max-header-bytes"), "{body}");
+    let huger = format!("x-pad: {}\r\n", "y".repeat(400 << 10));
+    let (status, _) = raw_post(&addr, &huger, INITIALIZE);
+    assert_eq!(status, 431);
+    // One session is served; a second initialize is refused with 503 naming the bound.
+    let (status, body) = raw_post(&addr, "", INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = raw_post(&addr, "", INITIALIZE);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("--max-sessions"), "{body}");
+    // A 2026-07-28 request is served all the same: nothing else is dropped.
+    let discover = r#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let (status, body) = raw_post(
+        &addr,
+        "mcp-protocol-version: 2026-07-28\r\nmcp-method: server/discover\r\n",
+        discover,
+    );
+    assert_eq!(status, 200, "{body}");
+    serve.stop();
+    let text = common::serve::read_when_written(&trace);
+    for code in [413, 431, 503] {
+        assert!(
+            text.contains(&format!("\"status\":{code}")),
+            "the trace records the {code}:\n{text}"
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! The probe's check of a local server's DNS-rebinding protection (2026-07-28 §9 I63,
+//! 2025-11-25 §5: servers MUST validate `Origin`).
+//!
+//! After the run, when the URL names a loopback host, the probe sends two more POSTs, each on a
+//! connection of its own: one with a foreign `Origin` (and the server's own `Host`), one with a
+//! foreign `Host`. Each carries the request a client of the run's era opens with
+//! (`server/discover` in 2026-07-28, `initialize` in the legacy era), so that a server that does
+//! not check serves it as it would serve a page's script. Both are recorded with their `Host`
+//! and `Origin`, their status and, when it is JSON, their answer; the oracle's
+//! `origin-validated` judges them. `--no-origin-check` leaves them out.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::Probe;
+use crate::lanes::live::net::http::Endpoint;
+use crate::model::{Outcome, StreamId, Transport};
+use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire::origin::is_loopback_name;
+use crate::wire::{self, Era, Message, Request, RequestId};
+
+/// The host a rebinding page would name.
+pub const FOREIGN_HOST: &str = "evil.example";
+
+/// The streams the checks travel on, apart from any the run used.
+const FIRST_STREAM: u64 = 1 << 40;
+
+/// How long one check may take, connection and answer.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most of an answer the probe reads.
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// Whether a POST recorded with `headers` is one of these checks: the run's own requests
+/// record neither `Host` nor `Origin`.
+pub(super) fn is_check(headers: &BTreeMap<String, String>) -> bool {
+    headers.contains_key("host") || headers.contains_key("origin")
+}
+
+/// Whether `endpoint` names a loopback host (the checks are for local servers only).
+pub(super) fn applies(endpoint: &Endpoint) -> bool {
+    let host = match endpoint.authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => endpoint
+            .authority
+            .rsplit_once(':')
+            .map_or(endpoint.authority.as_str(), |(h, _)| h),
+    };
+    is_loopback_name(host)
+}
+
+/// Sends both checks and records them.
+pub(super) fn check(probe: &mut Probe, endpoint: &Endpoint) {
+    let era = probe.driver.client().era();
+    let origin = format!("http://{FOREIGN_HOST}");
+    let cases = [
+        (endpoint.authority.clone(), Some(origin)),
+        (FOREIGN_HOST.to_owned(), None),
+    ];
+    for (k, (host, origin)) in cases.into_iter().enumerate() {
+        let stream = StreamId(FIRST_STREAM + k as u64);
+        let msg = opening(era, k);
+        let mut headers = wire::http::request_headers(&msg);
+        if era.is_legacy() {
+            headers.remove("mcp-method");
+            headers.remove("mcp-protocol-version");
+        }
+        headers.insert("host".into(), host);
+        if let Some(o) = origin {
+            headers.insert("origin".into(), o);
+        }
+        let mut sent = WireEvent::message(Transport::Http, Some(stream), &msg);
+        sent.headers = Some(headers.clone());
+        probe.record(EventKind::Send(sent));
+        let id = msg.id().cloned().unwrap_or(RequestId::Number(0));
+        let mut outcome = Outcome::Lost;
+        match post(endpoint, &headers, &msg) {
+            Ok((status, content_type, body)) => {
+                outcome = if status < 400 {
+                    Outcome::Result
+                } else {
+                    Outcome::Error
+                };
+                probe.record(EventKind::Status {
+                    stream: Some(stream.0),
+                    status,
+                    content_type: content_type.clone(),
+                    headers: None,
+                });
+                let json = content_type
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with("application/json"));
+                if json && !body.is_empty() {
+                    let (w, _) = crate::lanes::recorder::observe_as_written_in(
+                        era,
+                        Transport::Http,
+                        Some(stream),
+                        &body,
+                    );
+                    probe.record(EventKind::Recv(w));
+                }
+            }
+            // Refused at the connection or cut: nothing was served, and the server's end
+            // of the connection went first.
+            Err(_) => probe.record(EventKind::Close {
+                stream: Some(stream.0),
+                by: Side::Server,
+                reason: None,
+            }),
+        }
+        probe.record(EventKind::Outcome {
+            request: id,
+            outcome,
+        });
+        if outcome != Outcome::Lost {
+            probe.record(EventKind::Close {
+                stream: Some(stream.0),
+                by: Side::Client,
+                reason: None,
+            });
+        }
+    }
+}
+
+/// The request a client of `era` opens with.
+fn opening(era: Era, k: usize) -> Message {
+    let id = RequestId::String(format!("rebinding-{}", k + 1));
+    match era {
+        Era::Modern => Request::new(id, "server/discover").into(),
+        Era::Legacy(_) => {
+            let mut r = Request::new(id, "initialize");
+            r.meta.legacy = true;
+            r.params
+                .insert("protocolVersion".into(), json!(era.version()));
+            r.params.insert("capabilities".into(), json!({}));
+            r.params.insert(
+                "clientInfo".into(),
+                json!({"name": "mcp-sim-rebinding-check", "version": env!("CARGO_PKG_VERSION")}),
+            );
+            r.into()
+        }
+    }
+}
+
+/// One POST on a connection of its own: the status, the content type and the body read (up
+/// to [`MAX_ANSWER`], the connection closed after it).
+fn post(
+    endpoint: &Endpoint,
+    headers: &BTreeMap<String, String>,
+    msg: &Message,
+) -> std::io::Result<(u16, Option<String>, Vec<u8>)> {
+    let body = wire::encode(msg).unwrap_or_default();
+    let addr = endpoint
+        .addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let mut conn = TcpStream::connect_timeout(&addr, CHECK_TIMEOUT)?;
+    conn.set_read_timeout(Some(CHECK_TIMEOUT))?;
+    conn.set_write_timeout(Some(CHECK_TIMEOUT))?;
+    let mut head = format!("POST {} HTTP/1.1\r\n", endpoint.path);
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    ));
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(body.as_bytes())?;
+    let mut answer = Vec::new();
+    // An event stream stays open: what arrived within the bound is enough.
+    let _ = (&mut conn).take(MAX_ANSWER).read_to_end(&mut answer);
+    let mut parsed = [httparse::EMPTY_HEADER; 32];
+    let mut response = httparse::Response::new(&mut parsed);
+    let Ok(httparse::Status::Complete(len)) = response.parse(&answer) else {
+        return Err(std::io::Error::other("no complete response head"));
+    };
+    let status = response.code.unwrap_or(0);
+    let content_type = response
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .and_then(|h| std::str::from_utf8(h.value).ok())
+        .map(|v| v.to_ascii_lowercase());
+    Ok((status, content_type, answer[len..].to_vec()))
+}
