@@ -5,7 +5,7 @@
 //! rewrote the parser to the WHATWG rules), its parser runs without a runtime
 //! (`SseByteStream` over any stream of byte buffers), and its 0.2 line is the decoder inside
 //! rmcp, the Rust MCP SDK, so what it gets wrong is what MCP clients built on it get wrong.
-//! `eventsource-stream`'s last release is 0.2.3 of 2022-02-17 (crates.io), and LaunchDarkly's
+//! `eventsource-stream`'s last release is 0.2.3 of 2022-02-17 (on the crate registry), and LaunchDarkly's
 //! `eventsource-client` keeps its parser private.
 //!
 //! Both sides are reduced to what a WHATWG `EventSource` observes: each dispatched event's
