@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use mcp_sim::lanes::live::serve::{HttpFront, HttpLimits};
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::Transport;
 use mcp_sim::mutants::Mutant;
@@ -164,11 +165,13 @@ impl<'a> JsonBaseline<'a> {
     }
 }
 
-/// One violation as JSON: rule, level, event indices (decisive last), message.
+/// One violation as JSON: rule, level, where the spec says it (in the era judged), event
+/// indices (decisive last), message.
 #[derive(Serialize)]
 pub(crate) struct JsonViolation<'a> {
     rule: &'a str,
     level: &'a str,
+    spec: &'static str,
     events: &'a [usize],
     message: &'a str,
     /// In a two-hop trace, the hop a one-hop rule was broken on (`front`, `back`).
@@ -184,6 +187,16 @@ pub(crate) fn json_violations(verdict: &Verdict) -> Vec<JsonViolation<'_>> {
         .map(|v| JsonViolation {
             rule: v.rule,
             level: v.level.as_str(),
+            spec: mcp_sim::oracle::rule_info(v.rule).map_or("", |r| {
+                // An intermediary rule is judged on the upstream hop's era when there is one.
+                let era = match v.hop {
+                    Some(mcp_sim::trace::Hop::Back) => verdict.upstream_era.as_ref(),
+                    _ => None,
+                }
+                .unwrap_or(&verdict.era)
+                .era;
+                r.spec_in(era)
+            }),
             events: &v.events,
             message: &v.message,
             hop: v.hop.map(|h| h.as_str()),
@@ -441,4 +454,46 @@ fn read_baseline_file(
         .map_err(|e| format!("--baseline: cannot read {}: {e}", path.display()))?;
     mcp_sim::ci::Baseline::parse(&text, known)
         .map_err(|e| format!("--baseline: {}: {e}", path.display()))
+}
+
+/// What an HTTP listener of mcp-sim serves (`serve --http`, `record --http`): its
+/// `Host`/`Origin` policy and its bounds.
+#[derive(clap::Args, Clone)]
+pub struct FrontArgs {
+    /// HTTP: also serve requests whose `Host` names HOST (repeatable). By default a
+    /// loopback listener serves only loopback names (`localhost`, `127.0.0.1`, `[::1]`, any
+    /// port) and another listener only its own address; anything else is refused with 403
+    /// (DNS-rebinding protection).
+    #[arg(long, value_name = "HOST")]
+    allow_host: Vec<String>,
+    /// HTTP: also serve requests whose `Origin` is ORIGIN (`scheme://host[:port]`,
+    /// repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// HTTP: the largest request body read, in bytes; a larger one is answered 413.
+    #[arg(long, default_value_t = HttpLimits::default().max_body_bytes)]
+    max_body_bytes: usize,
+    /// HTTP: the largest header block read, in bytes (at least 8192); a larger one is
+    /// answered 431.
+    #[arg(long, default_value_t = HttpLimits::default().max_header_bytes)]
+    max_header_bytes: usize,
+    /// HTTP: connections open at once; one more is answered 503 and closed.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    max_connections: usize,
+}
+
+impl FrontArgs {
+    /// The front these flags describe.
+    pub fn http_front(&self) -> HttpFront {
+        HttpFront {
+            allow_hosts: self.allow_host.clone(),
+            allow_origins: self.allow_origin.clone(),
+            limits: HttpLimits {
+                max_body_bytes: self.max_body_bytes,
+                max_header_bytes: self.max_header_bytes,
+                max_connections: self.max_connections,
+                ..HttpLimits::default()
+            },
+        }
+    }
 }

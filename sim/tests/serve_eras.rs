@@ -7,7 +7,7 @@
 mod common;
 
 use common::probe::{probe_json, SLOW};
-use common::serve::Listening;
+use common::serve::{raw_post, Listening};
 
 #[test]
 fn one_serve_process_serves_a_legacy_and_a_modern_client_at_once() {
@@ -93,31 +93,6 @@ fn a_server_without_rebinding_protection_is_named_by_the_probe() {
     serve.stop();
 }
 
-/// One raw HTTP/1.1 request on a connection of its own: the status and the body.
-fn raw_post(addr: &str, extra_headers: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .expect("timeout");
-    let req = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n{extra_headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(req.as_bytes());
-    let mut answer = String::new();
-    let _ = conn.read_to_string(&mut answer);
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 #[test]
@@ -137,11 +112,7 @@ fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
         "--trace".into(),
         trace.display().to_string(),
     ]);
-    let addr = serve
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let addr = serve.addr();
     // A body over the bound: 413 with a JSON-RPC error naming it.
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
@@ -181,4 +152,45 @@ fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
             "the trace records the {code}:\n{text}"
         );
     }
+}
+
+#[test]
+fn an_idle_connection_is_closed_after_its_bound_and_a_busy_one_is_not() {
+    use std::io::Read;
+    let serve = Listening::start(&[
+        "serve".into(),
+        "--http".into(),
+        "127.0.0.1:0".into(),
+        "--max-seconds".into(),
+        "60".into(),
+        "--idle-connection-ms".into(),
+        "300".into(),
+    ]);
+    let addr = serve.addr();
+    let mut idle = std::net::TcpStream::connect(&addr).expect("connect");
+    idle.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .expect("timeout");
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    let n = idle.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "the server closes an idle connection without a word");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "closed after its bound, not the read timeout: {:?}",
+        started.elapsed()
+    );
+    // A request takes as long as it takes: a tool call of 1.5 s on a connection whose idle
+    // bound is 300 ms is answered whole.
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow_op","arguments":{"steps":3,"step_ms":500},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let (status, body) = raw_post(
+        &addr,
+        "mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: slow_op\r\n",
+        call,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(r#""id":5"#) && body.contains("result"),
+        "{body}"
+    );
+    serve.stop();
 }

@@ -48,6 +48,10 @@ pub struct HttpLimits {
     pub max_header_bytes: usize,
     /// Connections open at once (default 1024); one more is answered 503 and closed.
     pub max_connections: usize,
+    /// How long a connection may wait for its next request head (no request in flight, or a
+    /// head unfinished) before it is closed, in ms (default 30 s, hyper's own). A legacy
+    /// session outlives its connections, so closing an idle one loses nothing.
+    pub idle_connection_ms: u64,
 }
 
 impl Default for HttpLimits {
@@ -56,6 +60,55 @@ impl Default for HttpLimits {
             max_body_bytes: crate::wire::Limits::DEFAULT.max_message_bytes,
             max_header_bytes: 64 << 10,
             max_connections: 1024,
+            idle_connection_ms: 30_000,
+        }
+    }
+}
+
+/// The answer of a front to a request or connection it refuses before any handling: `status`
+/// with a JSON-RPC error whose message says why (`id` null when no request was read), and the
+/// connection closed after it.
+pub(crate) fn refusal_response(status: u16, id: Option<wire::RequestId>, why: &str) -> Vec<u8> {
+    let reason = hyper::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Refused");
+    let error = crate::wire::ErrorResponse::new(id, crate::wire::codes::INVALID_REQUEST, why);
+    let body = crate::wire::encode(&error.into()).unwrap_or_default();
+    format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Why a connection over `max` open ones is refused (503).
+pub(crate) fn connections_full(max: usize) -> String {
+    format!(
+        "Service Unavailable: {max} connections are open, the most this front serves (--max-connections)"
+    )
+}
+
+/// What one of mcp-sim's HTTP listeners serves (`serve --http`, `record --http`): the
+/// widenings of its `Host`/`Origin` policy and its bounds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpFront {
+    /// The hosts served beyond the listener's own default (`--allow-host`): on a loopback
+    /// listener every loopback name, elsewhere the bound address ([`crate::wire::origin`]).
+    pub allow_hosts: Vec<String>,
+    /// The origins served beyond that default (`--allow-origin`).
+    pub allow_origins: Vec<String>,
+    /// The bounds on bodies, header blocks, open and idle connections.
+    pub limits: HttpLimits,
+}
+
+impl HttpFront {
+    /// The policy of a listener bound to `addr`.
+    pub fn policy(&self, addr: std::net::IpAddr) -> crate::wire::origin::OriginPolicy {
+        crate::wire::origin::OriginPolicy {
+            allow_hosts: self.allow_hosts.clone(),
+            allow_origins: self.allow_origins.clone(),
+            ..crate::wire::origin::OriginPolicy::for_listener(addr)
         }
     }
 }
@@ -72,28 +125,48 @@ pub(crate) enum OverLimit {
 /// What the HTTP side tells the driver.
 pub(crate) enum HttpEvent {
     /// A request (a POST, or the legacy era's `GET`, a resume or listening stream, or
-    /// `DELETE`, the session's end): its stream, body and the slot for its response.
-    Post {
-        /// The request's method (`None`: one the endpoint does not serve).
-        method: Option<Method>,
-        /// The stream the request and its response travel on.
-        stream: StreamId,
-        /// The request body (empty when over a bound).
-        body: Bytes,
-        /// The request was over a bound, and its body was not read.
-        oversized: Option<OverLimit>,
-        /// The request's headers that the rules judge (`wire::http::RECORDED`).
-        headers: std::collections::BTreeMap<String, String>,
-        /// Its `Host` and `Origin`, for the listener's DNS-rebinding protection.
-        sent: HostAndOrigin,
-        /// Where the response goes.
-        respond: oneshot::Sender<HttpResponse>,
-    },
+    /// `DELETE`, the session's end), with the slot for its response.
+    Post(Posted),
     /// hyper dropped a stream's response (or the pending request): the client is gone.
     Dropped(StreamId),
     /// The listener refused a connection over its bound, before any request (503).
     #[cfg_attr(not(feature = "live"), allow(dead_code))] // only `serve` bounds its connections
     ConnectionRefused,
+}
+
+/// A request as hyper read it, and where its response goes: handed to the server driver by
+/// [`Responder::accept`].
+pub(crate) struct Posted {
+    /// The request's method (`None`: one the endpoint does not serve).
+    pub(crate) method: Option<Method>,
+    /// The stream the request and its response travel on.
+    pub(crate) stream: StreamId,
+    /// The request body (empty when over a bound).
+    pub(crate) body: Bytes,
+    /// The request was over a bound, and its body was not read.
+    pub(crate) oversized: Option<OverLimit>,
+    /// The request's headers that the rules judge (`wire::http::RECORDED`).
+    pub(crate) headers: BTreeMap<String, String>,
+    /// Its `Host` and `Origin`, for the listener's DNS-rebinding protection.
+    pub(crate) sent: HostAndOrigin,
+    /// Where the response goes.
+    pub(crate) respond: oneshot::Sender<HttpResponse>,
+}
+
+/// One HTTP request as the server driver takes it ([`Responder::accept`]).
+pub(crate) struct IncomingRequest<'a> {
+    /// The stream it and its response travel on.
+    pub(crate) stream: StreamId,
+    /// Its method (`None`: one the endpoint does not serve).
+    pub(crate) method: Option<Method>,
+    /// A POST's body.
+    pub(crate) body: &'a [u8],
+    /// The headers the rules judge.
+    pub(crate) headers: BTreeMap<String, String>,
+    /// Its `Host` and `Origin`.
+    pub(crate) sent: &'a HostAndOrigin,
+    /// The request was over a bound, and its body was not read.
+    pub(crate) oversized: Option<OverLimit>,
 }
 
 /// Sends [`HttpEvent::Dropped`] when hyper drops what it holds, unless disarmed first.
@@ -165,7 +238,7 @@ pub(crate) async fn serve_connection<IO>(
             };
             let (respond, response) = oneshot::channel();
             let mut signal = DropSignal(Some((stream, notify.clone())));
-            notify(HttpEvent::Post {
+            notify(HttpEvent::Post(Posted {
                 method,
                 stream,
                 body,
@@ -173,7 +246,7 @@ pub(crate) async fn serve_connection<IO>(
                 headers,
                 sent,
                 respond,
-            });
+            }));
             let response = response.await;
             signal.0 = None; // answered: from here on the body signals a drop
             Ok::<_, Infallible>(response.unwrap_or_else(|_| {
@@ -185,6 +258,7 @@ pub(crate) async fn serve_connection<IO>(
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_millis(limits.idle_connection_ms))
         .max_buf_size(limits.max_header_bytes.saturating_mul(2).max(8 << 10))
         .serve_connection(TokioIo::new(io), service)
         .await;
@@ -215,6 +289,29 @@ impl Responder {
     }
 
     /// A POST arrived on `stream`; its response goes to `respond`.
+    /// Keeps `posted`'s response slot and hands the request to `serve` (the server driver's
+    /// [`http_request`](crate::lanes::server_driver::ServerDriver::http_request)).
+    pub(crate) fn accept(&mut self, posted: Posted, serve: impl FnOnce(IncomingRequest<'_>)) {
+        let Posted {
+            method,
+            stream,
+            body,
+            oversized,
+            headers,
+            sent,
+            respond,
+        } = posted;
+        self.post(stream, respond);
+        serve(IncomingRequest {
+            stream,
+            method,
+            body: &body,
+            headers,
+            sent: &sent,
+            oversized,
+        });
+    }
+
     pub(crate) fn post(&mut self, stream: StreamId, respond: oneshot::Sender<HttpResponse>) {
         self.pending.insert(stream, respond);
     }

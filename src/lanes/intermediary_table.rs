@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 use super::intermediary::{Expiry, FromServer};
-use super::live::net::relay::{Relay, Relayed};
+use super::live::net::relay::{Front, Relay, Relayed};
 use super::memory::{OpenStreams, Piece};
 use super::turmoil::{proxy, Shared, SharedRef, PROXY_PORT, SERVER_HTTP_PORT};
 use crate::model::StreamId;
@@ -193,7 +193,7 @@ fn memory(case: Case) -> Seen {
 async fn client(conn: impl AsyncRead + AsyncWrite, case: Case, start: Instant) -> Seen {
     let (mut read, mut write) = tokio::io::split(conn);
     let writer = async move {
-        let head = b"POST /mcp HTTP/1.1\r\nhost: table\r\ncontent-length: 2\r\n\r\n";
+        let head = b"POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-length: 2\r\n\r\n";
         let _ = write.write_all(head).await;
         if case.late_client_bytes {
             tokio::time::sleep_until(start + CLIENT_LATE_AT).await;
@@ -287,9 +287,18 @@ fn live(cases: &[Case]) -> Vec<Seen> {
             let relay_side = async move {
                 let (down, peer) = front.accept().await.unwrap();
                 let relayed = Arc::new(Mutex::new(Relayed::default()));
-                Relay::new(peer.port(), server_addr, Some(case.config()), relayed)
-                    .run(down)
-                    .await;
+                let front = Front::default();
+                let admitted = front.admit().expect("one connection");
+                Relay::new(
+                    peer.port(),
+                    server_addr,
+                    Some(case.config()),
+                    relayed,
+                    front,
+                    admitted,
+                )
+                .run(down)
+                .await;
             };
             let client_side = async move {
                 let conn = tokio::net::TcpStream::connect(front_addr).await.unwrap();

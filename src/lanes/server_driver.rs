@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 #[cfg(any(feature = "turmoil", feature = "live"))]
-use crate::lanes::http_serve::OverLimit;
+use crate::lanes::http_serve::{IncomingRequest, OverLimit};
 use crate::lanes::readers::StdioReader;
 use crate::lanes::recorder;
 use crate::lanes::RunSink;
@@ -29,23 +29,6 @@ use crate::wire::http::Method;
 use crate::wire::origin::HostAndOrigin;
 use crate::wire::origin::OriginPolicy;
 use crate::wire::{Era, Message};
-
-/// One HTTP request as hyper hands it to the driver.
-#[cfg(any(feature = "turmoil", feature = "live"))]
-pub(crate) struct IncomingRequest<'a> {
-    /// The stream it and its response travel on.
-    pub(crate) stream: StreamId,
-    /// Its method (`None`: one the endpoint does not serve).
-    pub(crate) method: Option<Method>,
-    /// A POST's body.
-    pub(crate) body: &'a [u8],
-    /// The headers the rules judge.
-    pub(crate) headers: BTreeMap<String, String>,
-    /// Its `Host` and `Origin`.
-    pub(crate) sent: &'a HostAndOrigin,
-    /// The request was over a bound, and its body was not read.
-    pub(crate) oversized: Option<OverLimit>,
-}
 
 /// How a lane wants its server recorded.
 #[derive(Debug, Clone, Default)]

@@ -26,6 +26,7 @@ use crate::lanes::recorder::{
 };
 use crate::model::{StreamId, Transport};
 use crate::trace::{EventKind, Side, WireEvent};
+use crate::wire::origin::HostAndOrigin;
 use crate::wire::{DecodeError, Message};
 
 /// Finds `x-mcp-sim-stream` in a request head: the client's stream id, as the proxy and a
@@ -123,6 +124,14 @@ impl Framing {
         }
     }
 
+    /// Headers to record with the connection's request `ordinal` (0: the first) when its head
+    /// is read: the `Host` and `Origin` of a request a front refused.
+    pub(crate) fn annotate(&mut self, ordinal: u64, headers: BTreeMap<String, String>) {
+        if let Framing::Http(h) = self {
+            h.annotations.insert(ordinal, headers);
+        }
+    }
+
     /// The server shut its writing side down.
     pub(crate) fn write_end(&mut self, out: &mut Vec<EventKind>) {
         if let Framing::Http(h) = self {
@@ -183,6 +192,10 @@ pub(crate) struct HttpTap {
     response: Option<Response>,
     /// The end of the connection was recorded.
     gone: bool,
+    /// Request heads read so far.
+    heads: u64,
+    /// Headers to add to a request's, by its ordinal ([`Framing::annotate`]).
+    annotations: BTreeMap<u64, BTreeMap<String, String>>,
     /// Numbers the streams of requests without `x-mcp-sim-stream` (a live tap), shared by
     /// the connections of one run.
     next_stream: Option<Arc<AtomicU64>>,
@@ -218,10 +231,13 @@ impl HttpTap {
                     };
                     let stream = head.stream.unwrap_or_else(counted);
                     self.open.push_back(stream);
+                    let mut headers = head.headers;
+                    headers.extend(self.annotations.remove(&self.heads).unwrap_or_default());
+                    self.heads += 1;
                     self.request = Some(RequestRead {
                         stream,
                         body: Vec::new(),
-                        headers: head.headers,
+                        headers,
                         method: head.method,
                     });
                 }
@@ -348,6 +364,8 @@ impl Default for HttpTap {
             open: VecDeque::new(),
             response: None,
             gone: false,
+            heads: 0,
+            annotations: BTreeMap::new(),
             next_stream: None,
         }
     }
@@ -392,7 +410,7 @@ impl Response {
 }
 
 /// What one direction of an HTTP/1.1 connection yields as it is parsed.
-enum Piece {
+pub(crate) enum Piece {
     Head(Head),
     Data(Vec<u8>),
     /// The message's body ended.
@@ -401,9 +419,15 @@ enum Piece {
     Invalid(Vec<u8>),
 }
 
-struct Head {
+pub(crate) struct Head {
     /// A request's method.
     method: Option<String>,
+    /// A request's `Host` and `Origin`, for a front's DNS-rebinding protection.
+    pub(crate) sent: HostAndOrigin,
+    /// The head's length in bytes, up to and with its empty line.
+    pub(crate) len: usize,
+    /// Its `Content-Length`, when it gives one.
+    pub(crate) content_length: Option<u64>,
     /// A response's status.
     status: Option<u16>,
     /// A request's headers that the rules judge (`wire::http::RECORDED`).
@@ -436,11 +460,16 @@ const MAX_HEAD: usize = 64 * 1024;
 
 /// One direction of an HTTP/1.1 connection, parsed incrementally.
 #[derive(Default)]
-struct Direction {
+pub(crate) struct Direction {
     buf: Vec<u8>,
     /// The body being read; `None` between messages.
     body: Option<Body>,
     broken: bool,
+    /// Bytes taken from `buf` as pieces so far: the offset in the direction of what `buf`
+    /// holds.
+    consumed: u64,
+    /// Give up on an unfinished head longer than this (`None`: [`MAX_HEAD`]).
+    max_head: Option<usize>,
 }
 
 impl Direction {
@@ -450,6 +479,42 @@ impl Direction {
         }
         self.buf.extend_from_slice(bytes);
         while self.step(requests, out) {}
+    }
+
+    /// Like [`Self::feed`] for requests, each piece with the offset in the direction where
+    /// its bytes begin.
+    pub(crate) fn feed_requests(&mut self, bytes: &[u8], out: &mut Vec<(u64, Piece)>) {
+        if self.broken {
+            return;
+        }
+        self.buf.extend_from_slice(bytes);
+        let mut pieces = Vec::new();
+        loop {
+            let at = self.consumed;
+            let more = self.step(true, &mut pieces);
+            out.extend(pieces.drain(..).map(|p| (at, p)));
+            if !more {
+                break;
+            }
+        }
+    }
+
+    /// A direction that never gives up on a long head: its reader bounds it instead.
+    pub(crate) fn unbounded() -> Direction {
+        Direction {
+            max_head: Some(usize::MAX),
+            ..Direction::default()
+        }
+    }
+
+    /// The bytes fed and not yet taken as pieces: an unfinished head, or a chunk's size line.
+    pub(crate) fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether a message's body is being read (`false` between messages).
+    pub(crate) fn in_body(&self) -> bool {
+        self.body.is_some()
     }
 
     /// The connection's direction ended: a body delimited by the end ends here.
@@ -465,12 +530,12 @@ impl Direction {
         let Some(body) = &mut self.body else {
             return match parse_head(&self.buf, requests) {
                 Ok(Some((len, mut head))) => {
-                    self.buf.drain(..len);
+                    take(&mut self.buf, &mut self.consumed, len);
                     self.body = Some(head.body_start());
                     out.push(Piece::Head(head));
                     true
                 }
-                Ok(None) if self.buf.len() <= MAX_HEAD => false,
+                Ok(None) if self.buf.len() <= self.max_head.unwrap_or(MAX_HEAD) => false,
                 _ => self.invalid(out),
             };
         };
@@ -478,7 +543,11 @@ impl Direction {
             Body::Length(left) | Body::Chunked(Chunk::Data(left)) => {
                 let n = (*left).min(self.buf.len() as u64);
                 if n > 0 {
-                    out.push(Piece::Data(self.buf.drain(..n as usize).collect()));
+                    out.push(Piece::Data(take(
+                        &mut self.buf,
+                        &mut self.consumed,
+                        n as usize,
+                    )));
                     *left -= n;
                 }
                 if *left > 0 {
@@ -494,13 +563,17 @@ impl Direction {
             }
             Body::ToEnd => {
                 if !self.buf.is_empty() {
-                    out.push(Piece::Data(std::mem::take(&mut self.buf)));
+                    out.push(Piece::Data(take(
+                        &mut self.buf,
+                        &mut self.consumed,
+                        usize::MAX,
+                    )));
                 }
                 false
             }
             Body::Chunked(Chunk::Size) => match httparse::parse_chunk_size(&self.buf) {
                 Ok(httparse::Status::Complete((len, size))) => {
-                    self.buf.drain(..len);
+                    take(&mut self.buf, &mut self.consumed, len);
                     *body = Body::Chunked(match size {
                         0 => Chunk::Trailer,
                         n => Chunk::Data(n),
@@ -513,7 +586,7 @@ impl Direction {
             Body::Chunked(Chunk::DataEnd) => match self.buf.get(..2) {
                 None => false,
                 Some(b"\r\n") => {
-                    self.buf.drain(..2);
+                    take(&mut self.buf, &mut self.consumed, 2);
                     *body = Body::Chunked(Chunk::Size);
                     true
                 }
@@ -523,7 +596,7 @@ impl Direction {
                 let Some(eol) = self.buf.windows(2).position(|w| w == b"\r\n") else {
                     return false;
                 };
-                self.buf.drain(..eol + 2);
+                take(&mut self.buf, &mut self.consumed, eol + 2);
                 if eol == 0 {
                     self.body = None;
                     out.push(Piece::End);
@@ -535,9 +608,17 @@ impl Direction {
 
     fn invalid(&mut self, out: &mut Vec<Piece>) -> bool {
         self.broken = true;
-        out.push(Piece::Invalid(std::mem::take(&mut self.buf)));
+        let rest = take(&mut self.buf, &mut self.consumed, usize::MAX);
+        out.push(Piece::Invalid(rest));
         false
     }
+}
+
+/// Takes the first `n` bytes of `buf` (all of them, if fewer), counting them in `consumed`.
+fn take(buf: &mut Vec<u8>, consumed: &mut u64, n: usize) -> Vec<u8> {
+    let n = n.min(buf.len());
+    *consumed += n as u64;
+    buf.drain(..n).collect()
 }
 
 impl Head {
@@ -586,6 +667,17 @@ fn parse_head(buf: &[u8], requests: bool) -> Result<Option<(usize, Head)>, httpa
         len,
         Head {
             method,
+            sent: if requests {
+                HostAndOrigin::from_headers(
+                    headers
+                        .iter()
+                        .filter_map(|h| Some((h.name, std::str::from_utf8(h.value).ok()?.trim()))),
+                )
+            } else {
+                HostAndOrigin::default()
+            },
+            len,
+            content_length: length,
             status,
             // A request's judged headers; of a response's, the legacy session id it issues.
             headers: recorded_headers(

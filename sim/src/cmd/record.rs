@@ -41,6 +41,8 @@ pub struct Args {
     /// `cloudflare`, `custom:SECONDS` or `custom:MSms`.
     #[arg(long, value_parser = parse_proxy, requires = "http")]
     proxy: Option<ProxyConfig>,
+    #[command(flatten)]
+    front: crate::args::FrontArgs,
     /// With `--http`: stop after this many seconds.
     #[arg(long, requires = "http")]
     max_seconds: Option<u64>,
@@ -102,6 +104,7 @@ pub fn run(args: &Args) -> ExitCode {
             record::record_http(
                 listener,
                 upstream,
+                &args.front.http_front(),
                 args.proxy,
                 stop,
                 args.max_seconds.map(Duration::from_secs),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_sim::ci::{CiRun, RunOutcome};
-use mcp_sim::lanes::live::serve::{self, HttpLimits, Listen, ServeConfig, Served};
+use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
 use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::{ClientPolicies, MutantSet};
 use mcp_sim::mutants::Mutant;
@@ -58,26 +58,12 @@ pub struct Args {
     /// legacy era only: `server/discover` is refused, as the TypeScript SDK v1 does).
     #[arg(long, value_enum, default_value_t = ServeEra::Auto)]
     era: ServeEra,
-    /// HTTP: also serve requests whose `Host` names HOST (repeatable). By default a
-    /// loopback listener serves only loopback names (`localhost`, `127.0.0.1`, `[::1]`, any
-    /// port) and another listener only its own address; anything else is refused with 403
-    /// (DNS-rebinding protection).
-    #[arg(long, value_name = "HOST")]
-    allow_host: Vec<String>,
-    /// HTTP: also serve requests whose `Origin` is ORIGIN (`scheme://host[:port]`,
-    /// repeatable).
-    #[arg(long, value_name = "ORIGIN")]
-    allow_origin: Vec<String>,
-    /// HTTP: the largest request body read, in bytes; a larger one is answered 413.
-    #[arg(long, default_value_t = HttpLimits::default().max_body_bytes)]
-    max_body_bytes: usize,
-    /// HTTP: the largest header block read, in bytes (at least 8192); a larger one is
-    /// answered 431.
-    #[arg(long, default_value_t = HttpLimits::default().max_header_bytes)]
-    max_header_bytes: usize,
-    /// HTTP: connections open at once; one more is answered 503 and closed.
-    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
-    max_connections: usize,
+    #[command(flatten)]
+    front: crate::args::FrontArgs,
+    /// HTTP: close a connection that waits this many ms for its next request head (no
+    /// request in flight, or a head unfinished).
+    #[arg(long, default_value_t = serve::HttpLimits::default().idle_connection_ms, value_name = "MS")]
+    idle_connection_ms: u64,
     /// HTTP: legacy sessions open at once; one more `initialize` is answered 503.
     #[arg(long, default_value_t = serve::MAX_SESSIONS)]
     max_sessions: u32,
@@ -188,12 +174,10 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let config = ServeConfig {
         mutants,
-        allow_hosts: args.allow_host.clone(),
-        allow_origins: args.allow_origin.clone(),
-        http_limits: HttpLimits {
-            max_body_bytes: args.max_body_bytes,
-            max_header_bytes: args.max_header_bytes,
-            max_connections: args.max_connections,
+        http: {
+            let mut front = args.front.http_front();
+            front.limits.idle_connection_ms = args.idle_connection_ms;
+            front
         },
         session_limits: mcp_sim::model::SessionLimits {
             max_sessions: Some(args.max_sessions),

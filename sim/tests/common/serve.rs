@@ -181,6 +181,16 @@ impl Listening {
         Listening { child, url }
     }
 
+    /// The `host:port` it listens on.
+    pub fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .expect("an address")
+            .to_owned()
+    }
+
     pub fn stop(mut self) -> i32 {
         // SAFETY: SIGTERM to our own child, not yet reaped.
         unsafe {
@@ -311,4 +321,38 @@ impl Drop for Upstream {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One raw HTTP/1.1 POST to `/mcp` at `addr` on a connection of its own, with `host:
+/// 127.0.0.1` unless `extra_headers` carries a `host` of its own: the status and the body.
+pub fn raw_post(addr: &str, extra_headers: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let names_host = extra_headers
+        .split("\r\n")
+        .any(|line| line.to_ascii_lowercase().starts_with("host:"));
+    let host = if names_host {
+        ""
+    } else {
+        "host: 127.0.0.1\r\n"
+    };
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\n{host}content-type: application/json\r\naccept: application/json, text/event-stream\r\n{extra_headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = conn.write_all(req.as_bytes());
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
 }

@@ -21,8 +21,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::net::relay::{Relay, RelayObserver, Relayed};
+use super::net::gate::GateRefusal;
+use super::net::relay::{refuse_connection, Front, Relay, RelayObserver, Relayed};
 use super::net::wall_trace::WallTrace;
+use crate::lanes::http_serve::HttpFront;
 use crate::lanes::wiretap::Framing;
 use crate::lanes::RunResult;
 use crate::scenario::ProxyConfig;
@@ -95,6 +97,17 @@ impl RelayObserver for RelayTap {
         let server_by = if by == Side::Proxy { Side::Client } else { by };
         self.server.gone(server_by, None, &mut out);
         self.lock().server_view(out);
+    }
+
+    /// A request refused for its `Host` or `Origin` is recorded with both.
+    fn refused(&mut self, refusal: &GateRefusal) {
+        if let Some(sent) = &refusal.sent {
+            let headers = [("host", &sent.host), ("origin", &sent.origin)]
+                .into_iter()
+                .filter_map(|(name, value)| Some((name.to_owned(), value.clone()?)))
+                .collect();
+            self.client.annotate(refusal.ordinal, headers);
+        }
     }
 }
 
@@ -329,10 +342,12 @@ fn pass(
 
 /// The Streamable HTTP tap: a reverse proxy on `listener` to `upstream` (`host:port`), with
 /// the idle cuts of `proxy` if given, recording both ends of every connection, until `stop`
-/// is raised or `max` passes.
+/// is raised or `max` passes. The listener validates `Host` and `Origin` and keeps the
+/// bounds of `front`, as `serve --http` does; each refusal is recorded.
 pub fn record_http(
     listener: std::net::TcpListener,
     upstream: std::net::SocketAddr,
+    front: &HttpFront,
     proxy: Option<ProxyConfig>,
     stop: Arc<AtomicBool>,
     max: Option<Duration>,
@@ -346,6 +361,7 @@ pub fn record_http(
     let relayed = Arc::new(Mutex::new(Relayed::default()));
     let bytes = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let started = Instant::now();
+    let front = Front::new(front.policy(listener.local_addr()?.ip()), front.limits);
     runtime.block_on(async {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -365,7 +381,19 @@ pub fn record_http(
                 server: Framing::http(Some(Arc::new(AtomicU64::new(n * 1000)))),
                 bytes: bytes.clone(),
             };
-            let relay = Relay::new(peer.port(), upstream, proxy, Arc::clone(&relayed));
+            let Some(admitted) = front.admit() else {
+                let mut tap = tap;
+                refuse_connection(down, front.limits.max_connections, Some(&mut tap)).await;
+                continue;
+            };
+            let relay = Relay::new(
+                peer.port(),
+                upstream,
+                proxy,
+                Arc::clone(&relayed),
+                front.clone(),
+                admitted,
+            );
             tokio::spawn(relay.run_tapped(down, tap));
         }
         Ok::<(), std::io::Error>(())

@@ -31,10 +31,10 @@ use tokio::sync::mpsc;
 use super::net::stdio;
 use super::net::wall_trace::WallTrace;
 use crate::framing::ndjson;
-pub use crate::lanes::http_serve::HttpLimits;
-use crate::lanes::http_serve::{serve_connection, HttpEvent, Notify, Responder};
+use crate::lanes::http_serve::{self, serve_connection, HttpEvent, Notify, Responder};
+pub use crate::lanes::http_serve::{HttpFront, HttpLimits};
 use crate::lanes::recorder;
-use crate::lanes::server_driver::{IncomingRequest, ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use crate::lanes::RunResult;
 use crate::model::{
     Backend, ClientPolicies, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
@@ -42,7 +42,6 @@ use crate::model::{
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
-use crate::wire::origin::OriginPolicy;
 
 /// How often the loop looks at the stop flag and the time bound.
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -68,14 +67,8 @@ pub struct ServeConfig {
     /// Stamp events with the ms since this moment instead of since the start (the upstream
     /// of `mcp-sim check-proxy`, whose trace joins the probe's on one clock).
     pub clock_origin: Option<std::time::SystemTime>,
-    /// HTTP: the hosts served beyond the listener's own default (`--allow-host`): on a
-    /// loopback listener every loopback name, elsewhere the bound address
-    /// ([`crate::wire::origin`]).
-    pub allow_hosts: Vec<String>,
-    /// HTTP: the origins served beyond that default (`--allow-origin`).
-    pub allow_origins: Vec<String>,
-    /// HTTP: the bounds on bodies, header blocks and open connections.
-    pub http_limits: HttpLimits,
+    /// HTTP: the listener's `Host`/`Origin` policy and bounds.
+    pub http: HttpFront,
     /// HTTP: the bounds on legacy sessions and the streams each holds open.
     pub session_limits: SessionLimits,
 }
@@ -93,9 +86,7 @@ impl Default for ServeConfig {
             keepalive: None,
             eras: crate::model::ServerEras::Both,
             clock_origin: None,
-            allow_hosts: Vec::new(),
-            allow_origins: Vec::new(),
-            http_limits: HttpLimits::default(),
+            http: HttpFront::default(),
             session_limits: SessionLimits {
                 max_sessions: Some(MAX_SESSIONS),
                 max_session_streams: Some(MAX_SESSION_STREAMS),
@@ -223,17 +214,13 @@ async fn run(
             )
         }
         Listen::Http(listener) => {
-            origin_policy = Some(OriginPolicy {
-                allow_hosts: config.allow_hosts.clone(),
-                allow_origins: config.allow_origins.clone(),
-                ..OriginPolicy::for_listener(listener.local_addr()?.ip())
-            });
+            origin_policy = Some(config.http.policy(listener.local_addr()?.ip()));
             listener.set_nonblocking(true)?;
             let listener = tokio::net::TcpListener::from_std(listener)?;
             let tx = tx.clone();
             let connections = Rc::clone(&connections);
             let next_stream = Rc::new(Cell::new(0u64));
-            let limits = config.http_limits;
+            let limits = config.http.limits;
             let open = Rc::new(Cell::new(0usize));
             tokio::task::spawn_local(async move {
                 while let Ok((socket, _)) = listener.accept().await {
@@ -354,17 +341,8 @@ async fn run(
 /// naming the bound, then closed, without reading a request.
 async fn refuse_connection(mut socket: tokio::net::TcpStream, max: usize) {
     use tokio::io::AsyncWriteExt;
-    let why = format!(
-        "Service Unavailable: {max} connections are open, the most this server serves (--max-connections)"
-    );
-    let error = crate::wire::ErrorResponse::new(None, crate::wire::codes::INVALID_REQUEST, why);
-    let body = crate::wire::encode(&error.into()).unwrap_or_default();
-    let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = socket.write_all(head.as_bytes()).await;
-    let _ = socket.write_all(body.as_bytes()).await;
+    let answer = http_serve::refusal_response(503, None, &http_serve::connections_full(max));
+    let _ = socket.write_all(&answer).await;
     let _ = socket.shutdown().await;
 }
 
@@ -403,25 +381,10 @@ impl Driver {
     fn http_event(&mut self, event: HttpEvent) {
         let now = self.now();
         match event {
-            HttpEvent::Post {
-                method,
-                stream,
-                body,
-                headers,
-                sent,
-                respond,
-                oversized,
-            } => {
-                self.http.post(stream, respond);
-                let request = IncomingRequest {
-                    stream,
-                    method,
-                    body: &body,
-                    headers,
-                    sent: &sent,
-                    oversized,
-                };
-                self.driver.http_request(now, request, &mut self.rec);
+            HttpEvent::Post(posted) => {
+                let (driver, rec) = (&mut self.driver, &mut self.rec);
+                self.http
+                    .accept(posted, |request| driver.http_request(now, request, rec));
             }
             HttpEvent::Dropped(stream) => {
                 if self.http.dropped(stream) {

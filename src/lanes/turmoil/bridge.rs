@@ -226,13 +226,9 @@ impl EraRelay {
         self.route(opening).await;
         while let Some(input) = rx.recv().await {
             let outs = match input {
-                Input::Http(HttpEvent::Post {
-                    method,
-                    stream,
-                    body,
-                    respond,
-                    ..
-                }) => self.post(method, stream, &body, respond),
+                Input::Http(HttpEvent::Post(p)) => {
+                    self.post(p.method, p.stream, &p.body, p.respond)
+                }
                 Input::Http(HttpEvent::Dropped(stream)) => self.dropped(stream),
                 Input::Http(HttpEvent::ConnectionRefused) => Vec::new(),
                 Input::Back(bytes) => {

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, HttpLimits, Notify, Responder};
-use crate::lanes::server_driver::{IncomingRequest, ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
 use crate::scenario::Scenario;
 use crate::trace::Side;
@@ -200,25 +200,10 @@ impl Driver {
                     None => None,
                 };
             }
-            Input::Http(HttpEvent::Post {
-                method,
-                stream,
-                body,
-                headers,
-                sent,
-                respond,
-                oversized,
-            }) => {
-                self.http.post(stream, respond);
-                let request = IncomingRequest {
-                    stream,
-                    method,
-                    body: &body,
-                    headers,
-                    sent: &sent,
-                    oversized,
-                };
-                self.driver.http_request(t, request, &mut self.shared);
+            Input::Http(HttpEvent::Post(posted)) => {
+                let (driver, shared) = (&mut self.driver, &mut self.shared);
+                self.http
+                    .accept(posted, |request| driver.http_request(t, request, shared));
             }
             Input::Http(HttpEvent::Dropped(stream)) => {
                 if self.http.dropped(stream) {
@@ -251,5 +236,108 @@ impl Driver {
             }
         }
         self.shared.borrow_mut().server_jobs = self.driver.server().active_jobs();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+    use crate::lanes::turmoil::Shared;
+
+    /// One POST on a connection of its own to the `server` host: status, head and body.
+    async fn post(stream: u64, headers: &str, body: &str) -> (u16, String, String) {
+        // The server listens once it has reached its backend.
+        let mut conn = loop {
+            match turmoil::net::TcpStream::connect(("server", SERVER_HTTP_PORT)).await {
+                Ok(c) => break c,
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        };
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: server\r\n{STREAM_HEADER}: {stream}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        conn.write_all(request.as_bytes()).await.expect("write");
+        let mut answer = Vec::new();
+        let _ = conn.read_to_end(&mut answer).await;
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, head.to_ascii_lowercase(), body.to_owned())
+    }
+
+    fn modern(id: i64, method: &str) -> (String, String) {
+        let headers = format!("mcp-protocol-version: 2026-07-28\r\nmcp-method: {method}\r\n");
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        );
+        (headers, body)
+    }
+
+    /// The dual-era server of the simulation answers each request in the era it speaks, as
+    /// `serve --http` does: a legacy session and 2026-07-28 requests interleaved on one
+    /// server, the same ids in both, neither refused for what the other did.
+    #[test]
+    fn the_simulated_server_answers_a_legacy_and_a_modern_client_interleaved() {
+        let shared: SharedRef = Rc::new(RefCell::new(Shared::default()));
+        let scenario = Scenario::from_seed(3).with_transport(Transport::Http);
+        assert_eq!(
+            scenario.server_config().eras,
+            crate::model::ServerEras::Both
+        );
+        let mut sim = turmoil::Builder::new()
+            .rng_seed(3)
+            .epoch(UNIX_EPOCH)
+            .simulation_duration(Duration::from_secs(60))
+            .build();
+        backend::host(&mut sim, &shared);
+        host(&mut sim, &shared, &scenario);
+        sim.client("client", async move {
+            // A modern request first, then the legacy handshake, then both side by side.
+            let (h, b) = modern(1, "tools/list");
+            let (status, _, body) = post(1, &h, &b).await;
+            assert_eq!(status, 200, "{body}");
+            assert!(body.contains(r#""tools""#), "{body}");
+            let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+            let (status, head, body) = post(2, "", init).await;
+            assert_eq!(status, 200, "{body}");
+            let session = head
+                .lines()
+                .find_map(|l| l.strip_prefix("mcp-session-id:"))
+                .expect("a session id")
+                .trim()
+                .to_owned();
+            let legacy = format!("mcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\n");
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            let (status, _, body) = post(3, &legacy, initialized).await;
+            assert_eq!(status, 202, "{body}");
+            let (mh, mb) = modern(2, "tools/list");
+            let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+            let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+            let ((s1, _, b1), (s2, _, b2), (s3, _, b3), (s4, _, b4)) = tokio::join!(
+                post(4, &mh, &mb),
+                post(5, &legacy, list),
+                post(6, &legacy, ping),
+                post(7, &mh, &mb),
+            );
+            for (status, body) in [(s1, &b1), (s2, &b2), (s3, &b3), (s4, &b4)] {
+                assert_eq!(status, 200, "{body}");
+                assert!(body.contains(r#""result""#), "{body}");
+            }
+            assert!(b2.contains(r#""tools""#) && b1.contains(r#""tools""#));
+            // A legacy request without its session is refused; a modern one never is.
+            let (status, _, body) = post(8, "mcp-protocol-version: 2025-11-25\r\n", list).await;
+            assert_eq!(status, 400, "{body}");
+            Ok(())
+        });
+        sim.run().expect("the run");
+        assert_eq!(shared.borrow().failure, None);
     }
 }

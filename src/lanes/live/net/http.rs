@@ -18,11 +18,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use super::relay::{ConnFaults, Relay, RelayConfig, Relayed};
+use super::relay::{refuse_connection, ConnFaults, Front, Relay, RelayConfig, Relayed};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
+use crate::lanes::http_serve::HttpLimits;
 use crate::lanes::live::Input;
 use crate::model::{MutantSet, StreamId};
 use crate::wire::http::Method;
+use crate::wire::origin::OriginPolicy;
 use crate::wire::Message;
 
 /// Where a Streamable HTTP server is.
@@ -128,13 +130,27 @@ impl Http {
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| format!("cannot start the proxy: {e}"))?;
             let relayed = Arc::clone(&relayed);
+            // The relay is a loopback listener like any of mcp-sim's: it serves loopback
+            // names and the server's own authority (which the probe's requests name), within
+            // the default bounds.
+            let policy = OriginPolicy {
+                allow_hosts: vec![endpoint.authority.clone()],
+                ..OriginPolicy::default()
+            };
+            let front = Front::new(policy, HttpLimits::default());
             handle.spawn(async move {
                 while let Ok((down, peer)) = listener.accept().await {
+                    let Some(admitted) = front.admit() else {
+                        tokio::spawn(refuse_connection(down, front.limits.max_connections, None));
+                        continue;
+                    };
                     let conn = Relay::new(
                         peer.port(),
                         server,
                         relay_config.proxy,
                         Arc::clone(&relayed),
+                        front.clone(),
+                        admitted,
                     );
                     tokio::spawn(conn.run(down));
                 }

@@ -6,14 +6,18 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::gate::{FrontGate, GateRefusal};
+use crate::lanes::http_serve::{connections_full, refusal_response, HttpLimits};
 use crate::lanes::intermediary::{gateway_answer, head_end, ByteIntermediary, Expiry};
 use crate::scenario::ProxyConfig;
 use crate::trace::Side;
+use crate::wire::origin::OriginPolicy;
 
 /// The faults the relay applies to one connection, drawn by the probe when it posts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -80,6 +84,9 @@ pub(crate) trait RelayObserver: Send {
     fn client_got(&mut self, bytes: &[u8]);
     /// The connection ended by `by`'s doing, for `reason` if the intermediary cut it.
     fn gone(&mut self, by: Side, reason: Option<&str>);
+    /// The front refused the connection's request `refusal.ordinal`; told before the bytes
+    /// that carry it reach [`Self::client_sent`].
+    fn refused(&mut self, refusal: &GateRefusal);
 }
 
 /// An observer, if the connection is recorded.
@@ -93,6 +100,8 @@ enum RelayEnd {
     Idle(Expiry),
     /// The planned reset.
     Reset,
+    /// The front gate refused a request ([`super::gate`]): answer it and close.
+    Refused(GateRefusal),
 }
 
 /// One relayed connection: the intermediary of the simulation's proxy presets, on real
@@ -107,6 +116,66 @@ pub(crate) struct Relay {
     server: SocketAddr,
     proxy: Option<ProxyConfig>,
     relayed: Arc<Mutex<Relayed>>,
+    front: Front,
+    _admitted: Admitted,
+}
+
+/// The bounds and the `Host`/`Origin` policy of a relay's listener ([`super::gate`]), and
+/// its connections open now.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Front {
+    /// Which hosts and origins the listener serves.
+    pub(crate) policy: OriginPolicy,
+    /// Its HTTP bounds.
+    pub(crate) limits: HttpLimits,
+    open: Arc<AtomicUsize>,
+}
+
+impl Front {
+    /// The front of a listener with `policy` and `limits`.
+    pub(crate) fn new(policy: OriginPolicy, limits: HttpLimits) -> Front {
+        Front {
+            policy,
+            limits,
+            open: Arc::default(),
+        }
+    }
+
+    /// A new connection's place among the open ones, or `None` when `max_connections` are
+    /// open (the connection is then refused with [`refuse_connection`]).
+    pub(crate) fn admit(&self) -> Option<Admitted> {
+        let max = self.limits.max_connections;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Admitted(Arc::clone(&self.open)))
+    }
+}
+
+/// An open connection of a [`Front`], counted until it is dropped.
+pub(crate) struct Admitted(Arc<AtomicUsize>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection over the front's bound: answered 503 with a JSON-RPC error naming the bound
+/// (told to `tap` too), then closed, without reading a request.
+pub(crate) async fn refuse_connection(
+    mut down: tokio::net::TcpStream,
+    max: usize,
+    tap: Option<&mut dyn RelayObserver>,
+) {
+    let answer = refusal_response(503, None, &connections_full(max));
+    let _ = down.write_all(&answer).await;
+    let _ = down.shutdown().await;
+    if let Some(tap) = tap {
+        tap.client_got(&answer);
+    }
 }
 
 impl Relay {
@@ -115,12 +184,16 @@ impl Relay {
         server: SocketAddr,
         proxy: Option<ProxyConfig>,
         relayed: Arc<Mutex<Relayed>>,
+        front: Front,
+        admitted: Admitted,
     ) -> Relay {
         Relay {
             peer_port,
             server,
             proxy,
             relayed,
+            front,
+            _admitted: admitted,
         }
     }
 
@@ -155,7 +228,7 @@ impl Relay {
         let _ = up.set_nodelay(true);
         let end = self.pump(&mut down, &mut up, &mut tap).await;
         let cut = match end {
-            RelayEnd::Closed { .. } => None,
+            RelayEnd::Closed { .. } | RelayEnd::Refused(_) => None,
             RelayEnd::Idle(_) => Some(Cut::Idle),
             RelayEnd::Reset => Some(Cut::Reset),
         };
@@ -179,6 +252,14 @@ impl Relay {
             RelayEnd::Reset => {
                 let _ = socket2::SockRef::from(&down).set_linger(Some(Duration::ZERO));
             }
+            RelayEnd::Refused(ref refusal) => {
+                let answer = refusal_response(refusal.status, refusal.id.clone(), &refusal.why);
+                let _ = down.write_all(&answer).await;
+                let _ = down.shutdown().await;
+                if let Some(tap) = &mut tap {
+                    tap.client_got(&answer);
+                }
+            }
             _ => {}
         }
         if let Some(tap) = &mut tap {
@@ -187,6 +268,7 @@ impl Relay {
                 RelayEnd::Closed { by_client: false } => tap.gone(Side::Server, None),
                 RelayEnd::Idle(_) => tap.gone(Side::Proxy, Some(Cut::Idle.reason())),
                 RelayEnd::Reset => tap.gone(Side::Proxy, Some(Cut::Reset.reason())),
+                RelayEnd::Refused(_) => tap.gone(Side::Proxy, Some("refused")),
             }
         }
     }
@@ -212,6 +294,7 @@ impl Relay {
         // The post registers its faults before it writes the request, so they are known by
         // the time the first bytes from the client arrive.
         let mut faults: Option<ConnFaults> = None;
+        let mut gate = FrontGate::new(self.front.policy.clone(), self.front.limits);
         // The intermediary, when the relay copies a preset.
         let mut conn = self.proxy.map(|p| ByteIntermediary::new(p, Instant::now()));
         // Without one, the response bytes up to the end of the head, for the planned reset.
@@ -303,15 +386,33 @@ impl Relay {
                 }
                 n = down_read.read(&mut down_buf) => {
                     let n = match n { Ok(0) | Err(_) => return RelayEnd::Closed { by_client: true }, Ok(n) => n };
+                    let gated = gate.client_sent(&down_buf[..n]);
                     if let Some(tap) = tap {
+                        if let Some(refusal) = &gated.refused {
+                            tap.refused(refusal);
+                        }
                         tap.client_sent(&down_buf[..n]);
+                    }
+                    if let Some(refusal) = gated.refused {
+                        // What came before the refused request goes on first, at once.
+                        to_up.push_back((Instant::now(), gated.pass));
+                        for (_, bytes) in to_up.drain(..) {
+                            if !bytes.is_empty() && up_write.write_all(&bytes).await.is_ok() {
+                                if let Some(tap) = tap {
+                                    tap.server_read(&bytes);
+                                }
+                            }
+                        }
+                        return RelayEnd::Refused(refusal);
                     }
                     let f = *faults.get_or_insert_with(|| self.faults());
                     if let Some(c) = &mut conn {
                         c.client_sent(Instant::now());
                     }
-                    let at = Instant::now() + Duration::from_millis(f.latency_ms);
-                    to_up.push_back((at, down_buf[..n].to_vec()));
+                    if !gated.pass.is_empty() {
+                        let at = Instant::now() + Duration::from_millis(f.latency_ms);
+                        to_up.push_back((at, gated.pass));
+                    }
                 }
                 _ = tokio::time::sleep_until(idle_at), if conn.is_some() => {
                     return RelayEnd::Idle(conn.as_ref().map_or(Expiry::Cut, |c| c.expiry()));
