@@ -181,6 +181,10 @@ impl CheckFailure {
 
     /// The line that reruns this seed alone: the user's own test, with the seed in the
     /// environment.
+    ///
+    /// turmoil seeds tokio's scheduler only when tokio is built with `--cfg tokio_unstable`
+    /// (this repository's `.cargo/config.toml` sets it): a crate built without it runs the
+    /// same seed with another task order, so the line then sets `RUSTFLAGS` itself.
     pub fn rerun_line(&self) -> String {
         let repro = Repro {
             transport: Some(self.transport),
@@ -188,9 +192,20 @@ impl CheckFailure {
             ..Repro::seed(self.seed, Lane::Turmoil { tick: self.tick })
         };
         format!(
-            "{} cargo test <this test> -- --nocapture",
-            repro.env_assignments()
+            "{} {}cargo test <this test> -- --nocapture",
+            repro.env_assignments(),
+            rustflags_for_replay()
         )
+    }
+}
+
+/// What a rerun line sets in `RUSTFLAGS`: nothing when this build has `tokio_unstable`, else
+/// that flag (see [`CheckFailure::rerun_line`]).
+fn rustflags_for_replay() -> &'static str {
+    if cfg!(tokio_unstable) {
+        ""
+    } else {
+        "RUSTFLAGS=\"--cfg tokio_unstable\" "
     }
 }
 
@@ -316,4 +331,18 @@ fn check(
         return Err(CheckError::NothingRan);
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A build without `tokio_unstable` (a user's crate without this repository's
+    /// `.cargo/config.toml`) tells the rerun line to set it; this one has it.
+    #[test]
+    fn the_rerun_line_sets_tokio_unstable_only_when_the_build_lacks_it() {
+        let prefix = super::rustflags_for_replay();
+        assert_eq!(prefix.is_empty(), cfg!(tokio_unstable));
+        if !prefix.is_empty() {
+            assert_eq!(prefix, "RUSTFLAGS=\"--cfg tokio_unstable\" ");
+        }
+    }
 }

@@ -7,8 +7,11 @@
 //!
 //! Check a server in your own `cargo test`: the reference client drives it on a simulated
 //! host under each seed's latency, faults and intermediary, and the oracle judges every
-//! trace. Add `mcp-sim = { git = "https://github.com/mcp-sim/mcp-sim" }` to
-//! `[dev-dependencies]`; then a test is
+//! trace. Add `mcp-sim = { path = "../mcp-sim" }` (a clone of this repository; or `git =`
+//! its URL) to `[dev-dependencies]`, and, for seeded runs that replay byte for byte, `[build]
+//! rustflags = ["--cfg", "tokio_unstable"]` to your crate's `.cargo/config.toml` (turmoil seeds
+//! tokio's scheduler only under it; a failure's rerun line sets it when the build lacks it);
+//! then a test is
 //!
 //! ```no_run
 //! use mcp_sim::{check_server, CheckOptions, ServerIo, ServerUnderTest};

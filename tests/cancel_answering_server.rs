@@ -235,3 +235,32 @@ fn the_one_call_check_fails_the_buggy_server_with_a_report_and_passes_the_correc
     assert_eq!(summary.runs, 8);
     assert!(summary.requests > 0);
 }
+
+/// The README's sample failure is what `check_server` prints for this server: each of its
+/// lines (a trailing ` ...` marks one cut short) begins a line of the real report, in order.
+#[test]
+fn the_readme_sample_is_what_check_server_prints() {
+    let server = ServerUnderTest::custom(move |io| serve(io, true));
+    let options = mcp_sim::CheckOptions {
+        seeds: 0..1,
+        transports: vec![Transport::Stdio],
+        ..mcp_sim::CheckOptions::default()
+    };
+    let failure = mcp_sim::check_server(&server, &options).expect_err("the server answers cancels");
+    let report = failure.to_string();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("the README");
+    let start = readme
+        .find("```\nmcp-sim: seed ")
+        .expect("the README's sample")
+        + 4;
+    let sample = &readme[start..start + readme[start..].find("```").expect("its end")];
+    let mut real = report.lines();
+    for line in sample.lines() {
+        let want = line.strip_suffix(" ...").unwrap_or(line);
+        assert!(
+            real.any(|l| l.starts_with(want)),
+            "the README's line\n  {line}\nis not (in this order) in the report:\n{report}"
+        );
+    }
+}

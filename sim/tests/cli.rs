@@ -704,3 +704,53 @@ fn one_verdict_per_run_under_a_baseline() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-rule"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's claims about the commands: the ones it says take `--format junit|github` and
+/// `--baseline` take them, and no other command does.
+#[test]
+fn the_readme_names_the_commands_that_take_format_and_baseline() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("the README");
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The commands named in backticks between `from` and `to`.
+    let named = |from: &str, to: &str| -> std::collections::BTreeSet<String> {
+        let start = flat
+            .find(from)
+            .unwrap_or_else(|| panic!("the README says {from:?}"));
+        let end = start + flat[start..].find(to).expect("the end of the list");
+        flat[start..end]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| !w.starts_with('-'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let formats = named("`--format github` (annotations) on", "(the last two");
+    let baselines = named("`--baseline FILE` (on", ") fails only");
+    let help = String::from_utf8(mcp_sim(&["--help"], b"").stdout).expect("utf-8");
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for command in commands {
+        let out = String::from_utf8(mcp_sim(&[command, "--help"], b"").stdout).expect("utf-8");
+        let takes_format =
+            out.contains("--format") && out.contains("junit") && out.contains("github");
+        assert_eq!(
+            takes_format,
+            formats.contains(command),
+            "{command}: the README's list of commands with --format junit|github ({formats:?})"
+        );
+        assert_eq!(
+            out.contains("--baseline"),
+            baselines.contains(command),
+            "{command}: the README's list of commands with --baseline ({baselines:?})"
+        );
+    }
+}

@@ -278,6 +278,8 @@ struct JsonVerdict<'a> {
     verdict: &'static str,
     /// The process's exit code (with `--baseline`, the baseline's verdict).
     exit_code: u8,
+    /// The command line that reruns this seed.
+    replay: &'a str,
     /// With `--baseline`: how the run compares with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     baseline: Option<crate::args::JsonBaseline<'a>>,
@@ -404,6 +406,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
                 seed: args.seed,
                 verdict: word.as_str(),
                 exit_code,
+                replay: &f.replay,
                 baseline: diff.as_ref().map(crate::args::JsonBaseline::of),
                 natural_ms: run.natural_ms,
                 cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],

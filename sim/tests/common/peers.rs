@@ -63,6 +63,12 @@ pub const SERVER_EVERYTHING_VERSION: &str = "2026.8.31";
 pub const PYPI_MCP_PROXY_VERSION: &str = "0.13.0";
 /// The pinned npm `mcp-proxy`, as in `tests/peers/mcp-proxy-npm/package.json`.
 pub const NPM_MCP_PROXY_VERSION: &str = "6.7.19";
+/// The pinned maturin (the Python package's build tool), as in
+/// `tests/peers/maturin-requirements.txt`.
+pub const MATURIN_VERSION: &str = "1.16.0";
+/// The pinned pytest a user's fresh venv gets, as in
+/// `tests/peers/packages/pytest-requirements.txt`.
+pub const PYTEST_VERSION: &str = "9.2.0";
 /// The pinned conformance suite, as in `tests/peers/conformance/package.json`.
 pub const CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
 
@@ -135,6 +141,33 @@ pub fn conformance_suite() -> Option<(PathBuf, PathBuf)> {
     Some((node, bin.join("conformance")))
 }
 
+/// The `maturin` command of a venv with the pinned maturin, or `None` as for [`python_sdk`].
+pub fn maturin() -> Option<PathBuf> {
+    let python = python_venv(
+        "maturin-requirements.txt",
+        ("maturin", MATURIN_VERSION),
+        "import maturin",
+    )?;
+    Some(python.parent()?.join("maturin"))
+}
+
+/// Whether Python can make a venv with pip, else why not (a loud skip, or a failure under
+/// `CI=true`, naming `what`).
+pub fn python_for(what: &str) -> Option<PathBuf> {
+    if skipped_on_purpose("MCP_SIM_SKIP_PYTHON", what) {
+        return None;
+    }
+    match run(Command::new("python3").args(["-c", "import venv, ensurepip"])) {
+        Ok(_) => Some(PathBuf::from("python3")),
+        Err(e) => unavailable(what, &format!("python3 cannot make a venv with pip: {e}")),
+    }
+}
+
+/// Runs `cmd`, panicking with the command and its output when it fails.
+pub fn run_checked(cmd: &mut Command, step: &str) -> Output {
+    run(cmd).unwrap_or_else(|e| panic!("{step} failed:\n{e}"))
+}
+
 /// A venv from `tests/peers/REQUIREMENTS_FILE`, which must pin `package==version`, in
 /// `<target>/peers/python-PACKAGE-VERSION/`; its python.
 fn python_venv(
@@ -142,7 +175,12 @@ fn python_venv(
     (package, version): (&str, &str),
     import_check: &str,
 ) -> Option<PathBuf> {
-    if skipped_on_purpose("MCP_SIM_SKIP_PYTHON", "Python SDK") {
+    let what = if package == "mcp" {
+        "Python SDK"
+    } else {
+        package
+    };
+    if skipped_on_purpose("MCP_SIM_SKIP_PYTHON", what) {
         return None;
     }
     let python = PathBuf::from("python3");
@@ -154,13 +192,13 @@ fn python_venv(
         Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
         Err(RunError::NotFound(e)) => {
             return unavailable(
-                "Python SDK",
+                what,
                 &format!("{} cannot be run ({e}): install Python 3", python.display()),
             )
         }
         Err(RunError::Failed(report)) => {
             return unavailable(
-                "Python SDK",
+                what,
                 &format!(
                     "{} cannot make a virtual environment with pip (the venv and ensurepip \
                      modules are missing; on Debian and Ubuntu: `apt-get install python3-venv`)\n\

@@ -1,0 +1,27 @@
+"""Servers that pass: the pinned Python SDK server, and the TypeScript SDK server with its
+known finding in a baseline."""
+
+import mcp_sim as sim
+from conftest import BASELINES, FLAGS, SERVERS
+
+
+def test_the_python_sdk_server_passes(mcp_sim):
+    (report,) = mcp_sim.probe(SERVERS["python-sdk"], seed=1, args=FLAGS)
+    assert report.verdict == "clean", report.summary()
+    assert report.replay.startswith("mcp-sim probe --seed 1"), report.replay
+
+
+def test_the_typescript_sdk_server_passes_with_its_baseline(mcp_sim):
+    reports = mcp_sim.probe(
+        SERVERS["typescript-sdk"], seed=1, args=FLAGS, baseline=BASELINES["typescript-sdk"]
+    )
+    assert all(r.ok for r in reports)
+
+
+def test_a_trace_is_judged_too(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    report = sim.probe(SERVERS["python-sdk"], seed=1, args=[*FLAGS, "--trace", str(trace)])
+    assert report.ok, report.summary()
+    judged = sim.check_trace(trace)
+    assert judged.ok and judged.era == report.era, judged.summary()
+    assert judged.replay == f"mcp-sim check-trace {trace}"
