@@ -74,12 +74,11 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: Muta
 
 /// A stdio connection to the server, once it listens (it may be restarting).
 async fn connect_upstream() -> turmoil::net::TcpStream {
-    loop {
-        match turmoil::net::TcpStream::connect(("server", SERVER_STDIO_PORT)).await {
-            Ok(s) => break s,
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
-        }
-    }
+    super::connect_retrying(
+        ("server", SERVER_STDIO_PORT),
+        std::time::Duration::from_millis(10),
+    )
+    .await
 }
 
 /// Relays one client connection and its upstream connection through a fresh [`Bridge`].

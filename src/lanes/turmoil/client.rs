@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::{connect_retrying, Linger};
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
@@ -22,7 +23,7 @@ use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
 use crate::model::MutantSet;
 use crate::model::{Client, StreamId, Transport};
-use crate::scenario::{fault_end, Fault, Scenario, ToolCalls};
+use crate::scenario::{Fault, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
 use crate::wire::http::Method;
@@ -144,18 +145,8 @@ impl Driver {
                 _ = sleep_until(next) => self.tick(),
             }
         }
-        // Heal, then linger: every fault is over, and late messages and late work still land
-        // in the trace. Work the server still runs (a cancel lost on a wedged connection)
-        // must finish too; the horizon bounds the wait.
-        let (_, hi) = self.scenario.latency;
-        let healed = self
-            .scenario
-            .faults
-            .iter()
-            .map(fault_end)
-            .max()
-            .map_or(Time::ZERO, |d| Time::ZERO + d);
-        let mut until = now().max(healed) + hi * 2 + Duration::from_secs(2);
+        // Heal, then linger ([`Linger`]), still reading what arrives.
+        let mut until = Linger::first_end(&self.scenario, now());
         loop {
             tokio::select! {
                 biased;
@@ -163,9 +154,8 @@ impl Driver {
                     if let Some(input) = input { self.input(input).await; }
                 }
                 _ = sleep_until(Some(until)) => {
-                    let busy = { let s = self.shared.borrow(); s.server_jobs > 0 || s.backend_held > 0 };
-                    if !busy { break; }
-                    until = now() + Duration::from_millis(100);
+                    if !Linger::server_busy(&self.shared) { break; }
+                    until = now() + Linger::STEP;
                 }
             }
             self.flush().await;
@@ -220,18 +210,13 @@ impl Driver {
     }
 
     async fn connect_stdio(&mut self) {
-        let stream = loop {
-            // Through the intermediary when the scenario has one: it listens on the same port.
-            let host = if self.scenario.bridge {
-                "bridge"
-            } else {
-                "server"
-            };
-            match turmoil::net::TcpStream::connect((host, SERVER_STDIO_PORT)).await {
-                Ok(s) => break s,
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
+        // Through the intermediary when the scenario has one: it listens on the same port.
+        let host = if self.scenario.bridge {
+            "bridge"
+        } else {
+            "server"
         };
+        let stream = connect_retrying((host, SERVER_STDIO_PORT), Duration::from_millis(50)).await;
         let (mut read, mut write) = stream.into_split();
         for line in std::mem::take(&mut self.unsent) {
             let _ = write.write_all(&line).await;

@@ -19,10 +19,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::tap::{ServerListener, ServerStream};
+use super::{connect_retrying, Linger};
 use super::{now, spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
 use crate::model::Transport;
-use crate::scenario::{fault_end, Scenario};
-use crate::time::Time;
+use crate::scenario::Scenario;
 
 /// The address of the reference server's stdio "subprocess" on the simulated network, for a
 /// [`ClientUnderTest::Custom`] client that reconnects (`turmoil::net::TcpStream::connect`).
@@ -148,33 +148,18 @@ pub(crate) fn client_host(
 ) {
     let shared = shared.clone();
     let factory = factory.clone();
-    let (_, hi) = scenario.latency;
-    let healed = scenario
-        .faults
-        .iter()
-        .map(fault_end)
-        .max()
-        .map_or(Time::ZERO, |d| Time::ZERO + d);
+    let scenario = scenario.clone();
     sim.client("client", async move {
-        let stream = loop {
-            match turmoil::net::TcpStream::connect(SERVER_STDIO_ADDR).await {
-                Ok(s) => break s,
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        };
+        let stream = connect_retrying(SERVER_STDIO_ADDR, Duration::from_millis(10)).await;
         let _ = spawn_guarded(&shared, factory(stream)).await;
-        let mut until = now().max(healed) + hi * 2 + Duration::from_secs(2);
+        let mut until = Linger::first_end(&scenario, now());
         loop {
             let wait = until.as_millis().saturating_sub(now().as_millis());
             tokio::time::sleep(Duration::from_millis(wait)).await;
-            let busy = {
-                let s = shared.borrow();
-                s.server_jobs > 0 || s.backend_held > 0
-            };
-            if !busy {
+            if !Linger::server_busy(&shared) {
                 break;
             }
-            until = now() + Duration::from_millis(100);
+            until = now() + Linger::STEP;
         }
         shared.borrow_mut().client_done = true;
         Ok(())

@@ -164,6 +164,49 @@ pub(crate) fn trace_time() -> Time {
     Time::from_millis(ms - ms % tick)
 }
 
+/// A connection to `addr` once its host listens (it may be starting or restarting), tried
+/// again every `every`.
+pub(crate) async fn connect_retrying<A>(addr: A, every: Duration) -> turmoil::net::TcpStream
+where
+    A: turmoil::ToSocketAddrs + Clone,
+{
+    loop {
+        match turmoil::net::TcpStream::connect(addr.clone()).await {
+            Ok(s) => break s,
+            Err(_) => tokio::time::sleep(every).await,
+        }
+    }
+}
+
+/// How a client host lingers once its work is done: the network healed (every fault over),
+/// then twice the worst latency and 2 s, so that late messages still land in the trace, and
+/// then in steps of [`Linger::STEP`] while the server's work still runs (a cancel lost on a
+/// wedged connection); the horizon bounds the wait.
+pub(crate) struct Linger;
+
+impl Linger {
+    /// Re-checks the server's work this often once the first wait is over.
+    pub(crate) const STEP: Duration = Duration::from_millis(100);
+
+    /// When the first wait ends, for a host whose work ended at `now`.
+    pub(crate) fn first_end(scenario: &Scenario, now: Time) -> Time {
+        let (_, hi) = scenario.latency;
+        let healed = scenario
+            .faults
+            .iter()
+            .map(crate::scenario::fault_end)
+            .max()
+            .map_or(Time::ZERO, |d| Time::ZERO + d);
+        now.max(healed) + hi * 2 + Duration::from_secs(2)
+    }
+
+    /// Whether the server's work still runs, so the linger goes on.
+    pub(crate) fn server_busy(shared: &SharedRef) -> bool {
+        let s = shared.borrow();
+        s.server_jobs > 0 || s.backend_held > 0
+    }
+}
+
 /// Appends an event at the current simulated time.
 pub(crate) fn record(shared: &SharedRef, side: Side, kind: EventKind) {
     shared.borrow_mut().push(trace_time(), side, kind);

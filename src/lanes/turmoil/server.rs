@@ -41,12 +41,11 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
         let shared = shared.clone();
         async move {
             shared.borrow_mut().server_jobs = 0;
-            let backend = loop {
-                match turmoil::net::TcpStream::connect(("backend", BACKEND_PORT)).await {
-                    Ok(s) => break s,
-                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
-                }
-            };
+            let backend = super::connect_retrying(
+                ("backend", BACKEND_PORT),
+                std::time::Duration::from_millis(10),
+            )
+            .await;
             let (tx, rx) = mpsc::unbounded_channel();
             let driver = Driver::new(config, shared.clone(), backend, no_buffering, tx.clone());
             match config.transport {
@@ -250,12 +249,9 @@ mod tests {
     /// One POST on a connection of its own to the `server` host: status, head and body.
     async fn post(stream: u64, headers: &str, body: &str) -> (u16, String, String) {
         // The server listens once it has reached its backend.
-        let mut conn = loop {
-            match turmoil::net::TcpStream::connect(("server", SERVER_HTTP_PORT)).await {
-                Ok(c) => break c,
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        };
+        let mut conn =
+            super::super::connect_retrying(("server", SERVER_HTTP_PORT), Duration::from_millis(10))
+                .await;
         let request = format!(
             "POST /mcp HTTP/1.1\r\nhost: server\r\n{STREAM_HEADER}: {stream}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
