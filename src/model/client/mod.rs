@@ -98,6 +98,7 @@ use crate::wire::{
 };
 
 mod config;
+mod legacy;
 mod long_work;
 mod opening;
 mod output;
@@ -106,6 +107,7 @@ mod server_requests;
 mod session;
 
 pub use config::{CallSpec, ClientConfig};
+use legacy::LegacyConn;
 use long_work::{ClientTask, MIN_POLL};
 pub use long_work::{LISTEN_ACK_DEADLINE, MAX_ROUNDS_ANSWERED, POLL_POLICY, SETTLE_WATCH};
 use opening::Handshake;
@@ -168,28 +170,12 @@ pub struct Client {
     tasks: BTreeMap<RequestId, ClientTask>,
     transmits: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
-    /// The legacy era's handshake on the current connection.
-    handshake: Handshake,
-    /// The legacy era's HTTP session, once the initialize response issued one.
-    session: Option<String>,
-    /// When a message from the server last arrived (the legacy `ping` counts from it).
-    last_heard: Time,
-    /// The legacy `ping` in flight.
-    ping: Option<RequestId>,
-    /// The session each HTTP stream not yet answered was opened in (legacy era).
-    sent_in: BTreeMap<StreamId, Option<String>>,
-    /// Where the host stands with the legacy HTTP session ([`Client::end_session`]).
-    ending: SessionEnd,
+    /// The legacy era's own state of the connection ([`LegacyConn`]).
+    legacy: LegacyConn,
     /// The era it speaks now: the configured one, or in auto mode the one discovery decided.
     era: Era,
     /// Auto mode: the server answered `server/discover`, so the modern era holds.
     discovered: bool,
-    /// Legacy era: the server's own requests being worked on, with when each answer is due
-    /// (a cancel from the server drops it unanswered).
-    answering: BTreeMap<RequestId, Time>,
-    /// The server's requests seen so far: one replayed on a resumed stream is not answered
-    /// twice.
-    asked: std::collections::BTreeSet<RequestId>,
 }
 
 impl Client {
@@ -207,19 +193,9 @@ impl Client {
             tasks: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
-            handshake: match (config.era, config.auto) {
-                (Era::Modern, None) => Handshake::Done,
-                _ => Handshake::NotStarted,
-            },
-            session: None,
-            last_heard: Time::ZERO,
-            ping: None,
-            sent_in: BTreeMap::new(),
-            ending: SessionEnd::Open,
+            legacy: LegacyConn::new(&config),
             era: config.era,
             discovered: false,
-            answering: BTreeMap::new(),
-            asked: Default::default(),
             config,
         }
     }
@@ -238,11 +214,11 @@ impl Client {
     /// Sends a new request; returns its id. After the session's `DELETE` it opens a new
     /// session.
     pub fn start_request(&mut self, now: Time, spec: CallSpec) -> RequestId {
-        if self.ending == SessionEnd::Sent {
-            self.session = None;
-            self.handshake = Handshake::NotStarted;
+        if self.legacy.ending == SessionEnd::Sent {
+            self.legacy.session = None;
+            self.legacy.handshake = Handshake::NotStarted;
         }
-        self.ending = SessionEnd::Open;
+        self.legacy.ending = SessionEnd::Open;
         let retries = self.config.max_retries;
         self.issue(now, spec, retries, Purpose::Call)
     }
@@ -272,7 +248,7 @@ impl Client {
 
     /// The timeout policy of an outstanding request (recorded in traces with its send).
     pub fn policy_of(&self, id: &RequestId) -> Option<TimeoutPolicy> {
-        match &self.handshake {
+        match &self.legacy.handshake {
             Handshake::Waiting {
                 id: init, probe, ..
             } if init == id => Some(TimeoutPolicy::fixed(if *probe {
@@ -286,13 +262,13 @@ impl Client {
 
     /// Number of outstanding requests and tasks, and a legacy handshake still waiting.
     pub fn outstanding(&self) -> usize {
-        let handshake = usize::from(matches!(self.handshake, Handshake::Waiting { .. }));
+        let handshake = usize::from(matches!(self.legacy.handshake, Handshake::Waiting { .. }));
         self.pending.len() + self.tasks.len() + handshake
     }
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
-        self.last_heard = now;
+        self.legacy.last_heard = now;
         if let Some(s) = stream {
             if self.deferred_close.remove(&s) {
                 self.transmits
@@ -353,7 +329,7 @@ impl Client {
                 });
             }
             // The legacy server gives up on its own request: the answer is dropped.
-            Message::Cancelled(c) if self.answering.remove(&c.request_id).is_some() => {}
+            Message::Cancelled(c) if self.legacy.answering.remove(&c.request_id).is_some() => {}
             // A server-sent cancellation may end a stdio listen (§7.1).
             Message::Cancelled(c) => {
                 if self
@@ -459,13 +435,13 @@ impl Client {
     /// HTTP: a response stream ended. If its request had no response yet, the request is lost,
     /// unless (legacy era) it received an event id: then it is resumed after `retry`.
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
-        self.sent_in.remove(&stream);
+        self.legacy.sent_in.remove(&stream);
         if let Handshake::Waiting {
             id,
             stream: Some(s),
             broke,
             ..
-        } = &mut self.handshake
+        } = &mut self.legacy.handshake
         {
             if *s == stream && broke.is_none() {
                 // The handshake's stream broke before its answer: it is lost now, and a new
@@ -492,7 +468,7 @@ impl Client {
                     .and_then(|p| p.resume.retry)
                     .unwrap_or(DEFAULT_RETRY)
             };
-            let session = self.session.clone();
+            let session = self.legacy.session.clone();
             if let Some(p) = self.pending.get_mut(&id) {
                 let same_session = session.is_some() && p.resume.session == session;
                 if p.resume.last_event_id.is_some() && p.resume.spent < MAX_RESUMES && same_session
@@ -511,7 +487,7 @@ impl Client {
     pub fn handle_disconnect(&mut self, now: Time) {
         self.reset_handshake();
         // The server that asked is gone with the pipe.
-        self.answering.clear();
+        self.legacy.answering.clear();
         let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
         for id in ids {
             self.lose(now, &id);
@@ -609,8 +585,8 @@ impl Client {
     /// Forgets a request and returns its state.
     fn finish(&mut self, id: &RequestId) -> Option<Pending> {
         let pending = self.pending.remove(id)?;
-        if self.ping.as_ref() == Some(id) {
-            self.ping = None;
+        if self.legacy.ping.as_ref() == Some(id) {
+            self.legacy.ping = None;
         }
         if let Some(t) = &pending.token {
             self.by_token.remove(t);
@@ -645,7 +621,7 @@ impl Client {
             // A request of a session the server forgot has nothing left to cancel; a server
             // that issued no session (the Python SDK's stateless mode) still gets the cancel.
             stream if self.legacy_http() => {
-                let same_session = pending.resume.session == self.session;
+                let same_session = pending.resume.session == self.legacy.session;
                 if same_session {
                     let mut cancel = Cancelled::new(id.clone());
                     cancel.reason = Some(reason);
@@ -682,7 +658,7 @@ impl Client {
             let deadline = t.deadline.filter(|_| !t.settled);
             poll.into_iter().chain(t.expires).chain(deadline)
         });
-        let handshake = match &self.handshake {
+        let handshake = match &self.legacy.handshake {
             Handshake::Waiting {
                 broke: Some(at), ..
             } => Some(*at),
@@ -694,7 +670,7 @@ impl Client {
         };
         let resumes = self.pending.values().filter_map(|p| p.resume.at);
         let ping = self.ping_due();
-        let answers = self.answering.values().copied();
+        let answers = self.legacy.answering.values().copied();
         requests
             .chain(answers)
             .chain(tasks)
@@ -770,7 +746,9 @@ impl Client {
             true,
         ) = (&t, self.legacy_http())
         {
-            self.sent_in.insert(*stream, self.session.clone());
+            self.legacy
+                .sent_in
+                .insert(*stream, self.legacy.session.clone());
         }
         if let ClientTransmit::Post {
             msg: Message::Request(r),
@@ -778,7 +756,7 @@ impl Client {
         } = &t
         {
             if let Some(p) = self.pending.get_mut(&r.id) {
-                p.resume.session = self.session.clone();
+                p.resume.session = self.legacy.session.clone();
             }
         }
         Some(t)

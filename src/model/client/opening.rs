@@ -61,7 +61,7 @@ impl Client {
         let discover = Request::new(id.clone(), "server/discover");
         let (stream, transmit) = self.addressed(discover.into());
         self.transmits.push_back(transmit);
-        self.handshake = Handshake::Waiting {
+        self.legacy.handshake = Handshake::Waiting {
             id,
             probe: true,
             sent: now,
@@ -121,7 +121,7 @@ impl Client {
         self.legacy_shape(&mut init);
         let (stream, transmit) = self.addressed(init.into());
         self.transmits.push_back(transmit);
-        self.handshake = Handshake::Waiting {
+        self.legacy.handshake = Handshake::Waiting {
             id,
             probe: false,
             sent: now,
@@ -141,7 +141,7 @@ impl Client {
             stream,
             broke,
             ..
-        } = &self.handshake
+        } = &self.legacy.handshake
         else {
             return;
         };
@@ -210,7 +210,7 @@ impl Client {
         &mut self,
         next: Handshake,
     ) -> VecDeque<(RequestId, ClientTransmit)> {
-        match std::mem::replace(&mut self.handshake, next) {
+        match std::mem::replace(&mut self.legacy.handshake, next) {
             Handshake::Waiting { queued, .. } => queued,
             _ => VecDeque::new(),
         }
@@ -222,7 +222,7 @@ impl Client {
     pub(super) fn handshake_answered(&mut self, now: Time, id: &RequestId, ok: bool) -> bool {
         let Handshake::Waiting {
             id: init, probe, ..
-        } = &self.handshake
+        } = &self.legacy.handshake
         else {
             return false;
         };
@@ -267,7 +267,7 @@ impl Client {
                     });
                 }
             }
-            self.handshake = Handshake::NotStarted;
+            self.legacy.handshake = Handshake::NotStarted;
         }
         true
     }
@@ -285,7 +285,7 @@ impl Client {
     /// Whether `id` still waits behind the handshake (never sent): then giving up on it sends
     /// nothing, and it leaves the queue.
     pub(super) fn unqueue(&mut self, id: &RequestId) -> bool {
-        let Handshake::Waiting { queued, .. } = &mut self.handshake else {
+        let Handshake::Waiting { queued, .. } = &mut self.legacy.handshake else {
             return false;
         };
         let before = queued.len();
@@ -297,12 +297,12 @@ impl Client {
     /// behind the old one is outstanding and is lost (or retried) with the connection.
     pub(super) fn reset_handshake(&mut self) {
         // A modern connection has no handshake (once auto mode's discovery is done).
-        if matches!(self.handshake, Handshake::Done) && !self.era.is_legacy() {
+        if matches!(self.legacy.handshake, Handshake::Done) && !self.era.is_legacy() {
             return;
         }
         if let Handshake::Waiting {
             id, broke: None, ..
-        } = std::mem::replace(&mut self.handshake, Handshake::NotStarted)
+        } = std::mem::replace(&mut self.legacy.handshake, Handshake::NotStarted)
         {
             // The handshake went with its connection (one whose stream broke was already
             // reported lost).

@@ -95,10 +95,10 @@ impl Client {
 
     /// Sends a request, or holds it behind a legacy handshake (starting one if none is out).
     pub(super) fn push_request(&mut self, now: Time, id: &RequestId, transmit: ClientTransmit) {
-        if matches!(self.handshake, Handshake::NotStarted) {
+        if matches!(self.legacy.handshake, Handshake::NotStarted) {
             self.start_opening(now, VecDeque::new());
         }
-        match &mut self.handshake {
+        match &mut self.legacy.handshake {
             Handshake::Waiting { queued, .. } => queued.push_back((id.clone(), transmit)),
             _ => self.transmits.push_back(transmit),
         }

@@ -32,11 +32,11 @@ impl Client {
     /// and `roots/list` are answered at once, `sampling/createMessage` after the host's
     /// model took [`SAMPLING_DELAY`], anything else with -32601.
     pub(super) fn server_request(&mut self, now: Time, r: Request) {
-        if !self.asked.insert(r.id.clone()) {
+        if !self.legacy.asked.insert(r.id.clone()) {
             return;
         }
         if r.method == "sampling/createMessage" {
-            self.answering.insert(r.id, now + SAMPLING_DELAY);
+            self.legacy.answering.insert(r.id, now + SAMPLING_DELAY);
             return;
         }
         let answer: Message = match &*r.method {
@@ -59,13 +59,14 @@ impl Client {
     /// The answers of the host's model that are due at `now`.
     pub(super) fn answer_timers(&mut self, now: Time) {
         let due: Vec<RequestId> = self
+            .legacy
             .answering
             .iter()
             .filter(|(_, at)| **at <= now)
             .map(|(id, _)| id.clone())
             .collect();
         for id in due {
-            self.answering.remove(&id);
+            self.legacy.answering.remove(&id);
             let sampled = serde_json::json!({
                 "role": "assistant",
                 "content": {"type": "text", "text": "The step is done."},
@@ -83,10 +84,10 @@ impl Client {
     pub(super) fn ping_due(&self) -> Option<Time> {
         let waiting = self.pending.values().any(|p| p.purpose == Purpose::Call);
         let ready = self.era.is_legacy()
-            && matches!(self.handshake, Handshake::Done)
-            && self.ping.is_none()
+            && matches!(self.legacy.handshake, Handshake::Done)
+            && self.legacy.ping.is_none()
             && waiting;
-        ready.then_some(self.last_heard + PING_AFTER)
+        ready.then_some(self.legacy.last_heard + PING_AFTER)
     }
 
     pub(super) fn ping_timer(&mut self, now: Time) {
@@ -102,8 +103,8 @@ impl Client {
             task: false,
         };
         // The next ping counts from this one, answered or not.
-        self.last_heard = now;
+        self.legacy.last_heard = now;
         let id = self.issue(now, spec, 0, Purpose::Ping);
-        self.ping = Some(id);
+        self.legacy.ping = Some(id);
     }
 }

@@ -67,7 +67,7 @@ impl Client {
         if status >= 400 && self.probe_refused(now, stream) {
             return;
         }
-        let sent_in = self.sent_in.remove(&stream);
+        let sent_in = self.legacy.sent_in.remove(&stream);
         if status < 400 || !self.legacy_http() {
             return;
         }
@@ -75,14 +75,15 @@ impl Client {
         if let Some(p) = id.as_ref().and_then(|id| self.pending.get_mut(id)) {
             p.resume.last_event_id = None;
         }
-        let expired =
-            status == 404 && self.session.is_some() && sent_in == Some(self.session.clone());
+        let expired = status == 404
+            && self.legacy.session.is_some()
+            && sent_in == Some(self.legacy.session.clone());
         if expired {
-            self.session = None;
+            self.legacy.session = None;
             // The server that asked forgot the session: its requests have no one to answer.
-            self.answering.clear();
-            if matches!(self.handshake, Handshake::Done) {
-                self.handshake = Handshake::NotStarted;
+            self.legacy.answering.clear();
+            if matches!(self.legacy.handshake, Handshake::Done) {
+                self.legacy.handshake = Handshake::NotStarted;
             }
             if let Some(p) = id.and_then(|id| self.pending.get_mut(&id)) {
                 p.resume.expired = true;
@@ -108,7 +109,7 @@ impl Client {
             probe: true,
             stream: Some(s),
             ..
-        } = &self.handshake
+        } = &self.legacy.handshake
         else {
             return false;
         };
@@ -129,13 +130,13 @@ impl Client {
     /// carries it (LA5).
     pub fn handle_session(&mut self, id: &str) {
         if self.era.is_legacy() {
-            self.session = Some(id.to_owned());
+            self.legacy.session = Some(id.to_owned());
         }
     }
 
     /// The legacy era's HTTP session, once issued.
     pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
+        self.legacy.session.as_deref()
     }
 
     /// The headers of the POST carrying `msg` (names in lower case): 2026-07-28's
@@ -173,11 +174,11 @@ impl Client {
 
     pub(super) fn legacy_headers(&self) -> std::collections::BTreeMap<String, String> {
         let mut h = std::collections::BTreeMap::new();
-        if let (Some(id), false) = (&self.session, self.mutant(Mutant::NoSessionId)) {
+        if let (Some(id), false) = (&self.legacy.session, self.mutant(Mutant::NoSessionId)) {
             h.insert("mcp-session-id".into(), id.clone());
         }
         let versioned = matches!(self.era, Era::Legacy(r) if r >= LegacyRevision::V2025_06_18);
-        if versioned && matches!(self.handshake, Handshake::Done) {
+        if versioned && matches!(self.legacy.handshake, Handshake::Done) {
             h.insert("mcp-protocol-version".into(), self.era.version().into());
         }
         h
@@ -217,27 +218,27 @@ impl Client {
     /// nothing is outstanding and every POST has its answer (nothing elsewhere; a trace
     /// cannot tell when a host is done, so no rule asks for it).
     pub fn end_session(&mut self) {
-        if self.ending == SessionEnd::Open {
-            self.ending = SessionEnd::Wanted;
+        if self.legacy.ending == SessionEnd::Open {
+            self.legacy.ending = SessionEnd::Wanted;
         }
     }
 
     /// The session's `DELETE`, if it is due now.
     pub(super) fn session_delete(&mut self) -> Option<ClientTransmit> {
         let idle = self.pending.is_empty()
-            && self.answering.is_empty()
+            && self.legacy.answering.is_empty()
             && self.tasks.is_empty()
-            && self.sent_in.is_empty()
+            && self.legacy.sent_in.is_empty()
             && self.transmits.is_empty();
-        let due = self.ending == SessionEnd::Wanted
+        let due = self.legacy.ending == SessionEnd::Wanted
             && self.legacy_http()
-            && self.session.is_some()
-            && matches!(self.handshake, Handshake::Done)
+            && self.legacy.session.is_some()
+            && matches!(self.legacy.handshake, Handshake::Done)
             && idle;
         if !due {
             return None;
         }
-        self.ending = SessionEnd::Sent;
+        self.legacy.ending = SessionEnd::Sent;
         let stream = StreamId(self.next_stream);
         self.next_stream += 1;
         Some(ClientTransmit::Delete { stream })
