@@ -232,7 +232,12 @@ impl ServerDriver {
         let mut id = None;
         match method {
             Some(Method::Post) => {
-                let era = guess_era(bytes_method(body).as_deref(), &headers);
+                let method = bytes_method(body);
+                let era = Server::era_named_by(RequestHead {
+                    session: headers.get(recorder::SESSION_HEADER).map(String::as_str),
+                    version: headers.get("mcp-protocol-version").map(String::as_str),
+                    method: method.as_deref(),
+                });
                 let (mut w, decoded) =
                     recorder::observe_as_written_in(era, self.transport, Some(stream), body);
                 id = decoded.ok().and_then(|m| m.id().cloned());
@@ -344,10 +349,9 @@ impl ServerDriver {
     }
 
     /// The era to read a client's message in, and the refusal of an HTTP request that is not
-    /// served: on stdio the pipe's once its first request decided it, before that the legacy
-    /// era for an `initialize`; over HTTP what the server's era seam makes of the request's
-    /// head (`model::server_eras`). A lane that moves messages without headers reads them
-    /// as the stdio pipe does.
+    /// served, both as the model decides them: over HTTP what its era seam makes of the
+    /// request's head ([`Server::admit`]), otherwise [`Server::era_to_read`]. The driver only
+    /// reads the head and the body's `method`.
     fn era_of(
         &mut self,
         stream: Option<StreamId>,
@@ -364,15 +368,7 @@ impl ServerDriver {
             let admission = self.server.admit(stream, true, head);
             return (admission.era, admission.refusal);
         }
-        if let Some(era) = self.server.era().filter(|_| stream.is_none()) {
-            return (era, None);
-        }
-        let era = if method.as_deref() == Some("initialize") {
-            Era::LEGACY
-        } else {
-            Era::Modern
-        };
-        (era, None)
+        (self.server.era_to_read(stream, method.as_deref()), None)
     }
 
     /// The next output, recorded: the server's transmits first, then its backend calls (an
@@ -410,22 +406,4 @@ fn bytes_method(bytes: &[u8]) -> Option<String> {
         method: Option<String>,
     }
     serde_json::from_slice::<Head>(bytes).ok()?.method
-}
-
-/// The era a refused request would have been read in, for its record: the legacy era for
-/// an `initialize`, a session's request or a legacy `MCP-Protocol-Version`.
-#[cfg(any(feature = "turmoil", feature = "live"))]
-fn guess_era(method: Option<&str>, headers: &BTreeMap<String, String>) -> Era {
-    let legacy_version = headers
-        .get("mcp-protocol-version")
-        .and_then(|v| Era::from_version(v))
-        .is_some_and(Era::is_legacy);
-    let legacy = method == Some("initialize")
-        || headers.contains_key(recorder::SESSION_HEADER)
-        || legacy_version;
-    if legacy {
-        Era::LEGACY
-    } else {
-        Era::Modern
-    }
 }

@@ -177,6 +177,32 @@ impl Server {
         }
     }
 
+    /// The era a message without an HTTP head is read in (stdio, or a lane that moves
+    /// messages without headers): the pipe's once its first request decided it; before that
+    /// the legacy era for an `initialize` (`method`), else 2026-07-28.
+    pub fn era_to_read(&self, stream: Option<StreamId>, method: Option<&str>) -> Era {
+        match self.era().filter(|_| stream.is_none()) {
+            Some(era) => era,
+            None if method == Some("initialize") => Era::LEGACY,
+            None => Era::Modern,
+        }
+    }
+
+    /// The era a request's head names, without admitting it, for the record of a request
+    /// refused before it was admitted (its `Host` or `Origin`): legacy for an `initialize`, a
+    /// session's request or a legacy `MCP-Protocol-Version`, else 2026-07-28.
+    pub fn era_named_by(head: RequestHead<'_>) -> Era {
+        let legacy_version = head
+            .version
+            .and_then(Era::from_version)
+            .is_some_and(Era::is_legacy);
+        if head.method == Some("initialize") || head.session.is_some() || legacy_version {
+            Era::LEGACY
+        } else {
+            Era::Modern
+        }
+    }
+
     /// HTTP: a request opened `stream` with this head. Decides the era its body is read in,
     /// or refuses it before anything else: an unknown session (404), a legacy request
     /// without its session (400), a `GET` or `DELETE` outside a session (405); see
