@@ -288,7 +288,6 @@ impl Responder {
         }
     }
 
-    /// A POST arrived on `stream`; its response goes to `respond`.
     /// Keeps `posted`'s response slot and hands the request to `serve` (the server driver's
     /// [`http_request`](crate::lanes::server_driver::ServerDriver::http_request)).
     pub(crate) fn accept(&mut self, posted: Posted, serve: impl FnOnce(IncomingRequest<'_>)) {
@@ -312,6 +311,7 @@ impl Responder {
         });
     }
 
+    /// A POST arrived on `stream`; its response goes to `respond`.
     pub(crate) fn post(&mut self, stream: StreamId, respond: oneshot::Sender<HttpResponse>) {
         self.pending.insert(stream, respond);
     }
