@@ -29,6 +29,34 @@ fn seeds() -> u64 {
     common::seed_count(300)
 }
 
+/// The figures `docs/live.md` gives for these tests at the default 300 seeds: the seed's own
+/// scenarios' cancels and crossings, the natural-end cancels and crossings, and the runs in
+/// which `respond_after_cancel` was flagged of those in which it answered a cancel. `None`
+/// when `MCP_SIM_SEEDS` widens the sweep.
+fn documented() -> Option<[usize; 6]> {
+    if std::env::var_os("MCP_SIM_SEEDS").is_some() {
+        return None;
+    }
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/live.md"))
+        .expect("docs/live.md");
+    let numbers = |text: &str| -> Vec<usize> {
+        text.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    let row = docs
+        .lines()
+        .find(|l| l.starts_with("| reference server, simulated, client side only"))
+        .expect("the table row");
+    let cells = numbers(row.split_once(") |").expect("the figures").1);
+    let rate = docs
+        .split_once("`respond_after_cancel` mutant is flagged in ")
+        .expect("the mutant's rate")
+        .1;
+    let rate = numbers(&rate[..rate.find(" runs").expect("its end")]);
+    Some([cells[0], cells[1], cells[2], cells[3], rate[0], rate[1]])
+}
+
 /// The trace as a black-box server's client sees it.
 fn client_side(trace: &Trace) -> Trace {
     let mut out = Trace::new();
@@ -118,6 +146,13 @@ fn crossings_of_the_reference_server_are_not_flagged_from_the_client_side() {
         crossings > 0,
         "the sweep must contain crossings to measure anything"
     );
+    if let Some(d) = documented() {
+        assert_eq!(
+            [cancels, crossings],
+            [d[0], d[1]],
+            "the figures of docs/live.md"
+        );
+    }
 }
 
 /// The shape of a probe run: identical calls (the first call's work for all), a local pipe
@@ -183,4 +218,11 @@ fn probe_shaped_runs_of_the_reference_are_clean_and_the_answering_mutant_is_flag
          which it answered a cancel (first seed {first:?})"
     );
     assert!(answered > 0 && flagged > 0, "the mutant is never caught");
+    if let Some(d) = documented() {
+        assert_eq!(
+            [late_cancels, late_crossings, flagged, answered],
+            [d[2], d[3], d[4], d[5]],
+            "the figures of docs/live.md"
+        );
+    }
 }
