@@ -274,10 +274,8 @@ fn workspace() -> std::path::PathBuf {
         .to_path_buf()
 }
 
-/// Runs a printed command line: leading `VAR=value` words go to the environment, `cargo run
-/// --release -p mcp-sim-cli --` is this build's `mcp-sim`, anything else runs as it is, from
-/// the workspace's root (where a user pastes it).
-fn run_line(line: &str) -> Output {
+/// A printed command line's leading `VAR=value` words, and the rest.
+fn split_env(line: &str) -> (Vec<(String, String)>, Vec<&str>) {
     let mut words = line.split_whitespace().peekable();
     let mut env = Vec::new();
     while let Some(w) = words.peek() {
@@ -289,23 +287,57 @@ fn run_line(line: &str) -> Output {
             _ => break,
         }
     }
-    let words: Vec<&str> = words.collect();
+    (env, words.collect())
+}
+
+/// Runs a printed `cargo run --release -p mcp-sim-cli -- ...` line with this build's
+/// `mcp-sim`, the leading `VAR=value` words in its environment, from the workspace's root
+/// (where a user pastes it).
+fn run_line(line: &str) -> Output {
+    let (env, words) = split_env(line);
     let replay_prefix = ["cargo", "run", "--release", "-p", "mcp-sim-cli", "--"];
-    let mut command = if words.starts_with(&replay_prefix) {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-sim"));
-        c.args(&words[replay_prefix.len()..]);
-        c
-    } else {
-        let mut c = Command::new(words[0]);
-        c.args(&words[1..]);
-        c
-    };
-    command
+    assert!(
+        words.starts_with(&replay_prefix),
+        "not a replay line: {line}"
+    );
+    Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(&words[replay_prefix.len()..])
         .envs(env)
         .current_dir(workspace())
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// What a printed `cargo test --test FILE replay_one_seed -- --nocapture` line runs, done in
+/// this process: `FILE`'s `replay_one_seed` reads the line's variables
+/// ([`mcp_sim::repro::ReproEnv`]) and judges that run on its lane (`tests/common/mod.rs`,
+/// `replay_from_env`), without a nested `cargo test`. The digest and rules of the run, or the
+/// error naming a variable that does not parse.
+fn run_test_line(line: &str) -> Result<(String, Vec<&'static str>), String> {
+    let (env, words) = split_env(line);
+    let file = match words.as_slice() {
+        ["cargo", "test", "--test", file, "replay_one_seed", "--", "--nocapture"] => *file,
+        _ => panic!("not a test line: {line}"),
+    };
+    let source = std::fs::read_to_string(workspace().join("tests").join(format!("{file}.rs")))
+        .unwrap_or_else(|e| panic!("{line}: tests/{file}.rs: {e}"));
+    let lane = if source.contains("replay_from_env(Lane::turmoil())") {
+        mcp_sim::lanes::Lane::turmoil()
+    } else if source.contains("replay_from_env(Lane::Memory)") {
+        mcp_sim::lanes::Lane::Memory
+    } else {
+        panic!("{line}: tests/{file}.rs has no replay_one_seed");
+    };
+    let vars: std::collections::BTreeMap<String, String> = env.into_iter().collect();
+    let repro = mcp_sim::repro::ReproEnv::read_from(|name| Ok(vars.get(name).cloned()))
+        .and_then(|e| e.repro(lane))
+        .map_err(|e| e.to_string())?;
+    let judged = mcp_sim::run::judge(&repro.scenario(), repro.lane);
+    Ok((
+        format!("{:016x}", judged.run.trace.digest()),
+        judged.rules(),
+    ))
 }
 
 /// The lines a failing sweep prints reproduce its failure: a mutant at a 1 ms tick, the
@@ -355,27 +387,28 @@ fn printed_replay_and_test_lines_reproduce_the_failure() {
     for knob in ["MCP_SIM_TICK_MS=1", "MCP_SIM_MUTANT=respond_after_cancel"] {
         assert!(test.contains(knob), "{test}");
     }
-    for line in [replay, test] {
-        let out = run_line(line);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        // `mcp-sim replay` exits 1 on a failing run; a failing `cargo test`, 101.
-        let expected = if line == replay { 1 } else { 101 };
-        assert_eq!(
-            out.status.code(),
-            Some(expected),
-            "{line}\n{stdout}\n{stderr}"
-        );
+    let out = run_line(replay);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // `mcp-sim replay` exits 1 on a failing run.
+    assert_eq!(out.status.code(), Some(1), "{replay}\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("digest {digest}")),
+        "{replay}: not the sweep's trace {digest}\n{stdout}\n{stderr}"
+    );
+    for rule in &rules {
         assert!(
-            stdout.contains(&format!("digest {digest}")),
-            "{line}: not the sweep's trace {digest}\n{stdout}\n{stderr}"
+            stdout.contains(rule.as_str()),
+            "{replay}: {rule} missing\n{stdout}"
         );
-        for rule in &rules {
-            assert!(
-                stdout.contains(rule.as_str()),
-                "{line}: {rule} missing\n{stdout}\n{stderr}"
-            );
-        }
+    }
+    let (test_digest, test_rules) = run_test_line(test).expect("the test line reads");
+    assert_eq!(test_digest, digest, "{test}: not the sweep's trace");
+    for rule in &rules {
+        assert!(
+            test_rules.contains(&rule.as_str()),
+            "{test}: {rule} missing: {test_rules:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -390,19 +423,10 @@ fn a_mistyped_test_line_fails_naming_the_variable() {
         ("MCP_SIM_TICK_MS", "0"),
         ("MCP_SIM_MUTANT", "no_such_mutant"),
     ] {
-        let out = run_line(&format!(
-            "{var}={value} cargo test --test simulation replay_one_seed -- --nocapture"
-        ));
-        let all = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_ne!(out.status.code(), Some(0), "{var}={value} passed:\n{all}");
-        assert!(
-            all.contains(&format!("{var}=\"{value}\"")),
-            "{var}={value}:\n{all}"
-        );
+        let line =
+            format!("{var}={value} cargo test --test simulation replay_one_seed -- --nocapture");
+        let err = run_test_line(&line).expect_err("a mistyped variable replays nothing");
+        assert!(err.contains(&format!("{var}=\"{value}\"")), "{line}: {err}");
     }
 }
 
