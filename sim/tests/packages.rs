@@ -217,7 +217,7 @@ fn pytest_from_a_fresh_venv_passes_clean_servers_and_fails_a_faulty_one() {
 
     let clean = pytest("test_clean.py", &[]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
-    assert!(text(&clean).contains("3 passed"), "{}", text(&clean));
+    assert!(text(&clean).contains("4 passed"), "{}", text(&clean));
 
     let flagged = pytest("test_flagged.py", &["--mcp-sim-seeds", "1..3"]);
     let output = text(&flagged);
@@ -279,7 +279,7 @@ fn node_test_from_a_fresh_folder_passes_clean_servers_and_fails_a_faulty_one() {
 
     let clean = node_test("clean.test.mjs");
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
-    assert!(text(&clean).contains("pass 3"), "{}", text(&clean));
+    assert!(text(&clean).contains("pass 4"), "{}", text(&clean));
 
     let flagged = node_test("flagged.test.mjs");
     let output = text(&flagged);

@@ -95,8 +95,8 @@ class Report:
 
 
 def binary() -> str:
-    """The path of the `mcp-sim` binary: the one this package installed beside the
-    interpreter, else `MCP_SIM_BIN`, else the first on `PATH`."""
+    """The path of the `mcp-sim` binary: `MCP_SIM_BIN` when set, else the one this package
+    installed beside the interpreter, else the first on `PATH`."""
     candidates = []
     if os.environ.get("MCP_SIM_BIN"):
         candidates.append(Path(os.environ["MCP_SIM_BIN"]))
@@ -114,7 +114,7 @@ def binary() -> str:
         return found
     raise McpSimError(
         "the mcp-sim binary is not installed beside this interpreter nor on PATH "
-        "(pip install mcp-sim, or set MCP_SIM_BIN)"
+        "(install the mcp-sim wheel into this environment, or set MCP_SIM_BIN)"
     )
 
 
@@ -196,7 +196,7 @@ def _run(argv: list[str], exits: set[int], timeout: float | None) -> Report:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     if done.returncode not in exits:
         raise McpSimError(
-            f"{' '.join(argv[1:3])} exited {done.returncode}: {done.stderr.strip() or done.stdout.strip()}"
+            f"mcp-sim {argv[1]} exited {done.returncode}: {done.stderr.strip() or done.stdout.strip()}"
         )
     line = next((l for l in reversed(done.stdout.splitlines()) if l.startswith("{")), None)
     if line is None:

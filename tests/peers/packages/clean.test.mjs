@@ -30,3 +30,11 @@ test("a trace is judged too", async () => {
   const judged = assertClean(await checkTrace(trace));
   assert.equal(judged.era, report.era);
 });
+
+test("bad usage is a typed error naming it", async () => {
+  await assert.rejects(probe({ ...server("python-sdk"), era: "nope" }), (e) => {
+    assert.equal(e.name, "McpSimError");
+    assert.match(e.message, /mcp-sim probe exited 2: .*nope/s);
+    return true;
+  });
+});

@@ -25,3 +25,10 @@ def test_a_trace_is_judged_too(tmp_path):
     judged = sim.check_trace(trace)
     assert judged.ok and judged.era == report.era, judged.summary()
     assert judged.replay == f"mcp-sim check-trace {trace}"
+
+
+def test_bad_usage_is_a_typed_error_naming_it():
+    import pytest
+
+    with pytest.raises(sim.McpSimError, match=r"mcp-sim probe exited 2: .*nope"):
+        sim.probe(SERVERS["python-sdk"], era="nope")
