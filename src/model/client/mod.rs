@@ -110,7 +110,7 @@ pub use config::{CallSpec, ClientConfig};
 use legacy::LegacyConn;
 use long_work::{ClientTask, MIN_POLL};
 pub use long_work::{LISTEN_ACK_DEADLINE, MAX_ROUNDS_ANSWERED, POLL_POLICY, SETTLE_WATCH};
-use opening::Handshake;
+use opening::{Awaits, Handshake};
 pub use opening::{DISCOVER_TIMEOUT, HANDSHAKE_TIMEOUT};
 pub use output::{ClientError, ClientEvent, ClientTransmit, Outcome};
 pub use server_requests::{PING_AFTER, PING_POLICY, SAMPLING_DELAY};
@@ -170,8 +170,15 @@ pub struct Client {
     tasks: BTreeMap<RequestId, ClientTask>,
     transmits: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
-    /// The legacy era's own state of the connection ([`LegacyConn`]).
-    legacy: LegacyConn,
+    /// Where the opening of the current connection stands: a client pinned to 2026-07-28
+    /// has none to make; any other starts with it ahead.
+    opening: Handshake,
+    /// The legacy era's own state ([`LegacyConn`]); `None` on a 2026-07-28 connection.
+    legacy: Option<LegacyConn>,
+    /// The host's word on its session ([`Client::end_session`]). It is the application's,
+    /// whatever the era: an auto-mode host may be done before discovery falls back, and its
+    /// legacy HTTP session then still ends with a `DELETE`.
+    session_end: SessionEnd,
     /// The era it speaks now: the configured one, or in auto mode the one discovery decided.
     era: Era,
     /// Auto mode: the server answered `server/discover`, so the modern era holds.
@@ -193,7 +200,12 @@ impl Client {
             tasks: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
-            legacy: LegacyConn::new(&config),
+            opening: match (config.era, config.auto) {
+                (Era::Modern, None) => Handshake::Done,
+                _ => Handshake::NotStarted,
+            },
+            legacy: config.era.is_legacy().then(LegacyConn::default),
+            session_end: SessionEnd::Open,
             era: config.era,
             discovered: false,
             config,
@@ -214,11 +226,13 @@ impl Client {
     /// Sends a new request; returns its id. After the session's `DELETE` it opens a new
     /// session.
     pub fn start_request(&mut self, now: Time, spec: CallSpec) -> RequestId {
-        if self.legacy.ending == SessionEnd::Sent {
-            self.legacy.session = None;
-            self.legacy.handshake = Handshake::NotStarted;
+        if self.session_end == SessionEnd::Sent {
+            if let Some(legacy) = self.legacy.as_mut() {
+                legacy.session = None;
+            }
+            self.opening = Handshake::NotStarted;
         }
-        self.legacy.ending = SessionEnd::Open;
+        self.session_end = SessionEnd::Open;
         let retries = self.config.max_retries;
         self.issue(now, spec, retries, Purpose::Call)
     }
@@ -248,27 +262,25 @@ impl Client {
 
     /// The timeout policy of an outstanding request (recorded in traces with its send).
     pub fn policy_of(&self, id: &RequestId) -> Option<TimeoutPolicy> {
-        match &self.legacy.handshake {
-            Handshake::Waiting {
-                id: init, probe, ..
-            } if init == id => Some(TimeoutPolicy::fixed(if *probe {
-                DISCOVER_TIMEOUT
-            } else {
-                HANDSHAKE_TIMEOUT
-            })),
+        match &self.opening {
+            Handshake::Awaiting {
+                id: init, awaits, ..
+            } if init == id => Some(TimeoutPolicy::fixed(awaits.timeout())),
             _ => self.pending.get(id).map(|p| p.spec.policy),
         }
     }
 
     /// Number of outstanding requests and tasks, and a legacy handshake still waiting.
     pub fn outstanding(&self) -> usize {
-        let handshake = usize::from(matches!(self.legacy.handshake, Handshake::Waiting { .. }));
+        let handshake = usize::from(matches!(self.opening, Handshake::Awaiting { .. }));
         self.pending.len() + self.tasks.len() + handshake
     }
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
-        self.legacy.last_heard = now;
+        if let Some(legacy) = self.legacy.as_mut() {
+            legacy.last_heard = now;
+        }
         if let Some(s) = stream {
             if self.deferred_close.remove(&s) {
                 self.transmits
@@ -329,7 +341,11 @@ impl Client {
                 });
             }
             // The legacy server gives up on its own request: the answer is dropped.
-            Message::Cancelled(c) if self.legacy.answering.remove(&c.request_id).is_some() => {}
+            Message::Cancelled(c)
+                if self
+                    .legacy
+                    .as_mut()
+                    .is_some_and(|l| l.answering.remove(&c.request_id).is_some()) => {}
             // A server-sent cancellation may end a stdio listen (§7.1).
             Message::Cancelled(c) => {
                 if self
@@ -435,13 +451,15 @@ impl Client {
     /// HTTP: a response stream ended. If its request had no response yet, the request is lost,
     /// unless (legacy era) it received an event id: then it is resumed after `retry`.
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
-        self.legacy.sent_in.remove(&stream);
-        if let Handshake::Waiting {
+        if let Some(legacy) = self.legacy.as_mut() {
+            legacy.sent_in.remove(&stream);
+        }
+        if let Handshake::Awaiting {
             id,
             stream: Some(s),
             broke,
             ..
-        } = &mut self.legacy.handshake
+        } = &mut self.opening
         {
             if *s == stream && broke.is_none() {
                 // The handshake's stream broke before its answer: it is lost now, and a new
@@ -468,7 +486,7 @@ impl Client {
                     .and_then(|p| p.resume.retry)
                     .unwrap_or(DEFAULT_RETRY)
             };
-            let session = self.legacy.session.clone();
+            let session = self.session().map(str::to_owned);
             if let Some(p) = self.pending.get_mut(&id) {
                 let same_session = session.is_some() && p.resume.session == session;
                 if p.resume.last_event_id.is_some() && p.resume.spent < MAX_RESUMES && same_session
@@ -487,7 +505,9 @@ impl Client {
     pub fn handle_disconnect(&mut self, now: Time) {
         self.reset_handshake();
         // The server that asked is gone with the pipe.
-        self.legacy.answering.clear();
+        if let Some(legacy) = self.legacy.as_mut() {
+            legacy.answering.clear();
+        }
         let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
         for id in ids {
             self.lose(now, &id);
@@ -585,8 +605,8 @@ impl Client {
     /// Forgets a request and returns its state.
     fn finish(&mut self, id: &RequestId) -> Option<Pending> {
         let pending = self.pending.remove(id)?;
-        if self.legacy.ping.as_ref() == Some(id) {
-            self.legacy.ping = None;
+        if let Some(legacy) = self.legacy.as_mut().filter(|l| l.ping.as_ref() == Some(id)) {
+            legacy.ping = None;
         }
         if let Some(t) = &pending.token {
             self.by_token.remove(t);
@@ -621,7 +641,7 @@ impl Client {
             // A request of a session the server forgot has nothing left to cancel; a server
             // that issued no session (the Python SDK's stateless mode) still gets the cancel.
             stream if self.legacy_http() => {
-                let same_session = pending.resume.session == self.legacy.session;
+                let same_session = pending.resume.session.as_deref() == self.session();
                 if same_session {
                     let mut cancel = Cancelled::new(id.clone());
                     cancel.reason = Some(reason);
@@ -658,19 +678,24 @@ impl Client {
             let deadline = t.deadline.filter(|_| !t.settled);
             poll.into_iter().chain(t.expires).chain(deadline)
         });
-        let handshake = match &self.legacy.handshake {
-            Handshake::Waiting {
+        let handshake = match &self.opening {
+            Handshake::Awaiting {
                 broke: Some(at), ..
             } => Some(*at),
-            Handshake::Waiting {
-                sent, probe: true, ..
+            Handshake::Awaiting {
+                sent,
+                awaits: Awaits::DiscoverResult,
+                ..
             } => Some(*sent + DISCOVER_TIMEOUT),
-            Handshake::Waiting { sent, .. } => Some(*sent + HANDSHAKE_TIMEOUT),
+            Handshake::Awaiting { sent, .. } => Some(*sent + HANDSHAKE_TIMEOUT),
             _ => None,
         };
         let resumes = self.pending.values().filter_map(|p| p.resume.at);
         let ping = self.ping_due();
-        let answers = self.legacy.answering.values().copied();
+        let answers = self
+            .legacy
+            .iter()
+            .flat_map(|l| l.answering.values().copied());
         requests
             .chain(answers)
             .chain(tasks)
@@ -746,9 +771,8 @@ impl Client {
             true,
         ) = (&t, self.legacy_http())
         {
-            self.legacy
-                .sent_in
-                .insert(*stream, self.legacy.session.clone());
+            let legacy = self.legacy_conn();
+            legacy.sent_in.insert(*stream, legacy.session.clone());
         }
         if let ClientTransmit::Post {
             msg: Message::Request(r),
@@ -756,7 +780,7 @@ impl Client {
         } = &t
         {
             if let Some(p) = self.pending.get_mut(&r.id) {
-                p.resume.session = self.legacy.session.clone();
+                p.resume.session = self.legacy.as_ref().and_then(|l| l.session.clone());
             }
         }
         Some(t)

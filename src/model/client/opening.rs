@@ -13,17 +13,38 @@ pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// up and opens another (it never cancels `initialize`, LA3).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Where a legacy client's handshake stands on the current connection.
+/// What an opening request awaits: each has its own timeout, and a different end when it
+/// fails (a discover that fails falls back to the legacy handshake; an `initialize` that fails
+/// fails the requests behind it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Awaits {
+    /// The auto mode's `server/discover`, sent in the modern shape.
+    DiscoverResult,
+    /// The legacy `initialize`.
+    InitializeResult,
+}
+
+impl Awaits {
+    /// How long the client waits for it.
+    pub(super) fn timeout(self) -> Duration {
+        match self {
+            Awaits::DiscoverResult => DISCOVER_TIMEOUT,
+            Awaits::InitializeResult => HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+/// Where the opening of the current connection stands.
 #[derive(Debug, Clone, Default)]
 pub(super) enum Handshake {
     /// Nothing sent yet: the first request starts it.
     #[default]
     NotStarted,
-    /// `initialize` (or, `probe`, the auto mode's `server/discover`) is out since `sent`; the
+    /// The opening request `id` is out since `sent` and awaits its answer (`awaits`); the
     /// requests behind it wait, in order.
-    Waiting {
+    Awaiting {
         id: RequestId,
-        probe: bool,
+        awaits: Awaits,
         sent: Time,
         /// The HTTP stream it went out on.
         stream: Option<StreamId>,
@@ -61,9 +82,9 @@ impl Client {
         let discover = Request::new(id.clone(), "server/discover");
         let (stream, transmit) = self.addressed(discover.into());
         self.transmits.push_back(transmit);
-        self.legacy.handshake = Handshake::Waiting {
+        self.opening = Handshake::Awaiting {
             id,
-            probe: true,
+            awaits: Awaits::DiscoverResult,
             sent: now,
             stream,
             broke: None,
@@ -83,6 +104,7 @@ impl Client {
             return;
         };
         self.era = Era::Legacy(revision);
+        self.legacy_conn();
         for (_, transmit) in &mut queued {
             if let ClientTransmit::Line(Message::Request(r))
             | ClientTransmit::Post {
@@ -121,9 +143,9 @@ impl Client {
         self.legacy_shape(&mut init);
         let (stream, transmit) = self.addressed(init.into());
         self.transmits.push_back(transmit);
-        self.legacy.handshake = Handshake::Waiting {
+        self.opening = Handshake::Awaiting {
             id,
-            probe: false,
+            awaits: Awaits::InitializeResult,
             sent: now,
             stream,
             broke: None,
@@ -134,14 +156,14 @@ impl Client {
     /// The handshake's deadline passed: its timeout and outcome, the connection dropped, and
     /// a new handshake with the same requests waiting.
     pub(super) fn handshake_timer(&mut self, now: Time) {
-        let Handshake::Waiting {
+        let Handshake::Awaiting {
             id,
-            probe,
+            awaits,
             sent,
             stream,
             broke,
             ..
-        } = &self.legacy.handshake
+        } = &self.opening
         else {
             return;
         };
@@ -155,13 +177,8 @@ impl Client {
             }
             return;
         }
-        let (probe, stream) = (*probe, *stream);
-        let timeout = if probe {
-            DISCOVER_TIMEOUT
-        } else {
-            HANDSHAKE_TIMEOUT
-        };
-        if now < *sent + timeout {
+        let (awaits, stream) = (*awaits, *stream);
+        if now < *sent + awaits.timeout() {
             return;
         }
         let id = id.clone();
@@ -175,7 +192,7 @@ impl Client {
             request: id,
             outcome: Outcome::TimedOut,
         });
-        if probe {
+        if awaits == Awaits::DiscoverResult {
             // An ordinary modern request given up: cancelled as the modern era cancels (the
             // notification on stdio, the stream's close on HTTP), then the fallback.
             match stream {
@@ -210,8 +227,8 @@ impl Client {
         &mut self,
         next: Handshake,
     ) -> VecDeque<(RequestId, ClientTransmit)> {
-        match std::mem::replace(&mut self.legacy.handshake, next) {
-            Handshake::Waiting { queued, .. } => queued,
+        match std::mem::replace(&mut self.opening, next) {
+            Handshake::Awaiting { queued, .. } => queued,
             _ => VecDeque::new(),
         }
     }
@@ -220,24 +237,24 @@ impl Client {
     /// `notifications/initialized` and then what waited, in order; on an error what waited
     /// fails with it. Whether `id` was the handshake's.
     pub(super) fn handshake_answered(&mut self, now: Time, id: &RequestId, ok: bool) -> bool {
-        let Handshake::Waiting {
-            id: init, probe, ..
-        } = &self.legacy.handshake
+        let Handshake::Awaiting {
+            id: init, awaits, ..
+        } = &self.opening
         else {
             return false;
         };
         if init != id {
             return false;
         }
-        let probe = *probe;
+        let discover = *awaits == Awaits::DiscoverResult;
         let queued = self.end_handshake(Handshake::Done);
         self.events.push_back(ClientEvent::Outcome {
             request: id.clone(),
             outcome: if ok { Outcome::Result } else { Outcome::Error },
         });
-        if probe && !ok {
+        if discover && !ok {
             self.fall_back(now, queued);
-        } else if probe {
+        } else if discover {
             self.discovered = true;
             self.release(now, queued);
         } else if ok {
@@ -267,7 +284,7 @@ impl Client {
                     });
                 }
             }
-            self.legacy.handshake = Handshake::NotStarted;
+            self.opening = Handshake::NotStarted;
         }
         true
     }
@@ -285,7 +302,7 @@ impl Client {
     /// Whether `id` still waits behind the handshake (never sent): then giving up on it sends
     /// nothing, and it leaves the queue.
     pub(super) fn unqueue(&mut self, id: &RequestId) -> bool {
-        let Handshake::Waiting { queued, .. } = &mut self.legacy.handshake else {
+        let Handshake::Awaiting { queued, .. } = &mut self.opening else {
             return false;
         };
         let before = queued.len();
@@ -297,12 +314,12 @@ impl Client {
     /// behind the old one is outstanding and is lost (or retried) with the connection.
     pub(super) fn reset_handshake(&mut self) {
         // A modern connection has no handshake (once auto mode's discovery is done).
-        if matches!(self.legacy.handshake, Handshake::Done) && !self.era.is_legacy() {
+        if matches!(self.opening, Handshake::Done) && !self.era.is_legacy() {
             return;
         }
-        if let Handshake::Waiting {
+        if let Handshake::Awaiting {
             id, broke: None, ..
-        } = std::mem::replace(&mut self.legacy.handshake, Handshake::NotStarted)
+        } = std::mem::replace(&mut self.opening, Handshake::NotStarted)
         {
             // The handshake went with its connection (one whose stream broke was already
             // reported lost).

@@ -95,11 +95,11 @@ impl Client {
 
     /// Sends a request, or holds it behind a legacy handshake (starting one if none is out).
     pub(super) fn push_request(&mut self, now: Time, id: &RequestId, transmit: ClientTransmit) {
-        if matches!(self.legacy.handshake, Handshake::NotStarted) {
+        if matches!(self.opening, Handshake::NotStarted) {
             self.start_opening(now, VecDeque::new());
         }
-        match &mut self.legacy.handshake {
-            Handshake::Waiting { queued, .. } => queued.push_back((id.clone(), transmit)),
+        match &mut self.opening {
+            Handshake::Awaiting { queued, .. } => queued.push_back((id.clone(), transmit)),
             _ => self.transmits.push_back(transmit),
         }
     }

@@ -32,11 +32,12 @@ impl Client {
     /// and `roots/list` are answered at once, `sampling/createMessage` after the host's
     /// model took [`SAMPLING_DELAY`], anything else with -32601.
     pub(super) fn server_request(&mut self, now: Time, r: Request) {
-        if !self.legacy.asked.insert(r.id.clone()) {
+        let legacy = self.legacy_conn();
+        if !legacy.asked.insert(r.id.clone()) {
             return;
         }
         if r.method == "sampling/createMessage" {
-            self.legacy.answering.insert(r.id, now + SAMPLING_DELAY);
+            legacy.answering.insert(r.id, now + SAMPLING_DELAY);
             return;
         }
         let answer: Message = match &*r.method {
@@ -60,13 +61,13 @@ impl Client {
     pub(super) fn answer_timers(&mut self, now: Time) {
         let due: Vec<RequestId> = self
             .legacy
-            .answering
             .iter()
+            .flat_map(|l| &l.answering)
             .filter(|(_, at)| **at <= now)
             .map(|(id, _)| id.clone())
             .collect();
         for id in due {
-            self.legacy.answering.remove(&id);
+            self.legacy_conn().answering.remove(&id);
             let sampled = serde_json::json!({
                 "role": "assistant",
                 "content": {"type": "text", "text": "The step is done."},
@@ -83,11 +84,9 @@ impl Client {
     /// while a call is outstanding, the handshake is done and no ping is in flight.
     pub(super) fn ping_due(&self) -> Option<Time> {
         let waiting = self.pending.values().any(|p| p.purpose == Purpose::Call);
-        let ready = self.era.is_legacy()
-            && matches!(self.legacy.handshake, Handshake::Done)
-            && self.legacy.ping.is_none()
-            && waiting;
-        ready.then_some(self.legacy.last_heard + PING_AFTER)
+        let legacy = self.legacy.as_ref()?;
+        let ready = matches!(self.opening, Handshake::Done) && legacy.ping.is_none() && waiting;
+        ready.then_some(legacy.last_heard + PING_AFTER)
     }
 
     pub(super) fn ping_timer(&mut self, now: Time) {
@@ -103,8 +102,8 @@ impl Client {
             task: false,
         };
         // The next ping counts from this one, answered or not.
-        self.legacy.last_heard = now;
+        self.legacy_conn().last_heard = now;
         let id = self.issue(now, spec, 0, Purpose::Ping);
-        self.legacy.ping = Some(id);
+        self.legacy_conn().ping = Some(id);
     }
 }

@@ -64,10 +64,10 @@ impl Client {
     /// session means the server forgot the session: the client initializes a new one, and the
     /// request is lost (and re-issued in the new session if it may be, LA5).
     pub fn handle_status(&mut self, now: Time, stream: StreamId, status: u16) {
-        if status >= 400 && self.probe_refused(now, stream) {
+        if status >= 400 && self.discover_refused(now, stream) {
             return;
         }
-        let sent_in = self.legacy.sent_in.remove(&stream);
+        let sent_in = self.legacy.as_mut().and_then(|l| l.sent_in.remove(&stream));
         if status < 400 || !self.legacy_http() {
             return;
         }
@@ -75,15 +75,15 @@ impl Client {
         if let Some(p) = id.as_ref().and_then(|id| self.pending.get_mut(id)) {
             p.resume.last_event_id = None;
         }
-        let expired = status == 404
-            && self.legacy.session.is_some()
-            && sent_in == Some(self.legacy.session.clone());
+        let session = self.session().map(str::to_owned);
+        let expired = status == 404 && session.is_some() && sent_in == Some(session);
         if expired {
-            self.legacy.session = None;
+            let legacy = self.legacy_conn();
+            legacy.session = None;
             // The server that asked forgot the session: its requests have no one to answer.
-            self.legacy.answering.clear();
-            if matches!(self.legacy.handshake, Handshake::Done) {
-                self.legacy.handshake = Handshake::NotStarted;
+            legacy.answering.clear();
+            if matches!(self.opening, Handshake::Done) {
+                self.opening = Handshake::NotStarted;
             }
             if let Some(p) = id.and_then(|id| self.pending.get_mut(&id)) {
                 p.resume.expired = true;
@@ -103,13 +103,13 @@ impl Client {
 
     /// Auto mode over HTTP: an error status on the `server/discover` stream refuses it,
     /// whatever its body (the TypeScript SDK v1 answers 400 with a null id). Whether it did.
-    pub(super) fn probe_refused(&mut self, now: Time, stream: StreamId) -> bool {
-        let Handshake::Waiting {
+    pub(super) fn discover_refused(&mut self, now: Time, stream: StreamId) -> bool {
+        let Handshake::Awaiting {
             id,
-            probe: true,
+            awaits: Awaits::DiscoverResult,
             stream: Some(s),
             ..
-        } = &self.legacy.handshake
+        } = &self.opening
         else {
             return false;
         };
@@ -130,13 +130,19 @@ impl Client {
     /// carries it (LA5).
     pub fn handle_session(&mut self, id: &str) {
         if self.era.is_legacy() {
-            self.legacy.session = Some(id.to_owned());
+            self.legacy_conn().session = Some(id.to_owned());
         }
     }
 
     /// The legacy era's HTTP session, once issued.
     pub fn session(&self) -> Option<&str> {
-        self.legacy.session.as_deref()
+        self.legacy.as_ref()?.session.as_deref()
+    }
+
+    /// The legacy connection's own state, for what only the legacy era does (every caller is
+    /// on a legacy path, where the client has it since it was pinned or fell back).
+    pub(super) fn legacy_conn(&mut self) -> &mut LegacyConn {
+        self.legacy.get_or_insert_with(LegacyConn::default)
     }
 
     /// The headers of the POST carrying `msg` (names in lower case): 2026-07-28's
@@ -174,11 +180,11 @@ impl Client {
 
     pub(super) fn legacy_headers(&self) -> std::collections::BTreeMap<String, String> {
         let mut h = std::collections::BTreeMap::new();
-        if let (Some(id), false) = (&self.legacy.session, self.mutant(Mutant::NoSessionId)) {
-            h.insert("mcp-session-id".into(), id.clone());
+        if let (Some(id), false) = (self.session(), self.mutant(Mutant::NoSessionId)) {
+            h.insert("mcp-session-id".into(), id.to_owned());
         }
         let versioned = matches!(self.era, Era::Legacy(r) if r >= LegacyRevision::V2025_06_18);
-        if versioned && matches!(self.legacy.handshake, Handshake::Done) {
+        if versioned && matches!(self.opening, Handshake::Done) {
             h.insert("mcp-protocol-version".into(), self.era.version().into());
         }
         h
@@ -218,27 +224,28 @@ impl Client {
     /// nothing is outstanding and every POST has its answer (nothing elsewhere; a trace
     /// cannot tell when a host is done, so no rule asks for it).
     pub fn end_session(&mut self) {
-        if self.legacy.ending == SessionEnd::Open {
-            self.legacy.ending = SessionEnd::Wanted;
+        if self.session_end == SessionEnd::Open {
+            self.session_end = SessionEnd::Wanted;
         }
     }
 
     /// The session's `DELETE`, if it is due now.
     pub(super) fn session_delete(&mut self) -> Option<ClientTransmit> {
+        let legacy = self.legacy.as_ref()?;
         let idle = self.pending.is_empty()
-            && self.legacy.answering.is_empty()
+            && legacy.answering.is_empty()
             && self.tasks.is_empty()
-            && self.legacy.sent_in.is_empty()
+            && legacy.sent_in.is_empty()
             && self.transmits.is_empty();
-        let due = self.legacy.ending == SessionEnd::Wanted
+        let due = self.session_end == SessionEnd::Wanted
             && self.legacy_http()
-            && self.legacy.session.is_some()
-            && matches!(self.legacy.handshake, Handshake::Done)
+            && legacy.session.is_some()
+            && matches!(self.opening, Handshake::Done)
             && idle;
         if !due {
             return None;
         }
-        self.legacy.ending = SessionEnd::Sent;
+        self.session_end = SessionEnd::Sent;
         let stream = StreamId(self.next_stream);
         self.next_stream += 1;
         Some(ClientTransmit::Delete { stream })
