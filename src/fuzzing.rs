@@ -837,7 +837,7 @@ fn read_live(input: &LiveOutput, chunks: &[&[u8]]) -> Vec<Read> {
 /// outcome once its deadlines pass; the recording survives JSON Lines and the oracle judges it
 /// without a panic.
 pub fn live_output(input: &LiveOutput) {
-    use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
+    use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording, EndedBy};
     use crate::lanes::readers::ExchangeItem;
     use crate::lanes::RunSink;
     use crate::lanes::RunStats;
@@ -899,7 +899,7 @@ pub fn live_output(input: &LiveOutput) {
     let policy = TimeoutPolicy::fixed(Duration::from_secs(10));
     let mut spec = CallSpec::tool(SLOW_TOOL, serde_json::json!({"steps": 3}), policy);
     spec.progress = true;
-    let call = driver.client_mut().start_request(Time::ZERO, spec);
+    let call = driver.start_request(Time::ZERO, spec);
     let mut sink = Sink {
         trace: Trace::new(),
         now: Time::ZERO,
@@ -929,38 +929,21 @@ pub fn live_output(input: &LiveOutput) {
         sink.now = sink.now + Duration::from_millis(1);
         let now = sink.now;
         match read {
-            Read::Line(bytes) => driver.receive(now, None, &bytes, &mut sink),
+            Read::Line(bytes) => driver.read_line(now, Ok(bytes), &mut sink),
             Read::Broken(w) => {
                 sink.record(Side::Client, EventKind::Recv(w));
                 continue;
             }
             Read::Response(item) => {
                 let s = stream.expect("the call was POSTed before its response is read");
-                match item {
-                    ExchangeItem::Message(bytes) => driver.receive(now, Some(s), &bytes, &mut sink),
-                    ExchangeItem::Status {
-                        status,
-                        content_type,
-                        session,
-                    } => {
-                        driver.status(now, s, status, content_type, session, &mut sink);
-                        continue;
-                    }
-                    ExchangeItem::EventId {
-                        id,
-                        retry_ms,
-                        primes,
-                    } => {
-                        driver.event_id(s, id, retry_ms, primes, &mut sink);
-                        continue;
-                    }
-                    ExchangeItem::Comment => {
-                        driver.comment(s, &mut sink);
-                        continue;
-                    }
-                    ExchangeItem::Ended | ExchangeItem::Cut => {
-                        driver.stream_ended(now, s, Side::Server, None, &mut sink);
-                    }
+                // A message or the end may make the client write; the rest cannot.
+                let may_write = matches!(
+                    item,
+                    ExchangeItem::Message(_) | ExchangeItem::Ended | ExchangeItem::Cut
+                );
+                driver.response(now, s, item, EndedBy::SERVER, &mut sink);
+                if !may_write {
+                    continue;
                 }
             }
         }
@@ -972,7 +955,7 @@ pub fn live_output(input: &LiveOutput) {
             break;
         };
         sink.now = sink.now.max(next);
-        driver.client_mut().handle_timeout(sink.now);
+        driver.timers(sink.now);
         pump(&mut driver, &mut sink, &mut stream);
     }
     assert!(

@@ -15,10 +15,10 @@
 //! Used by the in-memory lane, the turmoil lane's `client` host, the live probe and the
 //! `live_output` fuzz target (which therefore fuzzes this code).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::framing::ndjson;
-use crate::lanes::readers::StdioReader;
+use crate::lanes::readers::{ExchangeItem, StdioReader};
 use crate::lanes::recorder::{self, ClientNote};
 use crate::lanes::RunSink;
 use crate::model::{CallSpec, Client, ClientTransmit, Outcome, StreamId, Transport};
@@ -68,6 +68,33 @@ pub(crate) struct ClientRecording {
     pub(crate) post_headers: bool,
 }
 
+/// Who ended a response whose last item a lane hands over: the server, which finished its
+/// body, unless the lane knows better (an intermediary cut the connection, or the scenario
+/// reset it), with the reason it gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EndedBy {
+    /// Who ended it.
+    pub(crate) side: Side,
+    /// Why, as the one who ended it said (an idle timeout's `idle`).
+    pub(crate) reason: Option<String>,
+}
+
+impl EndedBy {
+    /// The server ended the response.
+    pub(crate) const SERVER: EndedBy = EndedBy {
+        side: Side::Server,
+        reason: None,
+    };
+
+    /// An intermediary (a proxy, the probe's relay, a reset) cut it.
+    pub(crate) fn proxy(reason: Option<String>) -> Self {
+        EndedBy {
+            side: Side::Proxy,
+            reason,
+        }
+    }
+}
+
 /// The reference client and its bookkeeping.
 pub(crate) struct ClientDriver {
     client: Client,
@@ -87,6 +114,9 @@ pub(crate) struct ClientDriver {
     progress: usize,
     /// The id of the SSE event whose message is read next, per stream.
     event_ids: BTreeMap<StreamId, String>,
+    /// The HTTP streams the client opened and has not seen end or closed itself: a response
+    /// is read only on these.
+    open: BTreeSet<StreamId>,
 }
 
 impl ClientDriver {
@@ -103,7 +133,22 @@ impl ClientDriver {
             retried: BTreeMap::new(),
             progress: 0,
             event_ids: BTreeMap::new(),
+            open: BTreeSet::new(),
         }
+    }
+
+    /// The reference client of `scenario`, as a simulated lane drives it: the messages
+    /// recorded as the model decoded them, each POST's headers only where the lane sends real
+    /// POSTs (`post_headers`).
+    pub(crate) fn for_scenario(scenario: &crate::scenario::Scenario, post_headers: bool) -> Self {
+        ClientDriver::new(
+            Client::new(scenario.client_config()),
+            scenario.transport,
+            ClientRecording {
+                as_written: false,
+                post_headers,
+            },
+        )
     }
 
     /// The client.
@@ -111,9 +156,33 @@ impl ClientDriver {
         &self.client
     }
 
-    /// The client, for what the application asks of it directly.
-    pub(crate) fn client_mut(&mut self) -> &mut Client {
-        &mut self.client
+    /// The application starts a request that is none of its planned calls (the probe's
+    /// start-up and liveness checks, the fuzz target's one call).
+    pub(crate) fn start_request(&mut self, now: Time, spec: CallSpec) -> RequestId {
+        self.client.start_request(now, spec)
+    }
+
+    /// The application cancels request `id` (under the id it goes by now). Cancelling one
+    /// that has ended does nothing, as for an application whose cancel crosses the result.
+    pub(crate) fn cancel(&mut self, now: Time, id: &RequestId) {
+        let id = self.current(id);
+        let _ = self.client.cancel(now, &id);
+    }
+
+    /// The client's timers due at `now` fire.
+    pub(crate) fn timers(&mut self, now: Time) {
+        self.client.handle_timeout(now);
+    }
+
+    /// The application is done: the client ends its session (legacy HTTP's `DELETE`).
+    pub(crate) fn end_session(&mut self) {
+        self.client.end_session();
+    }
+
+    /// The host restarted the server: the client loses what was in flight on the old pipe.
+    #[cfg(feature = "live")] // the probe's
+    pub(crate) fn server_restarted(&mut self, now: Time) {
+        self.client.handle_disconnect(now);
     }
 
     /// The application starts its call `key` (a planned call's index).
@@ -125,8 +194,8 @@ impl ClientDriver {
 
     /// The application cancels its call `key` under the id it goes by now.
     pub(crate) fn cancel_call(&mut self, now: Time, key: usize) {
-        if let Some(id) = self.calls.get(&key).map(|id| self.current(id)) {
-            let _ = self.client.cancel(now, &id);
+        if let Some(id) = self.calls.get(&key).cloned() {
+            self.cancel(now, &id);
         }
     }
 
@@ -185,6 +254,7 @@ impl ClientDriver {
                     if let Some(id) = msg.id() {
                         self.streams.insert(id.clone(), stream);
                     }
+                    self.open.insert(stream);
                     return Some(ClientOutput::Post {
                         stream,
                         msg,
@@ -203,6 +273,7 @@ impl ClientDriver {
                     return Some(self.open(stream, Method::Delete, headers, sink));
                 }
                 ClientTransmit::Close { stream } => {
+                    self.open.remove(&stream);
                     sink.record(
                         Side::Client,
                         recorder::close(Some(stream), Side::Client, None),
@@ -246,6 +317,7 @@ impl ClientDriver {
         headers: BTreeMap<String, String>,
         sink: &mut impl RunSink,
     ) -> ClientOutput {
+        self.open.insert(stream);
         let open = EventKind::Open {
             stream: stream.0,
             method: method.as_str().into(),
@@ -299,9 +371,51 @@ impl ClientDriver {
         }
     }
 
+    /// Whether the client still reads `stream`'s response (it opened it, and neither closed it
+    /// nor saw it end).
+    pub(crate) fn reads(&self, stream: StreamId) -> bool {
+        self.open.contains(&stream)
+    }
+
+    /// One item of `stream`'s response: the one call through which a lane hands over
+    /// everything it reads of a response, its status, each event's id, each message and
+    /// comment, and its end (`Ended`: the body finished; `Cut`: the connection failed or was
+    /// cut), which is `ended_by`'s. Items of a stream the client no longer reads are dropped,
+    /// as a real client reads nothing from a connection it dropped.
+    pub(crate) fn response(
+        &mut self,
+        now: Time,
+        stream: StreamId,
+        item: ExchangeItem,
+        ended_by: EndedBy,
+        sink: &mut impl RunSink,
+    ) {
+        if !self.reads(stream) {
+            return;
+        }
+        match item {
+            ExchangeItem::Status {
+                status,
+                content_type,
+                session,
+            } => self.status(now, stream, status, content_type, session, sink),
+            ExchangeItem::EventId {
+                id,
+                retry_ms,
+                primes,
+            } => self.event_id(stream, id, retry_ms, primes, sink),
+            ExchangeItem::Message(bytes) => self.receive(now, Some(stream), &bytes, sink),
+            ExchangeItem::Comment => self.comment(stream, sink),
+            ExchangeItem::Ended | ExchangeItem::Cut => {
+                self.open.remove(&stream);
+                self.stream_ended(now, stream, ended_by, sink);
+            }
+        }
+    }
+
     /// One message's text from the server (on `stream` for HTTP): recorded, and handed to the
     /// client when it decodes.
-    pub(crate) fn receive(
+    fn receive(
         &mut self,
         now: Time,
         stream: Option<StreamId>,
@@ -338,7 +452,7 @@ impl ClientDriver {
     }
 
     /// A response's status line, content type and the session it issued (legacy era).
-    pub(crate) fn status(
+    fn status(
         &mut self,
         now: Time,
         stream: StreamId,
@@ -365,7 +479,7 @@ impl ClientDriver {
 
     /// An SSE event on `stream` had the id `id` (and `retry_ms` was in force): the id of the
     /// message read next, or (`primes`) a priming event of its own.
-    pub(crate) fn event_id(
+    fn event_id(
         &mut self,
         stream: StreamId,
         id: String,
@@ -389,7 +503,7 @@ impl ClientDriver {
     }
 
     /// An SSE comment (a keep-alive) on `stream`.
-    pub(crate) fn comment(&mut self, stream: StreamId, sink: &mut impl RunSink) {
+    fn comment(&mut self, stream: StreamId, sink: &mut impl RunSink) {
         sink.record(
             Side::Client,
             EventKind::Comment {
@@ -398,22 +512,14 @@ impl ClientDriver {
         );
     }
 
-    /// A stream the client still had open ended by `by`'s doing (the server, or an
-    /// intermediary with its `reason`). The lane decides whether it was still open.
-    pub(crate) fn stream_ended(
-        &mut self,
-        now: Time,
-        stream: StreamId,
-        by: Side,
-        reason: Option<String>,
-        sink: &mut impl RunSink,
-    ) {
+    /// A stream the client still had open ended by `by`'s doing.
+    fn stream_ended(&mut self, now: Time, stream: StreamId, by: EndedBy, sink: &mut impl RunSink) {
         sink.record(
             Side::Client,
             EventKind::Close {
                 stream: Some(stream.0),
-                by,
-                reason,
+                by: by.side,
+                reason: by.reason,
             },
         );
         self.client.handle_stream_closed(now, stream);

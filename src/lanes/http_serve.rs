@@ -1,13 +1,15 @@
 //! The server side of a Streamable HTTP exchange, shared by the simulated server host and
 //! `mcp-sim serve --http`: hyper's HTTP/1.1 server hands each POST's body and a slot for its
 //! response to the driver, and the driver answers with what the reference [`Server`] transmits
-//! (an SSE stream, a JSON body, or 202).
+//! (an SSE stream, a JSON body, or 202), written by [`ResponseWriter`] as it writes every
+//! lane's responses.
 //!
 //! When hyper drops a response body or a pending request before the server ended it, the
 //! client went away: a [`HttpEvent::Dropped`] tells the driver, whose model treats it as the
 //! cancellation (§3.2).
 //!
 //! [`Server`]: crate::model::Server
+//! [`ResponseWriter`]: crate::lanes::response_writer::ResponseWriter
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -21,8 +23,8 @@ use hyper::body::Frame;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::framing::sse;
-use crate::model::{ServerTransmit, SseStyle, StreamId};
+use crate::lanes::response_writer::{ResponseHead, ResponsePart};
+use crate::model::StreamId;
 use crate::wire;
 use crate::wire::http::Method;
 use crate::wire::origin::HostAndOrigin;
@@ -264,26 +266,24 @@ pub(crate) async fn serve_connection<IO>(
         .await;
 }
 
-/// Turns the model's HTTP transmits into hyper responses: the slot of each stream not yet
-/// answered, and the body of each open SSE stream.
+/// Hands the server's response parts ([`ResponsePart`]) to hyper: the slot of each stream not
+/// yet answered, the body of each open event stream, and each whole body until its end.
 pub(crate) struct Responder {
     pending: BTreeMap<StreamId, oneshot::Sender<HttpResponse>>,
     bodies: BTreeMap<StreamId, mpsc::UnboundedSender<Bytes>>,
-    /// Send `X-Accel-Buffering: no` on SSE responses.
-    no_buffering: bool,
-    style: SseStyle,
+    /// The heads and bodies of responses written whole (JSON, 202), until their end.
+    whole: BTreeMap<StreamId, (ResponseHead, Vec<u8>)>,
     /// The driver's own input, for the drop signals of response bodies.
     notify: Notify,
 }
 
 impl Responder {
-    /// A responder writing SSE events in `style`.
-    pub(crate) fn new(style: SseStyle, no_buffering: bool, notify: Notify) -> Self {
+    /// A responder whose event streams tell `notify` when hyper drops them.
+    pub(crate) fn new(notify: Notify) -> Self {
         Responder {
             pending: BTreeMap::new(),
             bodies: BTreeMap::new(),
-            no_buffering,
-            style,
+            whole: BTreeMap::new(),
             notify,
         }
     }
@@ -321,23 +321,16 @@ impl Responder {
         self.pending.remove(&stream).is_some() | self.bodies.remove(&stream).is_some()
     }
 
-    /// Writes one transmit of the model (stdio lines are not this responder's).
-    pub(crate) fn transmit(&mut self, t: ServerTransmit) {
-        match t {
-            ServerTransmit::Line(_) => {}
-            ServerTransmit::SseStart { stream } => {
+    /// Writes one part of `stream`'s response.
+    pub(crate) fn write(&mut self, stream: StreamId, part: ResponsePart) {
+        match part {
+            ResponsePart::Head(head) if head.is_event_stream() => {
                 let (body_tx, body_rx) = mpsc::unbounded_channel();
                 let body = SseBody {
                     rx: body_rx,
                     _signal: DropSignal(Some((stream, self.notify.clone()))),
                 };
-                let mut builder = hyper::Response::builder()
-                    .status(200)
-                    .header("content-type", "text/event-stream");
-                if self.no_buffering {
-                    builder = builder.header("x-accel-buffering", "no");
-                }
-                let response = builder
+                let response = response_head(&head)
                     .body(Either::Left(body))
                     .expect("static response parts are valid");
                 if let Some(slot) = self.pending.remove(&stream) {
@@ -345,61 +338,42 @@ impl Responder {
                     self.bodies.insert(stream, body_tx);
                 }
             }
-            ServerTransmit::SseEvent {
-                stream,
-                msg,
-                event_id,
-            } => {
+            ResponsePart::Head(head) => {
+                self.whole.insert(stream, (head, Vec::new()));
+            }
+            ResponsePart::Body(bytes) => {
                 if let Some(body) = self.bodies.get(&stream) {
-                    for piece in self.style.encode_with_id(&msg, event_id.as_deref()) {
-                        let _ = body.send(Bytes::from(piece));
-                    }
+                    let _ = body.send(Bytes::from(bytes));
+                } else if let Some((_, whole)) = self.whole.get_mut(&stream) {
+                    whole.extend_from_slice(&bytes);
                 }
             }
-            ServerTransmit::SsePrime {
-                stream,
-                event_id,
-                retry_ms,
-            } => {
-                if let Some(body) = self.bodies.get(&stream) {
-                    let _ = body.send(Bytes::from(sse::encode_priming(&event_id, retry_ms)));
-                }
-            }
-            ServerTransmit::SseComment { stream } => {
-                if let Some(body) = self.bodies.get(&stream) {
-                    let _ = body.send(Bytes::from(sse::encode_comment("keep-alive")));
-                }
-            }
-            ServerTransmit::SseEnd { stream } => {
+            ResponsePart::End => {
                 self.bodies.remove(&stream);
-            }
-            ServerTransmit::Json {
-                stream,
-                status,
-                msg,
-                session,
-            } => {
-                let body = wire::encode(&msg).unwrap_or_default();
-                let mut builder = hyper::Response::builder()
-                    .status(status)
-                    .header("content-type", "application/json");
-                if let Some(id) = session {
-                    builder = builder.header("mcp-session-id", id);
-                }
-                let response = builder
-                    .body(Either::Right(Full::new(Bytes::from(body))))
-                    .expect("static response parts are valid");
-                if let Some(slot) = self.pending.remove(&stream) {
-                    let _ = slot.send(response);
-                }
-            }
-            ServerTransmit::Accepted { stream } => {
-                let mut response = hyper::Response::new(Either::Right(Full::new(Bytes::new())));
-                *response.status_mut() = hyper::StatusCode::ACCEPTED;
-                if let Some(slot) = self.pending.remove(&stream) {
-                    let _ = slot.send(response);
+                if let Some((head, body)) = self.whole.remove(&stream) {
+                    let response = response_head(&head)
+                        .body(Either::Right(Full::new(Bytes::from(body))))
+                        .expect("static response parts are valid");
+                    if let Some(slot) = self.pending.remove(&stream) {
+                        let _ = slot.send(response);
+                    }
                 }
             }
         }
     }
+}
+
+/// A response builder with `head`'s status and headers.
+fn response_head(head: &ResponseHead) -> hyper::http::response::Builder {
+    let mut builder = hyper::Response::builder().status(head.status);
+    if let Some(content_type) = head.content_type {
+        builder = builder.header("content-type", content_type);
+    }
+    if head.told_not_to_buffer {
+        builder = builder.header("x-accel-buffering", "no");
+    }
+    if let Some(id) = &head.session {
+        builder = builder.header("mcp-session-id", id);
+    }
+    builder
 }

@@ -49,6 +49,7 @@ pub mod live;
 pub mod memory;
 pub mod readers;
 pub(crate) mod recorder;
+pub(crate) mod response_writer;
 pub(crate) mod server_driver;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;

@@ -11,17 +11,16 @@
 //! in-memory lane and `mcp-sim serve` (whose backends are in process) and the turmoil lane's
 //! `server` host (whose backend is a host of its own).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 #[cfg(any(feature = "turmoil", feature = "live"))]
-use crate::lanes::http_serve::{IncomingRequest, OverLimit};
+use crate::lanes::http_serve::{HttpEvent, IncomingRequest, OverLimit, Responder};
 use crate::lanes::readers::StdioReader;
 use crate::lanes::recorder;
+use crate::lanes::response_writer::{ResponseWriter, ServerWrite};
 use crate::lanes::RunSink;
 use crate::model::server::{Refusal, RequestHead};
-use crate::model::{
-    Backend, BackendCall, ClientPolicies, Server, ServerTransmit, StreamId, Transport,
-};
+use crate::model::{Backend, BackendCall, ClientPolicies, Server, StreamId, Transport};
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
 use crate::wire::http::Method;
@@ -44,8 +43,8 @@ pub(crate) struct ServerRecording {
 /// What the lane must do for the server; recorded (and counted) before it is returned.
 #[derive(Debug)]
 pub(crate) enum ServerOutput {
-    /// Carry this transmit: a stdio line, or a part of an HTTP response.
-    Transmit(ServerTransmit),
+    /// Write this: a stdio line, or a part of an HTTP response ([`ResponseWriter`]).
+    Write(ServerWrite),
     /// Send this call to the backend host (a lane whose backend is not in process).
     #[cfg_attr(not(feature = "turmoil"), allow(dead_code))] // only turmoil's backend is remote
     Backend(BackendCall),
@@ -62,22 +61,30 @@ pub(crate) struct ServerDriver {
     /// The `Host` and `Origin` a real listener serves (none checked in the simulation).
     #[cfg_attr(not(any(feature = "turmoil", feature = "live")), allow(dead_code))]
     origin_policy: Option<OriginPolicy>,
+    /// How each transmit is written.
+    writer: ResponseWriter,
+    /// The writes of the last transmit not yet handed to the lane.
+    writes: VecDeque<ServerWrite>,
 }
 
 impl ServerDriver {
-    /// Drives `server`; `backend` when the backend runs in process.
+    /// Drives `server`; `backend` when the backend runs in process. Its event streams say
+    /// `X-Accel-Buffering: no` when `no_buffering`.
     pub(crate) fn new(
         server: Server,
         backend: Option<Backend>,
         recording: ServerRecording,
+        no_buffering: bool,
     ) -> Self {
         ServerDriver {
             transport: server.config().transport,
+            writer: ResponseWriter::new(server.config().behaviour.sse_style, no_buffering),
             server,
             recording,
             lines: StdioReader::default(),
             backend,
             origin_policy: None,
+            writes: VecDeque::new(),
         }
     }
 
@@ -94,9 +101,9 @@ impl ServerDriver {
         &self.server
     }
 
-    /// The server, for its timers.
-    pub(crate) fn server_mut(&mut self) -> &mut Server {
-        &mut self.server
+    /// The server's timers due at `now` fire.
+    pub(crate) fn timers(&mut self, now: Time) {
+        self.server.handle_timeout(now);
     }
 
     /// How many requests hold a resource in the in-process backend (none without one).
@@ -148,6 +155,39 @@ impl ServerDriver {
         sink: &mut impl RunSink,
     ) {
         self.receive(now, Some(stream), body, headers, sink);
+    }
+
+    /// What hyper's listener reports, the one path from it to the server: a request is
+    /// taken from its slot in `http` and served ([`ServerDriver::http_request`]); a response
+    /// hyper dropped before the server ended it is the client's close of that stream; a
+    /// connection refused over the listener's bound is recorded as the 503 it got.
+    #[cfg(any(feature = "turmoil", feature = "live"))]
+    pub(crate) fn http_event(
+        &mut self,
+        now: Time,
+        event: HttpEvent,
+        http: &mut Responder,
+        sink: &mut impl RunSink,
+    ) {
+        match event {
+            HttpEvent::Post(posted) => {
+                http.accept(posted, |request| self.http_request(now, request, sink));
+            }
+            HttpEvent::Dropped(stream) => {
+                if http.dropped(stream) {
+                    self.stream_closed(now, stream, Side::Client, sink);
+                }
+            }
+            HttpEvent::ConnectionRefused => sink.record(
+                Side::Server,
+                EventKind::Status {
+                    stream: None,
+                    status: 503,
+                    content_type: Some("application/json".into()),
+                    headers: None,
+                },
+            ),
+        }
     }
 
     /// An HTTP request, as hyper handed it over: a POST's body, or a legacy `GET` or
@@ -374,14 +414,21 @@ impl ServerDriver {
     /// The next output, recorded: the server's transmits first, then its backend calls (an
     /// in-process backend applies and records them here and returns none).
     pub(crate) fn poll_io(&mut self, now: Time, sink: &mut impl RunSink) -> Option<ServerOutput> {
-        if let Some(t) = self.server.poll_transmit() {
+        loop {
+            if let Some(write) = self.writes.pop_front() {
+                return Some(ServerOutput::Write(write));
+            }
+            let Some(t) = self.server.poll_transmit() else {
+                break;
+            };
             for kind in recorder::server_transmit(self.transport, &t) {
                 if matches!(kind, EventKind::Send(_)) {
                     sink.tally(|s| s.messages += 1);
                 }
                 sink.record(Side::Server, kind);
             }
-            return Some(ServerOutput::Transmit(t));
+            let writes = &mut self.writes;
+            self.writer.write(t, |w| writes.push_back(w));
         }
         while let Some(call) = self.server.poll_backend() {
             let Some(backend) = self.backend.as_mut() else {

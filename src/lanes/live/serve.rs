@@ -30,15 +30,15 @@ use tokio::sync::mpsc;
 
 use super::net::stdio;
 use super::net::wall_trace::WallTrace;
-use crate::framing::ndjson;
 use crate::lanes::http_serve::{self, serve_connection, HttpEvent, Notify, Responder};
 pub use crate::lanes::http_serve::{HttpFront, HttpLimits};
 use crate::lanes::recorder;
+use crate::lanes::response_writer::ServerWrite;
 use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use crate::lanes::RunResult;
 use crate::model::{
     Backend, ClientPolicies, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
-    ServerTransmit, SessionLimits, SseStyle, StreamId, Transport,
+    SessionLimits, SseStyle, StreamId, Transport,
 };
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
@@ -266,15 +266,16 @@ async fn run(
             client_policy: config.client_policy.clone(),
             count_requests: true,
         },
+        true,
     );
     if let Some(policy) = origin_policy {
         driver = driver.guarded(policy);
     }
-    let mut d = Driver {
+    let mut d = ServeLoop {
         rec: WallTrace::new(config.verbose, config.clock_origin),
         driver,
         stdout,
-        http: Responder::new(SseStyle::Plain, true, notify),
+        http: Responder::new(notify),
         config,
     };
     let bound = d.config.max_seconds.map(|s| Duration::from_secs(s.max(1)));
@@ -352,8 +353,8 @@ fn guard(f: impl FnOnce()) -> Result<(), String> {
         .map_err(|p| crate::lanes::panic_text(p.as_ref()))
 }
 
-/// The loop connecting the model to the client.
-struct Driver {
+/// What `serve` runs: the reference server's driver between the real client and the wall clock.
+struct ServeLoop {
     /// The trace and counters, on the wall clock.
     rec: WallTrace,
     /// The reference server and its in-process backend.
@@ -363,7 +364,7 @@ struct Driver {
     config: ServeConfig,
 }
 
-impl Driver {
+impl ServeLoop {
     fn now(&self) -> Time {
         self.rec.now()
     }
@@ -380,29 +381,8 @@ impl Driver {
 
     fn http_event(&mut self, event: HttpEvent) {
         let now = self.now();
-        match event {
-            HttpEvent::Post(posted) => {
-                let (driver, rec) = (&mut self.driver, &mut self.rec);
-                self.http
-                    .accept(posted, |request| driver.http_request(now, request, rec));
-            }
-            HttpEvent::Dropped(stream) => {
-                if self.http.dropped(stream) {
-                    self.driver
-                        .stream_closed(now, stream, Side::Client, &mut self.rec);
-                }
-            }
-            // No request was read: the refusal is recorded as the status the connection got.
-            HttpEvent::ConnectionRefused => self.record(
-                Side::Server,
-                EventKind::Status {
-                    stream: None,
-                    status: 503,
-                    content_type: Some("application/json".into()),
-                    headers: None,
-                },
-            ),
-        }
+        self.driver
+            .http_event(now, event, &mut self.http, &mut self.rec);
         self.flush();
     }
 
@@ -421,7 +401,7 @@ impl Driver {
             .poll_timeout()
             .is_some_and(|t| t <= now)
         {
-            self.driver.server_mut().handle_timeout(now);
+            self.driver.timers(now);
             self.flush();
         }
     }
@@ -431,12 +411,14 @@ impl Driver {
         let now = self.now();
         while let Some(out) = self.driver.poll_io(now, &mut self.rec) {
             match out {
-                ServerOutput::Transmit(ServerTransmit::Line(msg)) => {
-                    if let (Some(out), Ok(line)) = (&self.stdout, ndjson::encode_line(&msg)) {
+                ServerOutput::Write(ServerWrite::Line(line)) => {
+                    if let Some(out) = &self.stdout {
                         let _ = out.send(line);
                     }
                 }
-                ServerOutput::Transmit(t) => self.http.transmit(t),
+                ServerOutput::Write(ServerWrite::Http(stream, part)) => {
+                    self.http.write(stream, part)
+                }
                 // The backend is in process: the driver keeps its ledger.
                 ServerOutput::Backend(_) => {}
             }

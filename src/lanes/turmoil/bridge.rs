@@ -16,6 +16,7 @@
 //! The bridge records nothing itself: as with a real intermediary, the trace holds what the
 //! client and the server saw, each on its hop.
 
+use crate::lanes::response_writer::{ResponseWriter, ServerWrite};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -34,7 +35,7 @@ use crate::model::{Bridge, BridgeOut, MutantSet, ServerTransmit, SseStyle, Strea
 use crate::wire::http::Method;
 
 /// What reaches the bridge's loop.
-enum Input {
+enum BridgeInput {
     Front(Vec<u8>),
     Back(Vec<u8>),
     /// One side ended its connection.
@@ -92,17 +93,20 @@ async fn relay(
     let (back_read, mut back_write) = back.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let readers = [
-        spawn_guarded(&shared, read_into(front_read, tx.clone(), Input::Front)),
-        spawn_guarded(&shared, read_into(back_read, tx, Input::Back)),
+        spawn_guarded(
+            &shared,
+            read_into(front_read, tx.clone(), BridgeInput::Front),
+        ),
+        spawn_guarded(&shared, read_into(back_read, tx, BridgeInput::Back)),
     ];
     let mut bridge = Bridge::after(&last.borrow());
     let (mut from_front, mut from_back) =
         (LineDecoder::new(lenient()), LineDecoder::new(lenient()));
     while let Some(input) = rx.recv().await {
         let (decoder, front_side, bytes) = match input {
-            Input::Front(b) => (&mut from_front, true, b),
-            Input::Back(b) => (&mut from_back, false, b),
-            Input::Closed | Input::Http(_) => break,
+            BridgeInput::Front(b) => (&mut from_front, true, b),
+            BridgeInput::Back(b) => (&mut from_back, false, b),
+            BridgeInput::Closed | BridgeInput::Http(_) => break,
         };
         decoder.push(&bytes);
         while let Some(line) = decoder.next_line() {
@@ -148,8 +152,8 @@ async fn relay(
 /// Reads a connection into the loop until it ends.
 async fn read_into(
     mut read: turmoil::net::tcp::OwnedReadHalf,
-    tx: mpsc::UnboundedSender<Input>,
-    wrap: fn(Vec<u8>) -> Input,
+    tx: mpsc::UnboundedSender<BridgeInput>,
+    wrap: fn(Vec<u8>) -> BridgeInput,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -160,7 +164,7 @@ async fn read_into(
             }
         }
     }
-    let _ = tx.send(Input::Closed);
+    let _ = tx.send(BridgeInput::Closed);
 }
 
 /// The era bridge: an HTTP front for every client connection, one stdio upstream.
@@ -173,9 +177,9 @@ pub(crate) fn era_host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: 
             let back = connect_upstream().await;
             let (back_read, back_write) = back.into_split();
             let (tx, rx) = mpsc::unbounded_channel();
-            spawn_guarded(&shared, read_into(back_read, tx.clone(), Input::Back));
+            spawn_guarded(&shared, read_into(back_read, tx.clone(), BridgeInput::Back));
             let notify: Notify = Rc::new(move |e| {
-                let _ = tx.send(Input::Http(e));
+                let _ = tx.send(BridgeInput::Http(e));
             });
             let front_notify = notify.clone();
             let shared2 = shared.clone();
@@ -204,6 +208,8 @@ struct EraRelay {
     back: turmoil::net::tcp::OwnedWriteHalf,
     from_back: LineDecoder,
     http: Responder,
+    /// Writes the front's responses as the reference server writes its own.
+    writer: ResponseWriter,
     /// The client's request on each open stream: its id and progress token, by which what
     /// the bridge sends the front finds its stream (a handful are open at once).
     open: BTreeMap<StreamId, (Value, Option<Value>)>,
@@ -215,22 +221,23 @@ impl EraRelay {
             bridge: Bridge::era_bridge(mutants),
             back,
             from_back: LineDecoder::new(lenient()),
-            http: Responder::new(SseStyle::Plain, false, notify),
+            http: Responder::new(notify),
+            writer: ResponseWriter::new(SseStyle::Plain, false),
             open: BTreeMap::new(),
         }
     }
 
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<BridgeInput>) {
         let opening = self.bridge.open_upstream();
         self.route(opening).await;
         while let Some(input) = rx.recv().await {
             let outs = match input {
-                Input::Http(HttpEvent::Post(p)) => {
+                BridgeInput::Http(HttpEvent::Post(p)) => {
                     self.post(p.method, p.stream, &p.body, p.respond)
                 }
-                Input::Http(HttpEvent::Dropped(stream)) => self.dropped(stream),
-                Input::Http(HttpEvent::ConnectionRefused) => Vec::new(),
-                Input::Back(bytes) => {
+                BridgeInput::Http(HttpEvent::Dropped(stream)) => self.dropped(stream),
+                BridgeInput::Http(HttpEvent::ConnectionRefused) => Vec::new(),
+                BridgeInput::Back(bytes) => {
                     self.from_back.push(&bytes);
                     let mut outs = Vec::new();
                     while let Some(line) = self.from_back.next_line() {
@@ -243,9 +250,9 @@ impl EraRelay {
                     outs
                 }
                 // The upstream went away (the run's end: this bridge is swept without crashes).
-                Input::Closed => break,
+                BridgeInput::Closed => break,
                 // The front is HTTP: no stdio bytes come from it.
-                Input::Front(_) => Vec::new(),
+                BridgeInput::Front(_) => Vec::new(),
             };
             self.route(outs).await;
         }
@@ -274,9 +281,9 @@ impl EraRelay {
             (Some(_), Some(id)) => {
                 let token = msg.pointer("/params/_meta/progressToken").cloned();
                 self.open.insert(stream, (id.clone(), token));
-                self.http.transmit(ServerTransmit::SseStart { stream });
+                self.transmit(ServerTransmit::SseStart { stream });
             }
-            _ => self.http.transmit(ServerTransmit::Accepted { stream }),
+            _ => self.transmit(ServerTransmit::Accepted { stream }),
         }
         self.bridge.from_front(msg)
     }
@@ -320,14 +327,24 @@ impl EraRelay {
         let Ok(decoded) = crate::wire::decode(msg.to_string().as_bytes()) else {
             return;
         };
-        self.http.transmit(ServerTransmit::SseEvent {
+        self.transmit(ServerTransmit::SseEvent {
             stream,
             msg: decoded,
             event_id: None,
         });
         if is_response {
             self.open.remove(&stream);
-            self.http.transmit(ServerTransmit::SseEnd { stream });
+            self.transmit(ServerTransmit::SseEnd { stream });
         }
+    }
+
+    /// Writes `t` to the front (an HTTP response's part; the front has no stdio).
+    fn transmit(&mut self, t: ServerTransmit) {
+        let http = &mut self.http;
+        self.writer.write(t, |w| {
+            if let ServerWrite::Http(stream, part) = w {
+                http.write(stream, part);
+            }
+        });
     }
 }

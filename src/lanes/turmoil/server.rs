@@ -16,15 +16,14 @@ use super::{
     backend, now, spawn_guarded, SharedRef, BACKEND_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
     STREAM_HEADER,
 };
-use crate::framing::ndjson;
 use crate::lanes::http_serve::{serve_connection, HttpEvent, HttpLimits, Notify, Responder};
+use crate::lanes::response_writer::ServerWrite;
 use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
-use crate::model::{Server, ServerConfig, ServerTransmit, StreamId, Transport};
+use crate::model::{Server, ServerConfig, StreamId, Transport};
 use crate::scenario::Scenario;
-use crate::trace::Side;
 
-/// Input of the server driver.
-enum Input {
+/// What reaches the server host: stdio bytes and their end, HTTP events.
+enum ServerInput {
     /// stdio bytes.
     Bytes(Vec<u8>),
     /// The stdio client went away.
@@ -47,7 +46,7 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
             )
             .await;
             let (tx, rx) = mpsc::unbounded_channel();
-            let driver = Driver::new(config, shared.clone(), backend, no_buffering, tx.clone());
+            let driver = ServerHost::new(config, shared.clone(), backend, no_buffering, tx.clone());
             match config.transport {
                 Transport::Stdio => {
                     let listener =
@@ -67,11 +66,11 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
                                     match read.read(&mut buf).await {
                                         Ok(0) | Err(_) => break,
                                         Ok(n) => {
-                                            let _ = tx.send(Input::Bytes(buf[..n].to_vec()));
+                                            let _ = tx.send(ServerInput::Bytes(buf[..n].to_vec()));
                                         }
                                     }
                                 }
-                                let _ = tx.send(Input::Eof);
+                                let _ = tx.send(ServerInput::Eof);
                             });
                         }
                     });
@@ -86,7 +85,7 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
                         while let Ok((stream, _)) = listener.accept().await {
                             let tx = tx.clone();
                             let notify: Notify = Rc::new(move |e| {
-                                let _ = tx.send(Input::Http(e));
+                                let _ = tx.send(ServerInput::Http(e));
                             });
                             spawn_guarded(
                                 &shared2,
@@ -117,8 +116,8 @@ pub(super) fn stream_of_header(req: &hyper::Request<hyper::body::Incoming>) -> S
         .unwrap_or(StreamId(0))
 }
 
-/// The loop connecting the model to the sockets.
-struct Driver {
+/// The server host: its driver between the simulated sockets and the backend host.
+struct ServerHost {
     driver: ServerDriver,
     shared: SharedRef,
     backend: turmoil::net::TcpStream,
@@ -127,23 +126,24 @@ struct Driver {
     http: Responder,
 }
 
-impl Driver {
+impl ServerHost {
     fn new(
         config: ServerConfig,
         shared: SharedRef,
         backend: turmoil::net::TcpStream,
         no_buffering: bool,
-        tx: mpsc::UnboundedSender<Input>,
-    ) -> Driver {
+        tx: mpsc::UnboundedSender<ServerInput>,
+    ) -> ServerHost {
         let notify: Notify = Rc::new(move |e| {
-            let _ = tx.send(Input::Http(e));
+            let _ = tx.send(ServerInput::Http(e));
         });
-        Driver {
-            http: Responder::new(config.behaviour.sse_style, no_buffering, notify),
+        ServerHost {
+            http: Responder::new(notify),
             driver: ServerDriver::new(
                 Server::new(config).started_at(super::now()),
                 None,
                 ServerRecording::default(),
+                no_buffering,
             ),
             shared,
             backend,
@@ -153,7 +153,7 @@ impl Driver {
 
     async fn run(
         mut self,
-        mut rx: mpsc::UnboundedReceiver<Input>,
+        mut rx: mpsc::UnboundedReceiver<ServerInput>,
         stdout: Option<turmoil::net::tcp::OwnedWriteHalf>,
         mut more_stdout: Option<mpsc::UnboundedReceiver<turmoil::net::tcp::OwnedWriteHalf>>,
     ) {
@@ -177,7 +177,7 @@ impl Driver {
                     let Some(input) = input else { return };
                     self.input(input, &mut more_stdout).await;
                 }
-                _ = sleep => self.driver.server_mut().handle_timeout(now()),
+                _ = sleep => self.driver.timers(now()),
             }
             self.flush().await;
         }
@@ -185,13 +185,13 @@ impl Driver {
 
     async fn input(
         &mut self,
-        input: Input,
+        input: ServerInput,
         more_stdout: &mut Option<mpsc::UnboundedReceiver<turmoil::net::tcp::OwnedWriteHalf>>,
     ) {
         let t = now();
         match input {
-            Input::Bytes(bytes) => self.driver.stdio_bytes(t, &bytes, &mut self.shared),
-            Input::Eof => {
+            ServerInput::Bytes(bytes) => self.driver.stdio_bytes(t, &bytes, &mut self.shared),
+            ServerInput::Eof => {
                 self.driver.input_closed(t, &mut self.shared);
                 // Wait for the client to reconnect.
                 self.stdout = match more_stdout {
@@ -199,19 +199,10 @@ impl Driver {
                     None => None,
                 };
             }
-            Input::Http(HttpEvent::Post(posted)) => {
+            ServerInput::Http(event) => {
                 let (driver, shared) = (&mut self.driver, &mut self.shared);
-                self.http
-                    .accept(posted, |request| driver.http_request(t, request, shared));
+                driver.http_event(t, event, &mut self.http, shared);
             }
-            Input::Http(HttpEvent::Dropped(stream)) => {
-                if self.http.dropped(stream) {
-                    self.driver
-                        .stream_closed(t, stream, Side::Client, &mut self.shared);
-                }
-            }
-            // The simulated listener bounds no connections.
-            Input::Http(HttpEvent::ConnectionRefused) => {}
         }
     }
 
@@ -219,13 +210,14 @@ impl Driver {
     async fn flush(&mut self) {
         while let Some(io) = self.driver.poll_io(now(), &mut self.shared) {
             match io {
-                ServerOutput::Transmit(ServerTransmit::Line(msg)) => {
-                    if let (Some(out), Ok(line)) = (self.stdout.as_mut(), ndjson::encode_line(&msg))
-                    {
+                ServerOutput::Write(ServerWrite::Line(line)) => {
+                    if let Some(out) = self.stdout.as_mut() {
                         let _ = out.write_all(&line).await;
                     }
                 }
-                ServerOutput::Transmit(t) => self.http.transmit(t),
+                ServerOutput::Write(ServerWrite::Http(stream, part)) => {
+                    self.http.write(stream, part)
+                }
                 ServerOutput::Backend(call) => {
                     let _ = self
                         .backend
