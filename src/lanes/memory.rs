@@ -19,16 +19,14 @@ use std::time::Duration;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::client_driver::{ClientDriver, ClientOutput, ClientRecording};
+use super::client_driver::{ClientDriver, ClientOutput, EndedBy};
 use super::intermediary::{Expiry, FromServer, Intermediary};
 use super::readers::{ExchangeItem, ResponseReader};
+use super::response_writer::{ResponsePart, ServerWrite};
 use super::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use super::{RunResult, RunSink, RunStats};
-use crate::framing::ndjson;
-use crate::framing::sse;
-use crate::model::{
-    Backend, Client, Mutant, Server, ServerTransmit, StreamId, Transport, SLOW_TOOL,
-};
+use crate::model::{Backend, Mutant, Server, StreamId, Transport, SLOW_TOOL};
+use crate::scenario::workload::{Crashes, Step, Workload};
 use crate::scenario::{Fault, ProxyConfig, Scenario};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
@@ -141,9 +139,6 @@ impl OpenStreams {
 
 #[derive(Debug, Clone)]
 enum Action {
-    StartCall(usize),
-    CancelCall(usize),
-    Fault(usize),
     /// Bytes for the server: a stdio chunk or an HTTP request's body (a POST's; a legacy
     /// `GET` or `DELETE` has none); the legacy era's headers, which the model decides.
     ToServer {
@@ -160,19 +155,11 @@ enum Action {
         by: Side,
     },
     /// stdio bytes for the client.
-    ToClientLine {
-        bytes: Vec<u8>,
-    },
+    ToClientLine { bytes: Vec<u8> },
     /// A piece of an HTTP response for the client.
-    ToClientHttp {
-        stream: StreamId,
-        piece: Piece,
-    },
+    ToClientHttp { stream: StreamId, piece: Piece },
     /// The client notices that a stream was cut.
-    ClientSeesCut {
-        stream: StreamId,
-        by: Side,
-    },
+    ClientSeesCut { stream: StreamId, by: Side },
     /// The client notices that the server's pipe broke.
     ClientSeesPipeClosed,
 }
@@ -209,13 +196,13 @@ enum Channel {
 }
 
 /// The run's trace and counters, at the simulation's clock.
-struct Recorded {
+struct SimTrace {
     now: Time,
     trace: Trace,
     stats: RunStats,
 }
 
-impl RunSink for Recorded {
+impl RunSink for SimTrace {
     fn record(&mut self, side: Side, kind: EventKind) {
         self.trace.push(self.now, side, kind);
     }
@@ -228,7 +215,7 @@ impl RunSink for Recorded {
 struct Sim<'s> {
     scenario: &'s Scenario,
     /// The clock, the trace and the counters.
-    rec: Recorded,
+    rec: SimTrace,
     seq: u64,
     queue: BinaryHeap<Reverse<Scheduled>>,
     rng: ChaCha8Rng,
@@ -248,13 +235,11 @@ struct Sim<'s> {
     client_streams: BTreeMap<StreamId, ResponseReader>,
     /// The open HTTP streams, through the proxy if there is one.
     open: OpenStreams,
-    /// Streams the client has given up on (closed or seen cut): later pieces are dropped.
-    client_closed: BTreeSet<StreamId>,
     /// Streams the server no longer has (seen closed, or lost in a crash).
     server_closed: BTreeSet<StreamId>,
-    /// What the application has still to do (start, cancel or reset a call); at none it is
-    /// done, and the client ends its session.
-    host_left: usize,
+    /// What the application does and its host suffers: once the host's part is done, the
+    /// client ends its session.
+    workload: Workload,
 }
 
 /// The time windows of the faults `f` selects.
@@ -276,7 +261,7 @@ fn windows(scenario: &Scenario, f: impl Fn(&Fault) -> bool) -> Vec<(Time, Time)>
 pub fn run(scenario: &Scenario) -> RunResult {
     let mut sim = Sim {
         scenario,
-        rec: Recorded {
+        rec: SimTrace {
             now: Time::ZERO,
             trace: Trace::new(),
             stats: RunStats::default(),
@@ -288,63 +273,48 @@ pub fn run(scenario: &Scenario) -> RunResult {
         partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
         blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
         wedged: BTreeSet::new(),
-        client: ClientDriver::new(
-            Client::new(scenario.client_config()),
-            scenario.transport,
-            ClientRecording {
-                as_written: false,
-                post_headers: false,
-            },
-        ),
+        // The in-memory lane moves messages, not POSTs: no headers to record.
+        client: ClientDriver::for_scenario(scenario, false),
         server: ServerDriver::new(
             Server::new(scenario.server_config()),
             Some(Backend::new()),
             ServerRecording::default(),
+            scenario.no_buffering_header,
         ),
         epoch: 0,
         client_pipe: 0,
         client_streams: BTreeMap::new(),
         open: OpenStreams::default(),
-        client_closed: BTreeSet::new(),
         server_closed: BTreeSet::new(),
-        host_left: 0,
+        workload: Workload::of(scenario, Crashes::Included),
     };
-    for (k, call) in scenario.calls.iter().enumerate() {
-        sim.schedule_at(Time::ZERO + call.at, Action::StartCall(k));
-        sim.host_left += 1;
-        if let Some(after) = call.cancel_after {
-            sim.schedule_at(Time::ZERO + call.at + after, Action::CancelCall(k));
-            sim.host_left += 1;
-        }
-    }
-    for (k, fault) in scenario.faults.iter().enumerate() {
-        sim.host_left += usize::from(matches!(fault, Fault::ResetStream { .. }));
-        if !matches!(fault, Fault::Partition { .. } | Fault::Blackhole { .. }) {
-            sim.schedule_at(
-                Time::ZERO + crate::scenario::fault_time(fault),
-                Action::Fault(k),
-            );
-        }
-    }
     let horizon = Time::ZERO + scenario.horizon();
     loop {
+        let next_step = sim.workload.next_due();
         let next_action = sim.queue.peek().map(|s| s.0.at);
         let next_timer = sim.next_timer();
-        let next = match (next_action, next_timer) {
-            (None, None) => break,
-            (a, t) => a.into_iter().chain(t).min().expect("one is set"),
+        let Some(next) = [next_step, next_action, next_timer]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            break;
         };
         if next > horizon {
             break;
         }
         // A deadline already past (a model may name one: "call me now") never moves time back.
         sim.rec.now = next.max(sim.rec.now);
-        if next_action == Some(next) {
+        // The workload's steps go before deliveries due at the same instant.
+        if next_step == Some(next) {
+            let step = sim.workload.poll(next).expect("due");
+            sim.step(step);
+        } else if next_action == Some(next) {
             let Reverse(s) = sim.queue.pop().expect("peeked");
             sim.apply(s.action);
         } else {
-            sim.client.client_mut().handle_timeout(sim.rec.now);
-            sim.server.server_mut().handle_timeout(sim.rec.now);
+            sim.client.timers(sim.rec.now);
+            sim.server.timers(sim.rec.now);
             sim.proxy_timeouts();
         }
         sim.drain();
@@ -416,24 +386,29 @@ impl Sim<'_> {
         self.rec.record(side, kind);
     }
 
-    fn apply(&mut self, action: Action) {
-        let host = matches!(action, Action::StartCall(_) | Action::CancelCall(_))
-            || matches!(action, Action::Fault(k) if matches!(self.scenario.faults[k], Fault::ResetStream { .. }));
-        self.apply_now(action);
-        if host {
-            self.host_left -= 1;
-            if self.host_left == 0 {
-                self.client.client_mut().end_session();
+    /// One step of the workload; after the host's last, the client ends its session.
+    fn step(&mut self, step: Step) {
+        let now = self.rec.now;
+        match step {
+            Step::Start(k) => self.start_call(k),
+            // Not outstanding any more is fine: the call already ended.
+            Step::Cancel(k) => self.client.cancel_call(now, k),
+            Step::Reset(call) => {
+                if let Some(stream) = self.client.stream_of_call(call) {
+                    self.cut(stream, Side::Proxy, None);
+                }
             }
+            Step::Crash(_) => self.crash(),
+            // A scenario's workload has neither (they are the live probe's).
+            Step::Stall(_) | Step::Restart(_) => {}
+        }
+        if !matches!(step, Step::Crash(_)) && self.workload.host_done() {
+            self.client.end_session();
         }
     }
 
-    fn apply_now(&mut self, action: Action) {
+    fn apply(&mut self, action: Action) {
         match action {
-            Action::StartCall(k) => self.start_call(k),
-            // Not outstanding any more is fine: the call already ended.
-            Action::CancelCall(k) => self.client.cancel_call(self.rec.now, k),
-            Action::Fault(k) => self.fault(k),
             Action::ToServer {
                 epoch,
                 stream,
@@ -481,11 +456,14 @@ impl Sim<'_> {
             }
             Action::ToClientHttp { stream, piece } => self.client_piece(stream, piece),
             Action::ClientSeesCut { stream, by } => {
-                if self.client_closed.insert(stream) {
-                    self.client_streams.remove(&stream);
-                    self.client
-                        .stream_ended(self.rec.now, stream, by, None, &mut self.rec);
-                }
+                self.client_streams.remove(&stream);
+                let by = EndedBy {
+                    side: by,
+                    reason: None,
+                };
+                let now = self.rec.now;
+                self.client
+                    .response(now, stream, ExchangeItem::Cut, by, &mut self.rec);
             }
             Action::ClientSeesPipeClosed => {
                 self.client.pipe_closed(self.rec.now, &mut self.rec);
@@ -501,22 +479,9 @@ impl Sim<'_> {
         self.client.start_call(self.rec.now, k, spec);
     }
 
-    fn fault(&mut self, k: usize) {
-        match self.scenario.faults[k] {
-            Fault::ResetStream { call, .. } => {
-                let Some(stream) = self.client.stream_of_call(call) else {
-                    return;
-                };
-                self.cut(stream, Side::Proxy, None);
-            }
-            Fault::CrashServer { .. } => self.crash(),
-            Fault::Partition { .. } | Fault::Blackhole { .. } => {}
-        }
-    }
-
     /// The connection carrying `stream` is reset: both ends notice after a latency.
     fn cut(&mut self, stream: StreamId, by: Side, reason: Option<&str>) {
-        if self.client_closed.contains(&stream) && self.server_closed.contains(&stream) {
+        if !self.client.reads(stream) && self.server_closed.contains(&stream) {
             return;
         }
         self.record(
@@ -590,20 +555,17 @@ impl Sim<'_> {
     }
 
     fn client_piece(&mut self, stream: StreamId, piece: Piece) {
-        if self.client_closed.contains(&stream) {
+        if !self.client.reads(stream) {
             return;
         }
         let mut items = Vec::new();
         match piece {
             Piece::Status(status, content_type, session) => {
-                self.client.status(
-                    self.rec.now,
-                    stream,
+                items.push(ExchangeItem::Status {
                     status,
-                    content_type.map(Into::into),
+                    content_type: content_type.map(Into::into),
                     session,
-                    &mut self.rec,
-                );
+                });
                 let crlf_bug = self.scenario.mutants.has(Mutant::SseCrlfChunkSplit);
                 let reader = ResponseReader::new(content_type, crlf_bug);
                 self.client_streams.insert(stream, reader);
@@ -623,31 +585,9 @@ impl Sim<'_> {
             }
         }
         for item in items {
-            match item {
-                ExchangeItem::Message(bytes) => {
-                    self.client
-                        .receive(self.rec.now, Some(stream), &bytes, &mut self.rec)
-                }
-                ExchangeItem::Comment => self.client.comment(stream, &mut self.rec),
-                ExchangeItem::EventId {
-                    id,
-                    retry_ms,
-                    primes,
-                } => self
-                    .client
-                    .event_id(stream, id, retry_ms, primes, &mut self.rec),
-                ExchangeItem::Ended => {
-                    self.client_closed.insert(stream);
-                    self.client.stream_ended(
-                        self.rec.now,
-                        stream,
-                        Side::Server,
-                        None,
-                        &mut self.rec,
-                    );
-                }
-                ExchangeItem::Status { .. } | ExchangeItem::Cut => {}
-            }
+            let now = self.rec.now;
+            self.client
+                .response(now, stream, item, EndedBy::SERVER, &mut self.rec);
         }
     }
 
@@ -662,7 +602,7 @@ impl Sim<'_> {
             while let Some(out) = self.server.poll_io(self.rec.now, &mut self.rec) {
                 busy = true;
                 match out {
-                    ServerOutput::Transmit(t) => self.server_transmit(t),
+                    ServerOutput::Write(w) => self.server_write(w),
                     // The backend is in process: the driver keeps its ledger.
                     ServerOutput::Backend(_) => {}
                 }
@@ -716,7 +656,6 @@ impl Sim<'_> {
                 headers,
             } => self.open_exchange(stream, Vec::new(), Some(headers), method),
             ClientOutput::Close(stream) => {
-                self.client_closed.insert(stream);
                 self.client_streams.remove(&stream);
                 self.open.close(stream);
                 self.deliver(
@@ -758,74 +697,27 @@ impl Sim<'_> {
         self.scenario.era.is_legacy()
     }
 
-    /// Carries a transmit of the server's driver (recorded already).
-    fn server_transmit(&mut self, t: ServerTransmit) {
-        match t {
-            ServerTransmit::Line(msg) => {
-                let bytes = ndjson::encode_line(&msg).expect("the server's messages encode");
+    /// Carries a write of the server's driver (its transmit recorded already).
+    fn server_write(&mut self, w: ServerWrite) {
+        match w {
+            ServerWrite::Line(bytes) => {
                 self.deliver(Channel::ToClient(None), Action::ToClientLine { bytes });
             }
-            ServerTransmit::SseStart { stream } => {
-                let head = self.head(Piece::Status(200, Some("text/event-stream"), None), true);
-                self.send_to_client(stream, head);
+            ServerWrite::Http(stream, ResponsePart::Head(head)) => {
+                let event_stream = head.is_event_stream();
+                let part = FromServer::Head {
+                    told_not_to_buffer: head.told_not_to_buffer,
+                    part: Piece::Status(head.status, head.content_type, head.session),
+                    event_stream,
+                };
+                self.send_to_client(stream, part);
             }
-            ServerTransmit::SseEvent {
-                stream,
-                msg,
-                event_id,
-            } => {
-                let style = self.scenario.server.sse_style;
-                for piece in style.encode_with_id(&msg, event_id.as_deref()) {
-                    self.send_to_client(stream, FromServer::Body(Piece::Body(piece)));
-                }
+            ServerWrite::Http(stream, ResponsePart::Body(bytes)) => {
+                self.send_to_client(stream, FromServer::Body(Piece::Body(bytes)));
             }
-            ServerTransmit::SsePrime {
-                stream,
-                event_id,
-                retry_ms,
-            } => {
-                let event = sse::encode_priming(&event_id, retry_ms).into_bytes();
-                self.send_to_client(stream, FromServer::Body(Piece::Body(event)));
-            }
-            ServerTransmit::SseComment { stream } => {
-                let comment = sse::encode_comment("keep-alive").into_bytes();
-                self.send_to_client(stream, FromServer::Body(Piece::Body(comment)));
-            }
-            ServerTransmit::SseEnd { stream } => {
+            ServerWrite::Http(stream, ResponsePart::End) => {
                 self.send_to_client(stream, FromServer::End(Piece::End));
             }
-            ServerTransmit::Json {
-                stream,
-                status,
-                msg,
-                session,
-            } => {
-                let body = wire::encode(&msg)
-                    .expect("the server's messages encode")
-                    .into_bytes();
-                let head = self.head(
-                    Piece::Status(status, Some("application/json"), session),
-                    false,
-                );
-                self.send_to_client(stream, head);
-                self.send_to_client(stream, FromServer::Body(Piece::Body(body)));
-                self.send_to_client(stream, FromServer::End(Piece::End));
-            }
-            ServerTransmit::Accepted { stream } => {
-                let head = self.head(Piece::Status(202, None, None), false);
-                self.send_to_client(stream, head);
-                self.send_to_client(stream, FromServer::End(Piece::End));
-            }
-        }
-    }
-
-    /// A response head as the server writes it: `X-Accel-Buffering: no` on an event stream
-    /// as the scenario says.
-    fn head(&self, status: Piece, event_stream: bool) -> FromServer<Piece> {
-        FromServer::Head {
-            part: status,
-            event_stream,
-            told_not_to_buffer: event_stream && self.scenario.no_buffering_header,
         }
     }
 

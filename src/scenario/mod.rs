@@ -977,6 +977,7 @@ impl fmt::Display for Scenario {
 pub mod knobs;
 #[cfg(feature = "proptest")]
 pub mod strategies;
+pub mod workload;
 
 #[cfg(test)]
 mod tests {

@@ -19,29 +19,23 @@ use super::{connect_retrying, Linger};
 use super::{
     now, record, spawn_guarded, SharedRef, PROXY_PORT, SERVER_HTTP_PORT, SERVER_STDIO_PORT,
 };
-use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
+use crate::lanes::client_driver::{ClientDriver, ClientOutput, EndedBy};
 use crate::lanes::http_exchange::{self as http, ExchangeItem, PostTarget};
 use crate::model::MutantSet;
-use crate::model::{Client, StreamId, Transport};
-use crate::scenario::{Fault, Scenario, ToolCalls};
+use crate::model::{StreamId, Transport};
+use crate::scenario::workload::{Crashes, Step, Workload};
+use crate::scenario::{Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side};
 use crate::wire::http::Method;
 use crate::wire::Message;
 
-enum Input {
+enum ClientInput {
     Bytes(u64, Vec<u8>),
     /// The stdio connection of this generation ended.
     PipeClosed(u64),
     /// What a POST's exchange yielded.
     Http(StreamId, ExchangeItem),
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Work {
-    Start(usize),
-    Cancel(usize),
-    Reset(usize),
 }
 
 pub(crate) fn host(
@@ -54,57 +48,38 @@ pub(crate) fn host(
     let scenario = scenario.clone();
     let tool_calls = tool_calls.clone();
     sim.client("client", async move {
-        Driver::new(scenario, tool_calls, shared).run().await;
+        ClientHost::new(scenario, tool_calls, shared).run().await;
         Ok(())
     });
 }
 
-struct Driver {
+/// The client host: the application's workload and the reference client's driver, between
+/// the simulated sockets and the scenario's clock.
+struct ClientHost {
     scenario: Scenario,
     /// What each planned call asks the server to do.
     tool_calls: ToolCalls,
     shared: SharedRef,
     driver: ClientDriver,
-    tx: mpsc::UnboundedSender<Input>,
-    rx: mpsc::UnboundedReceiver<Input>,
+    tx: mpsc::UnboundedSender<ClientInput>,
+    rx: mpsc::UnboundedReceiver<ClientInput>,
     stdin: Option<turmoil::net::tcp::OwnedWriteHalf>,
     /// Lines written while the stdio connection was down, sent once it is back.
     unsent: Vec<Vec<u8>>,
     /// Generation of the stdio connection; input of older ones is stale.
     conn_gen: u64,
     posts: BTreeMap<StreamId, tokio::task::JoinHandle<()>>,
-    agenda: BTreeMap<(Time, u64), Work>,
+    /// The application's calls and the resets at its host (the server's crashes are the
+    /// simulation's own faults).
+    workload: Workload,
 }
 
-impl Driver {
-    fn new(scenario: Scenario, tool_calls: ToolCalls, shared: SharedRef) -> Driver {
+impl ClientHost {
+    fn new(scenario: Scenario, tool_calls: ToolCalls, shared: SharedRef) -> ClientHost {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut agenda = BTreeMap::new();
-        let mut seq = 0u64;
-        let mut add = |at: Duration, w: Work| {
-            seq += 1;
-            agenda.insert((Time::ZERO + at, seq), w);
-        };
-        for (k, call) in scenario.calls.iter().enumerate() {
-            add(call.at, Work::Start(k));
-            if let Some(after) = call.cancel_after {
-                add(call.at + after, Work::Cancel(k));
-            }
-        }
-        for f in &scenario.faults {
-            if let Fault::ResetStream { at, call } = *f {
-                add(at, Work::Reset(call));
-            }
-        }
-        Driver {
-            driver: ClientDriver::new(
-                Client::new(scenario.client_config()),
-                scenario.transport,
-                ClientRecording {
-                    as_written: false,
-                    post_headers: true,
-                },
-            ),
+        let workload = Workload::of(&scenario, Crashes::Left);
+        ClientHost {
+            driver: ClientDriver::for_scenario(&scenario, true),
             scenario,
             tool_calls,
             shared,
@@ -114,7 +89,7 @@ impl Driver {
             unsent: Vec::new(),
             conn_gen: 0,
             posts: BTreeMap::new(),
-            agenda,
+            workload,
         }
     }
 
@@ -124,14 +99,13 @@ impl Driver {
         }
         loop {
             self.flush().await;
-            if self.agenda.is_empty() && self.driver.client().outstanding() == 0 {
-                // The host is done: the session's end goes out in the linger below.
-                self.driver.client_mut().end_session();
-                self.flush().await;
+            if self.workload.is_empty() && self.driver.client().outstanding() == 0 {
+                // The session's end (asked for with the host's last step) goes out in the
+                // linger below.
                 break;
             }
             let next = [
-                self.agenda.keys().next().map(|k| k.0),
+                self.workload.next_due(),
                 self.driver.client().poll_timeout(),
             ]
             .into_iter()
@@ -170,24 +144,26 @@ impl Driver {
 
     fn tick(&mut self) {
         let t = now();
-        while let Some((&key, &work)) = self.agenda.iter().next().filter(|(k, _)| k.0 <= t) {
-            self.agenda.remove(&key);
-            self.work(work);
+        while let Some(step) = self.workload.poll(t) {
+            self.step(step);
+            if self.workload.host_done() {
+                self.driver.end_session();
+            }
         }
-        self.driver.client_mut().handle_timeout(t);
+        self.driver.timers(t);
     }
 
-    fn work(&mut self, work: Work) {
+    fn step(&mut self, step: Step) {
         let t = now();
-        match work {
-            Work::Start(k) => {
+        match step {
+            Step::Start(k) => {
                 let call = self.scenario.calls[k];
                 let args = self.tool_calls.arguments(&self.scenario, k);
                 let spec = call.call_spec(self.tool_calls.tool(), args);
                 self.driver.start_call(t, k, spec);
             }
-            Work::Cancel(k) => self.driver.cancel_call(t, k),
-            Work::Reset(k) => {
+            Step::Cancel(k) => self.driver.cancel_call(t, k),
+            Step::Reset(k) => {
                 let Some(stream) = self.driver.stream_of_call(k) else {
                     return;
                 };
@@ -202,10 +178,14 @@ impl Driver {
                             reason: None,
                         },
                     );
+                    let cut = ExchangeItem::Cut;
                     self.driver
-                        .stream_ended(t, stream, Side::Proxy, None, &mut self.shared);
+                        .response(t, stream, cut, EndedBy::proxy(None), &mut self.shared);
                 }
             }
+            // The simulation crashes the server host itself; a scenario's workload has no
+            // stall or restart (they are the live probe's).
+            Step::Crash(_) | Step::Stall(_) | Step::Restart(_) => {}
         }
     }
 
@@ -232,25 +212,25 @@ impl Driver {
                 match read.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        let _ = tx.send(Input::Bytes(generation, buf[..n].to_vec()));
+                        let _ = tx.send(ClientInput::Bytes(generation, buf[..n].to_vec()));
                     }
                 }
             }
-            let _ = tx.send(Input::PipeClosed(generation));
+            let _ = tx.send(ClientInput::PipeClosed(generation));
         });
     }
 
-    async fn input(&mut self, input: Input) {
+    async fn input(&mut self, input: ClientInput) {
         let t = now();
         match input {
-            Input::Bytes(generation, _) | Input::PipeClosed(generation)
+            ClientInput::Bytes(generation, _) | ClientInput::PipeClosed(generation)
                 if generation != self.conn_gen => {}
-            Input::Bytes(_, bytes) => {
+            ClientInput::Bytes(_, bytes) => {
                 for item in self.driver.stdio_lines(&bytes) {
                     self.driver.read_line(t, item, &mut self.shared);
                 }
             }
-            Input::PipeClosed(_) => {
+            ClientInput::PipeClosed(_) => {
                 // The requests are lost the moment the pipe breaks; their retries are sent
                 // then too and wait for the new connection.
                 self.driver.pipe_closed(t, &mut self.shared);
@@ -258,49 +238,17 @@ impl Driver {
                 self.flush().await;
                 self.connect_stdio().await;
             }
-            Input::Http(
-                stream,
-                ExchangeItem::Status {
-                    status,
-                    content_type,
-                    session,
-                },
-            ) => self
-                .driver
-                .status(t, stream, status, content_type, session, &mut self.shared),
-            Input::Http(
-                stream,
-                ExchangeItem::EventId {
-                    id,
-                    retry_ms,
-                    primes,
-                },
-            ) => self
-                .driver
-                .event_id(stream, id, retry_ms, primes, &mut self.shared),
-            Input::Http(stream, ExchangeItem::Message(bytes)) => {
+            ClientInput::Http(stream, item) => {
+                let ended_by = match item {
+                    // A connection cut behind a proxy was the proxy's doing.
+                    ExchangeItem::Cut if self.scenario.proxy.is_some() => EndedBy::proxy(None),
+                    _ => EndedBy::SERVER,
+                };
+                if matches!(item, ExchangeItem::Ended | ExchangeItem::Cut) {
+                    self.posts.remove(&stream);
+                }
                 self.driver
-                    .receive(t, Some(stream), &bytes, &mut self.shared)
-            }
-            Input::Http(stream, ExchangeItem::Comment) => {
-                self.driver.comment(stream, &mut self.shared)
-            }
-            Input::Http(stream, ExchangeItem::Ended) => {
-                if self.posts.remove(&stream).is_some() {
-                    self.driver
-                        .stream_ended(t, stream, Side::Server, None, &mut self.shared);
-                }
-            }
-            Input::Http(stream, ExchangeItem::Cut) => {
-                if self.posts.remove(&stream).is_some() {
-                    let by = if self.scenario.proxy.is_some() {
-                        Side::Proxy
-                    } else {
-                        Side::Server
-                    };
-                    self.driver
-                        .stream_ended(t, stream, by, None, &mut self.shared);
-                }
+                    .response(t, stream, item, ended_by, &mut self.shared);
             }
         }
     }
@@ -401,11 +349,11 @@ async fn exchange(
     method: Method,
     msg: Option<Message>,
     headers: BTreeMap<String, String>,
-    tx: mpsc::UnboundedSender<Input>,
+    tx: mpsc::UnboundedSender<ClientInput>,
     mutants: MutantSet,
 ) {
     let Ok(tcp) = turmoil::net::TcpStream::connect(target).await else {
-        let _ = tx.send(Input::Http(stream, ExchangeItem::Cut));
+        let _ = tx.send(ClientInput::Http(stream, ExchangeItem::Cut));
         return;
     };
     let to = PostTarget {
@@ -419,7 +367,7 @@ async fn exchange(
         headers,
     };
     http::exchange(tcp, to, outgoing, mutants, |item| {
-        let _ = tx.send(Input::Http(stream, item));
+        let _ = tx.send(ClientInput::Http(stream, item));
     })
     .await;
 }

@@ -83,12 +83,13 @@ use super::net::relay::{ConnFaults, RelayConfig};
 use super::net::stdio::Process;
 use super::net::wall_trace::WallTrace;
 use super::{Cut, Input};
-use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording};
+use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording, EndedBy};
 use crate::lanes::http_exchange::ExchangeItem;
 use crate::lanes::recorder;
 use crate::lanes::RunResult;
 use crate::model::{CallSpec, Client, ClientConfig, Outcome, StreamId};
 use crate::model::{TimeoutPolicy, Transport};
+use crate::scenario::workload::{Step, Workload};
 use crate::scenario::ProxyConfig;
 use crate::time::Time;
 use crate::trace::{EventKind, Side, FAULT_STALL};
@@ -252,60 +253,21 @@ impl Probe {
         }
     }
 
-    fn receive(&mut self, stream: StreamId, bytes: &[u8]) {
-        let now = self.now();
-        self.driver.receive(now, Some(stream), bytes, &mut self.rec);
-        self.flush();
-    }
-
-    /// Input from an HTTP response.
+    /// Input from an HTTP response; its end is the relay's when the relay cut it.
     fn http_input(&mut self, stream: StreamId, item: ExchangeItem, by_relay: Option<Cut>) {
-        match (item, by_relay) {
-            (
-                ExchangeItem::Status {
-                    status,
-                    content_type,
-                    session,
-                },
-                _,
-            ) => {
-                let now = self.now();
-                self.driver
-                    .status(now, stream, status, content_type, session, &mut self.rec)
-            }
-            (
-                ExchangeItem::EventId {
-                    id,
-                    retry_ms,
-                    primes,
-                },
-                _,
-            ) => self
-                .driver
-                .event_id(stream, id, retry_ms, primes, &mut self.rec),
-            (ExchangeItem::Message(bytes), _) => self.receive(stream, &bytes),
-            (ExchangeItem::Comment, _) => self.driver.comment(stream, &mut self.rec),
-            (ExchangeItem::Ended | ExchangeItem::Cut, Some(cut)) => {
-                self.stream_ended(stream, Side::Proxy, Some(cut.reason().into()))
-            }
-            (ExchangeItem::Ended | ExchangeItem::Cut, None) => {
-                self.stream_ended(stream, Side::Server, None)
+        let ended = matches!(item, ExchangeItem::Ended | ExchangeItem::Cut);
+        if ended {
+            if let Conn::Http(http) = &mut self.conn {
+                http.ended(stream);
             }
         }
-    }
-
-    /// A response stream ended on the server's (or the relay's) side.
-    fn stream_ended(&mut self, stream: StreamId, by: Side, reason: Option<String>) {
-        let open = match &mut self.conn {
-            Conn::Http(http) => http.ended(stream),
-            Conn::Stdio(_) => false,
+        let ended_by = match by_relay {
+            Some(cut) => EndedBy::proxy(Some(cut.reason().into())),
+            None => EndedBy::SERVER,
         };
-        if !open {
-            return; // the client closed it first
-        }
         let now = self.now();
         self.driver
-            .stream_ended(now, stream, by, reason, &mut self.rec);
+            .response(now, stream, item, ended_by, &mut self.rec);
         self.flush();
     }
 
@@ -329,11 +291,11 @@ impl Probe {
         let now = self.now();
         if self
             .driver
-            .client_mut()
+            .client()
             .poll_timeout()
             .is_some_and(|t| t <= now)
         {
-            self.driver.client_mut().handle_timeout(now);
+            self.driver.timers(now);
             self.flush();
         }
     }
@@ -344,7 +306,7 @@ impl Probe {
         let now = self.now();
         let until = self
             .driver
-            .client_mut()
+            .client()
             .poll_timeout()
             .map_or(until, |t| t.min(until));
         let wait = Duration::from_millis(until.as_millis().saturating_sub(now.as_millis()));
@@ -369,7 +331,7 @@ impl Probe {
     /// `hard_end` passed first.
     fn alone(&mut self, spec: CallSpec, hard_end: Time) -> Option<RequestId> {
         let now = self.now();
-        let id = self.driver.client_mut().start_request(now, spec);
+        let id = self.driver.start_request(now, spec);
         self.flush();
         loop {
             if self.outcome(&id).is_some() {
@@ -414,7 +376,7 @@ impl Probe {
         self.rx = rx;
         self.driver.new_pipe();
         let now = self.now();
-        self.driver.client_mut().handle_disconnect(now);
+        self.driver.server_restarted(now);
         self.flush();
         self.startup_check(startup, hard_end)
     }
@@ -498,7 +460,7 @@ impl Probe {
             Era::Modern => list_tools(&policy),
         };
         let now = self.now();
-        let id = self.driver.client_mut().start_request(now, check);
+        let id = self.driver.start_request(now, check);
         self.checks.push((id, what, now.as_millis()));
         self.flush();
     }
@@ -562,14 +524,6 @@ fn drive(probe: &mut Probe) -> RunSummary {
     let args = probe.config.clone();
     let args = &args;
     let policy = &args.policy();
-    // The arguments of call `n` (1-based), tagged when asked.
-    let arguments = |n: usize| {
-        let mut a = args.arguments.clone();
-        if args.tag_calls {
-            a.insert(crate::model::CALL_TAG.into(), Value::from(n));
-        }
-        Value::Object(a)
-    };
     let command = probe.command.clone();
     let hard_end = Time::from_millis(args.max_seconds.saturating_mul(1000));
     let mut summary = RunSummary {
@@ -588,7 +542,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
     // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
     for _ in 0..CALIBRATION_CALLS {
         let began = probe.now();
-        let spec = CallSpec::tool(&args.tool, arguments(summary.started + 1), *policy);
+        let spec = CallSpec::tool(&args.tool, arguments(args, summary.started + 1), *policy);
         let Some(id) = probe.alone(spec, hard_end) else {
             return summary;
         };
@@ -615,141 +569,166 @@ fn drive(probe: &mut Probe) -> RunSummary {
     summary.window = cancel_window(args, summary.natural_ms);
     summary.plan = schedule(args, summary.window);
     // 3. The schedule.
+    run_schedule(probe, &mut summary, &startup, hard_end);
+    summary
+}
+
+/// One started call of the schedule.
+struct CallState {
+    /// The id it was started under ([`Probe::current`] follows a re-issue).
+    id: RequestId,
+    /// A liveness check followed it (after its cancel or its timeout).
+    checked: bool,
+}
+
+/// Phase 3: the seeded schedule, executed as a [`Workload`]: the calls start at their planned
+/// offsets (a restart before one waits until nothing is outstanding), and each call's cancel
+/// and stall are added when it starts, since their offsets run from its actual start. A
+/// restart, or the recovery of a hung server, pauses the application: the starts still ahead
+/// move later by as long. At the run's bound (or once the server hung for good) the calls
+/// still open are cancelled and no more start; the run ends when every call has an outcome and
+/// the drain window passed.
+fn run_schedule(
+    probe: &mut Probe,
+    summary: &mut RunSummary,
+    startup: &TimeoutPolicy,
+    hard_end: Time,
+) {
+    let args = probe.config.clone();
+    let args = &args;
+    let policy = args.policy();
+    let command = probe.command.clone();
     let plan = summary.plan.clone();
-    let mut base = probe.now().as_millis();
-    let mut ids: Vec<Option<RequestId>> = vec![None; plan.len()];
-    let mut cancelled = vec![false; plan.len()];
-    let mut stalled = vec![false; plan.len()];
-    // Calls followed by a liveness check (after their cancel or their timeout).
-    let mut checked = vec![false; plan.len()];
-    // When each call actually started, in ms: its cancel and stall offsets run from there.
-    let mut started_at = vec![0u64; plan.len()];
-    let mut next_call = 0;
+    let base = probe.now();
+    let mut work = Workload::default();
+    for (k, p) in plan.iter().enumerate() {
+        let at = base + Duration::from_millis(p.start_ms);
+        if p.restart_before {
+            work.add(at, Step::Restart(k));
+        }
+        work.add(at, Step::Start(k));
+    }
+    let mut calls: Vec<CallState> = Vec::with_capacity(plan.len());
     let mut settled_at: Option<Time> = None;
     let mut gave_up = false;
     // The server left a liveness check unanswered and is not to be restarted.
     let mut hung = false;
     loop {
         if let Some(k) = probe.new_hang() {
-            let before = probe.now().as_millis();
-            if probe.after_hang(k, &command, &startup, hard_end) {
-                base += probe.now().as_millis() - before;
+            let before = probe.now();
+            if probe.after_hang(k, &command, startup, hard_end) {
+                work.postpone_starts(probe.now() - before);
             } else if probe.eof.is_some() {
-                return summary; // the restart failed
+                return; // the restart failed
             } else {
                 hung = true;
             }
         }
-        let now = probe.now();
-        // Start the calls that are due; a restart waits until nothing is outstanding.
-        while next_call < plan.len()
-            && base + plan[next_call].start_ms <= now.as_millis()
-            && !gave_up
-        {
-            if plan[next_call].restart_before {
-                if probe.driver.client_mut().outstanding() > 0 {
-                    break;
-                }
-                let before = probe.now().as_millis();
-                if !probe.restart(&command, &startup, hard_end) {
-                    return summary;
-                }
-                base += probe.now().as_millis() - before;
-                if base + plan[next_call].start_ms > probe.now().as_millis() {
-                    break;
-                }
-            }
-            let now = probe.now();
-            let spec = CallSpec::tool(&args.tool, arguments(summary.started + 1), *policy);
-            ids[next_call] = Some(probe.driver.client_mut().start_request(now, spec));
-            started_at[next_call] = now.as_millis();
-            next_call += 1;
-            summary.started += 1;
-            probe.flush();
-        }
-        // Cancels and stalls that are due. A stdio cancel is followed by a barrier.
-        let now = probe.now().as_millis();
-        for i in 0..next_call {
-            let Some(id) = ids[i].as_ref().map(|id| probe.current(id)) else {
-                continue;
+        // The steps due; a restart waits until nothing is outstanding.
+        loop {
+            let idle = probe.driver.client().outstanding() == 0;
+            let ready = |s: Step| idle || !matches!(s, Step::Restart(_));
+            let Some(step) = work.poll_if(probe.now(), ready) else {
+                break;
             };
-            // Offsets run from the call's actual start (a restart can delay a start).
-            let start = started_at[i];
-            if let Some(after) = plan[i].cancel_after_ms {
-                // Due once, whether or not the call is still open then (an ended call's
-                // planned cancel must not keep waking the loop).
-                let due = !cancelled[i] && start + after <= now;
-                cancelled[i] |= due;
-                if due && probe.driver.client_mut().is_outstanding(&id) {
-                    let t = probe.now();
-                    let _ = probe.driver.client_mut().cancel(t, &id);
+            let now = probe.now();
+            match step {
+                Step::Restart(_) => {
+                    if !probe.restart(&command, startup, hard_end) {
+                        return;
+                    }
+                    work.postpone_starts(probe.now() - now);
+                }
+                Step::Start(k) => {
+                    let spec =
+                        CallSpec::tool(&args.tool, arguments(args, summary.started + 1), policy);
+                    let id = probe.driver.start_request(now, spec);
+                    calls.push(CallState { id, checked: false });
+                    summary.started += 1;
+                    if let Some(after) = plan[k].cancel_after_ms {
+                        work.add(now + Duration::from_millis(after), Step::Cancel(k));
+                    }
+                    if let Some((offset, _)) = plan[k].stall {
+                        work.add(now + Duration::from_millis(offset), Step::Stall(k));
+                    }
                     probe.flush();
-                    if !hung {
-                        checked[i] = true;
-                        probe.check_liveness(format!("the cancel of call {}", i + 1));
+                }
+                // Due once, whether or not the call is still open then. A cancel is followed
+                // by a liveness check (on stdio, also a barrier).
+                Step::Cancel(k) => {
+                    let id = probe.current(&calls[k].id);
+                    if probe.driver.client().is_outstanding(&id) {
+                        probe.driver.cancel(now, &id);
+                        probe.flush();
+                        if !hung {
+                            calls[k].checked = true;
+                            probe.check_liveness(format!("the cancel of call {}", k + 1));
+                        }
                     }
                 }
-            }
-            if !checked[i] && !hung && matches!(probe.outcome(&id), Some((Outcome::TimedOut, _))) {
-                checked[i] = true;
-                probe.check_liveness(format!("the timeout of call {}", i + 1));
-            }
-            if let Some((offset, ms)) = plan[i].stall {
-                if !stalled[i] && start + offset <= now {
-                    stalled[i] = true;
-                    probe.stall(ms);
+                Step::Stall(k) => {
+                    if let Some((_, ms)) = plan[k].stall {
+                        probe.stall(ms);
+                    }
                 }
+                // The probe plans neither (a scenario's stream resets and crashes).
+                Step::Reset(_) | Step::Crash(_) => {}
+            }
+        }
+        // A call the client gave up on at its timeout is followed by a liveness check.
+        for (k, call) in calls.iter_mut().enumerate() {
+            let id = probe.driver.current(&call.id);
+            if !call.checked && !hung && matches!(probe.outcome(&id), Some((Outcome::TimedOut, _)))
+            {
+                call.checked = true;
+                probe.check_liveness(format!("the timeout of call {}", k + 1));
             }
         }
         probe.timers();
-        // The run's bound: cancel whatever is still open.
+        // The run's bound: cancel whatever is still open, and start nothing more.
         let now = probe.now();
         if (now >= hard_end || hung) && !gave_up {
             gave_up = true;
-            let open: Vec<RequestId> = ids
+            work.drop_starts();
+            let open: Vec<RequestId> = calls
                 .iter()
-                .flatten()
-                .map(|id| probe.current(id))
+                .map(|c| probe.current(&c.id))
                 .filter(|id| probe.driver.client().is_outstanding(id))
                 .collect();
             for id in open {
-                let _ = probe.driver.client_mut().cancel(now, &id);
+                probe.driver.cancel(now, &id);
             }
             probe.flush();
         }
-        let all_started = next_call == plan.len() || gave_up;
-        if all_started && probe.driver.client_mut().outstanding() == 0 {
+        let all_started = calls.len() == plan.len() || gave_up;
+        if all_started && probe.driver.client().outstanding() == 0 {
             let at = *settled_at.get_or_insert(now);
             if now.as_millis() >= at.as_millis() + args.drain_ms {
                 summary.settled = true;
-                return summary;
+                return;
             }
         }
-        // Sleep until the next thing to do, or until the server writes.
-        let mut wake = vec![hard_end];
-        if let Some(p) = plan.get(next_call).filter(|_| !gave_up) {
-            wake.push(Time::from_millis(base + p.start_ms));
-        }
-        for (i, p) in plan.iter().enumerate().take(next_call) {
-            let start = started_at[i];
-            if let Some(after) = p.cancel_after_ms.filter(|_| !cancelled[i]) {
-                wake.push(Time::from_millis(start + after));
-            }
-            if let Some((offset, _)) = p.stall.filter(|_| !stalled[i]) {
-                wake.push(Time::from_millis(start + offset));
-            }
-        }
-        if let Some(at) = settled_at {
-            wake.push(Time::from_millis(at.as_millis() + args.drain_ms));
-        }
-        let wake = wake.into_iter().min().unwrap_or(hard_end);
-        if !probe.wait(wake) {
-            return summary;
+        // Sleep until the next step, or until the server writes.
+        let idle = probe.driver.client().outstanding() == 0;
+        let next = work.next_due_if(|s| idle || !matches!(s, Step::Restart(_)));
+        let drained = settled_at.map(|at| at + Duration::from_millis(args.drain_ms));
+        let wake = [Some(hard_end), next, drained].into_iter().flatten().min();
+        if !probe.wait(wake.unwrap_or(hard_end)) {
+            return;
         }
         if gave_up && probe.now().as_millis() > hard_end.as_millis() + 10_000 {
-            return summary; // outcomes never settle: should not happen, but bound the run
+            return; // outcomes never settle: should not happen, but bound the run
         }
     }
+}
+
+/// The arguments of call `n` (1-based), tagged when asked.
+fn arguments(args: &ProbeConfig, n: usize) -> Value {
+    let mut a = args.arguments.clone();
+    if args.tag_calls {
+        a.insert(crate::model::CALL_TAG.into(), Value::from(n));
+    }
+    Value::Object(a)
 }
 
 /// Runs a probe against `target` and returns what it recorded. Blocks for the run's wall-clock
@@ -793,7 +772,7 @@ fn end_session(probe: &mut Probe) {
         return;
     };
     let before = http.open();
-    probe.driver.client_mut().end_session();
+    probe.driver.end_session();
     probe.flush();
     let deadline = Time::from_millis(probe.now().as_millis() + SESSION_END_MS);
     loop {
