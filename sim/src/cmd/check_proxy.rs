@@ -1,43 +1,19 @@
 //! `mcp-sim check-proxy [--front-url URL] [the probe's options] -- INTERMEDIARY ARGS...`: judge
 //! an intermediary (a stdio↔HTTP bridge, a gateway, an era translator) between the reference
-//! client and the reference server.
-//!
-//! In the intermediary's arguments `{upstream}` is the reference server's stdio command (an
-//! argument that is exactly `{upstream}` becomes its separate words; inside a longer argument
-//! it becomes one shell-quoted command line), `{upstream-url}` its Streamable HTTP endpoint
-//! (`mcp-sim serve --http`, started here), and `{port}` a free local port, also in
-//! `--front-url`. Without `--front-url` the intermediary's front is its stdio, which the probe
-//! starts and stops as it would a server; with it, the intermediary is started here, the front
-//! is probed at that URL once it accepts connections, and the intermediary is stopped at the
-//! end (SIGTERM, then SIGKILL).
-//!
-//! The reference server records its own end ([`upstream_files`]: one trace per process, as an
-//! intermediary may start its upstream more than once), on the probe's clock
-//! (`--clock-origin-unix-ms`). The probe tags each call's arguments with its number, which the
-//! reference server echoes, so each front call pairs with the upstream request that carries
-//! it. Both hops go into one trace ([`Trace::two_hop`]), judged by the one-hop rules per hop
-//! and the intermediary rules across ([`mcp_sim::oracle::hops`]). Exit codes, `--format` and
-//! `--baseline` are the probe's; a run in which no call reached the upstream is inconclusive
-//! (`nothing-reached-upstream`).
+//! client and the reference server. The check itself is the library's
+//! ([`mcp_sim::lanes::live::check_proxy`], whose docs say how the placeholders `{upstream}`,
+//! `{upstream-url}` and `{port}` expand and how both hops are joined); this command parses its
+//! flags, runs it with this binary as the reference upstream, and prints. Exit codes, `--format`
+//! and `--baseline` are the probe's; a run in which no call reached the upstream is
+//! inconclusive (`nothing-reached-upstream`).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::ExitCode;
 
-use mcp_sim::lanes::live::findings::Finding;
-use mcp_sim::lanes::live::probe::{self, Target};
-use mcp_sim::trace::{EventKind, Side, Trace};
+use mcp_sim::lanes::live::check_proxy::{
+    self, check_proxy, shell_quote, ProxyCheck, ProxyCheckError, NOTHING_REACHED_UPSTREAM,
+};
 
 use super::probe::{era_asked, finish, Finish, Options, PROBE_FINDINGS};
-use super::serve::upstream_files;
-
-/// How long the upstream servers get to write their traces once the intermediary is gone,
-/// before they are told to stop (SIGTERM), and again after.
-const UPSTREAM_WAIT: Duration = Duration::from_secs(10);
-
-/// How long an intermediary started here gets to exit after SIGTERM before SIGKILL.
-const STOP_WAIT: Duration = Duration::from_secs(3);
 
 /// `check-proxy --upstream-era`.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -50,12 +26,12 @@ enum UpstreamEra {
     Legacy,
 }
 
-impl UpstreamEra {
-    fn flag(self) -> &'static str {
-        match self {
-            UpstreamEra::Auto => "auto",
-            UpstreamEra::Modern => "modern",
-            UpstreamEra::Legacy => "legacy",
+impl From<UpstreamEra> for check_proxy::UpstreamEra {
+    fn from(era: UpstreamEra) -> Self {
+        match era {
+            UpstreamEra::Auto => check_proxy::UpstreamEra::Auto,
+            UpstreamEra::Modern => check_proxy::UpstreamEra::Modern,
+            UpstreamEra::Legacy => check_proxy::UpstreamEra::Legacy,
         }
     }
 }
@@ -88,136 +64,45 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    match check(args) {
-        Ok(code) => code,
-        Err(Failure::Usage(e)) => usage(&e),
-        Err(Failure::Unreachable(e)) => {
-            eprintln!("mcp-sim check-proxy: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-/// Why a check could not be made.
-enum Failure {
-    /// A bad flag or argument.
-    Usage(String),
-    /// The intermediary or the upstream could not be started or reached.
-    Unreachable(String),
-}
-
-fn check(args: &Args) -> Result<ExitCode, Failure> {
-    let joined = args.command.join(" ");
-    let wants_stdio = joined.contains("{upstream}");
-    let wants_http = joined.contains("{upstream-url}");
-    if wants_stdio == wants_http {
-        return Err(Failure::Usage(
-            "the intermediary's arguments must name its upstream once: {upstream} (the \
-             reference server's stdio command) or {upstream-url} (its HTTP endpoint)"
-                .into(),
-        ));
-    }
     let known = |n: &str| {
         mcp_sim::ci::is_rule(n) || PROBE_FINDINGS.contains(&n) || n == NOTHING_REACHED_UPSTREAM
     };
-    let baseline = crate::args::read_baseline(args.options.baseline.as_deref(), known)
-        .map_err(Failure::Usage)?;
-    let scratch = Scratch::new().map_err(Failure::Unreachable)?;
-    let origin = SystemTime::now();
-    let origin_ms = origin
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::Unreachable(format!("cannot find mcp-sim itself: {e}")))?;
-    let mut upstream = vec![
-        exe.display().to_string(),
-        "serve".into(),
-        "--era".into(),
-        args.upstream_era.flag().into(),
-        "--trace-dir".into(),
-        scratch.dir.display().to_string(),
-        "--clock-origin-unix-ms".into(),
-        origin_ms.to_string(),
-        "--max-seconds".into(),
-        (args.options.max_seconds + 120).to_string(),
-    ];
-    let port = free_port().map_err(Failure::Unreachable)?;
-    let mut http_upstream = None;
-    let upstream_url = if wants_http {
-        upstream.extend(["--http".into(), "127.0.0.1:0".into()]);
-        let (child, url) = start_http_upstream(&upstream).map_err(Failure::Unreachable)?;
-        http_upstream = Some(child);
-        url
-    } else {
-        String::new()
+    let baseline = match crate::args::read_baseline(args.options.baseline.as_deref(), known) {
+        Ok(b) => b,
+        Err(e) => return usage(&e),
     };
-    let command = expand(&args.command, &upstream, &upstream_url, port);
-    let front_url = args
-        .front_url
-        .as_ref()
-        .map(|u| u.replace("{port}", &port.to_string()));
-    let target = match &front_url {
-        Some(url) => Target::Http(url.clone()),
-        None => Target::Stdio(command.clone()),
+    let probe = match super::probe::options_config(&args.options) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
     };
-    let mut config = super::probe::config(&args.options, &target).map_err(Failure::Usage)?;
-    config.tag_calls = true;
-    // The run judges how the intermediary passes cancels, progress and results on; its own
-    // DNS-rebinding protection is `probe --url`'s to check.
-    config.origin_check = false;
-    config.clock_origin = Some(origin);
-    let mut intermediary = None;
-    if let Some(url) = &front_url {
-        let child = start_intermediary(&command, &scratch.dir).map_err(Failure::Unreachable)?;
-        intermediary = Some(child);
-        let wait = Duration::from_millis(args.options.startup_timeout_ms);
-        if let Err(e) = wait_for_front(url, wait, intermediary.as_mut()) {
-            stop(intermediary.as_mut());
-            stop(http_upstream.as_mut());
-            return Err(Failure::Unreachable(format!(
-                "{e}{}",
-                scratch.log_tail("intermediary.log")
-            )));
-        }
-    }
-    let probed = probe::probe(&target, &config);
-    stop(intermediary.as_mut());
-    stop(http_upstream.as_mut());
-    let run = match probed {
-        Ok(run) => run,
-        Err(probe::ProbeError::Config(e)) => {
-            return Err(Failure::Usage(format!("--{}: {}", e.setting, e.message)))
-        }
-        Err(probe::ProbeError::Unreachable(e)) => return Err(Failure::Unreachable(e)),
+    let mcp_sim = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return usage(&format!("cannot find mcp-sim itself: {e}")),
     };
-    let back = scratch.upstream_traces().map_err(Failure::Unreachable)?;
-    let two_hop = Trace::two_hop(&run.run.trace, &back.trace);
-    let calls = upstream_calls(&back.trace);
+    let check = ProxyCheck {
+        command: args.command.clone(),
+        front_url: args.front_url.clone(),
+        upstream_era: args.upstream_era.into(),
+        mcp_sim,
+        probe,
+    };
+    let checked = match check_proxy(&check) {
+        Ok(checked) => checked,
+        Err(ProxyCheckError::Config(e) | ProxyCheckError::Unreachable(e)) => return usage(&e),
+    };
+    let up = &checked.upstream;
     eprintln!(
         "upstream: {} reference server process(es) started by the intermediary, {} events, {} \
          tool calls reached it{}",
-        back.processes,
-        back.trace.events.len(),
-        calls,
-        if back.processes > 1 {
+        up.processes,
+        up.trace.events.len(),
+        up.calls,
+        if up.processes > 1 {
             " (their traces are judged as one upstream hop)"
         } else {
             ""
         }
     );
-    let mut extra = Vec::new();
-    if calls == 0 {
-        extra.push(Finding {
-            finding: NOTHING_REACHED_UPSTREAM,
-            kind: "inconclusive",
-            message: format!(
-                "no tools/call reached the reference upstream ({} process(es) started): the \
-                 intermediary forwarded nothing, so nothing across it was judged",
-                back.processes
-            ),
-        });
-    }
-    let label = args.command.join(" ");
     let front = match &args.front_url {
         Some(u) => format!("--front-url {} ", shell_quote(u)),
         None => String::new(),
@@ -236,331 +121,14 @@ fn check(args: &Args) -> Result<ExitCode, Failure> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    Ok(finish(&Finish {
-        run: &run,
+    finish(&Finish {
+        run: &checked.run,
         args: &args.options,
-        label: &label,
+        label: &args.command.join(" "),
         replay,
         baseline: baseline.as_ref(),
-        judged: Some(&two_hop),
+        judged: Some(&checked.judged),
         intermediary_timeout_ms: args.intermediary_timeout_ms,
-        extra,
-    }))
-}
-
-/// The finding of a run whose intermediary forwarded no call.
-const NOTHING_REACHED_UPSTREAM: &str = "nothing-reached-upstream";
-
-/// The intermediary's arguments with the placeholders filled in.
-fn expand(command: &[String], upstream: &[String], url: &str, port: u16) -> Vec<String> {
-    let line = upstream
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut out = Vec::new();
-    for arg in command {
-        if arg == "{upstream}" {
-            out.extend(upstream.iter().cloned());
-            continue;
-        }
-        out.push(
-            arg.replace("{upstream-url}", url)
-                .replace("{upstream}", &line)
-                .replace("{port}", &port.to_string()),
-        );
-    }
-    out
-}
-
-/// `word` as one word for a POSIX shell.
-fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,{}".contains(&b));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// A local port nobody listens on now.
-fn free_port() -> Result<u16, String> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| format!("cannot find a free port: {e}"))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
-}
-
-/// Starts `mcp-sim serve --http` and reads the endpoint it prints.
-fn start_http_upstream(command: &[String]) -> Result<(Child, String), String> {
-    let mut child = Command::new(&command[0])
-        .args(&command[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start the reference upstream: {e}"))?;
-    let stderr = child.stderr.take().expect("piped");
-    let mut lines = BufReader::new(stderr).lines();
-    let url = lines.find_map(|l| {
-        l.ok()?
-            .strip_prefix("mcp-sim serve: listening on ")
-            .map(str::to_owned)
-    });
-    // The rest of its stderr (its verdict at the end) is read and dropped, so it never
-    // blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    match url {
-        Some(url) => Ok((child, url)),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err("the reference upstream did not start listening".into())
-        }
-    }
-}
-
-/// Starts an intermediary whose front is HTTP, its output to `dir/intermediary.log`.
-fn start_intermediary(command: &[String], dir: &Path) -> Result<Child, String> {
-    let log = std::fs::File::create(dir.join("intermediary.log"))
-        .map_err(|e| format!("cannot write the intermediary's log: {e}"))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| format!("cannot write the intermediary's log: {e}"))?;
-    Command::new(&command[0])
-        .args(&command[1..])
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", command[0]))
-}
-
-/// Waits until the front's host and port accept a connection, or the intermediary exits.
-fn wait_for_front(url: &str, wait: Duration, child: Option<&mut Child>) -> Result<(), String> {
-    let authority = url
-        .split("://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .ok_or_else(|| format!("--front-url {url:?} is not http://HOST:PORT/PATH"))?;
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(authority)
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| format!("--front-url {url:?}: cannot resolve {authority}"))?;
-    let started = Instant::now();
-    let mut child = child;
-    while started.elapsed() < wait {
-        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return Ok(());
-        }
-        if let Some(c) = child.as_deref_mut() {
-            if let Ok(Some(status)) = c.try_wait() {
-                return Err(format!(
-                    "the intermediary exited ({status}) before its front listened"
-                ));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Err(format!(
-        "the intermediary's front {url} did not accept a connection within {} ms",
-        wait.as_millis()
-    ))
-}
-
-/// Stops a process started here: SIGTERM, then SIGKILL after [`STOP_WAIT`].
-fn stop(child: Option<&mut Child>) {
-    let Some(child) = child else { return };
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        return;
-    }
-    terminate(child.id());
-    let until = Instant::now() + STOP_WAIT;
-    while Instant::now() < until {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Asks process `pid` to stop (SIGTERM), so that it writes what it recorded.
-fn terminate(pid: u32) {
-    #[cfg(unix)]
-    // SAFETY: kill(2) with a pid and a signal number has no memory effects.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGTERM);
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
-}
-
-/// The `tools/call` requests the upstream received.
-fn upstream_calls(trace: &Trace) -> usize {
-    trace
-        .events
-        .iter()
-        .filter(|e| e.side == Side::Server)
-        .filter(|e| match &e.kind {
-            EventKind::Recv(w) => w
-                .msg
-                .as_ref()
-                .and_then(|m| m.get("method"))
-                .is_some_and(|m| m == "tools/call"),
-            _ => false,
-        })
-        .count()
-}
-
-/// The folder the upstream servers write into, removed at the end.
-struct Scratch {
-    dir: PathBuf,
-}
-
-/// What the upstream servers recorded.
-struct Upstream {
-    /// Their events, merged in time order (one process's: its trace).
-    trace: Trace,
-    processes: usize,
-}
-
-impl Scratch {
-    fn new() -> Result<Scratch, String> {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "mcp-sim-check-proxy-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-        Ok(Scratch { dir })
-    }
-
-    /// The pids of the upstream servers that marked their start here.
-    fn started(&self) -> Vec<u32> {
-        let mut pids: Vec<u32> = std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.strip_prefix("upstream-")?
-                    .strip_suffix(".started")?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        pids.sort_unstable();
-        pids
-    }
-
-    /// Waits for every upstream server's trace (telling the slow ones to stop), and reads
-    /// them.
-    fn upstream_traces(&self) -> Result<Upstream, String> {
-        let pids = self.started();
-        let missing = |pids: &[u32]| -> Vec<u32> {
-            pids.iter()
-                .copied()
-                .filter(|&p| !upstream_files(&self.dir, p).1.exists())
-                .collect()
-        };
-        for round in 0..2 {
-            let until = Instant::now() + UPSTREAM_WAIT;
-            while !missing(&pids).is_empty() && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            if round == 0 {
-                missing(&pids).into_iter().for_each(terminate);
-            }
-        }
-        if let Some(pid) = missing(&pids).first() {
-            return Err(format!(
-                "the reference upstream (pid {pid}) wrote no trace: the intermediary's upstream \
-                 hop cannot be judged"
-            ));
-        }
-        let mut events = Vec::new();
-        for &pid in &pids {
-            let path = upstream_files(&self.dir, pid).1;
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let trace = Trace::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            events.extend(trace.events);
-        }
-        events.sort_by_key(|e| e.t);
-        Ok(Upstream {
-            trace: Trace { events },
-            processes: pids.len(),
-        })
-    }
-
-    /// The last lines of a log in the folder, for an error message.
-    fn log_tail(&self, name: &str) -> String {
-        let text = std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(10)..].join("\n");
-        if tail.is_empty() {
-            String::new()
-        } else {
-            format!("; its output ended:\n{tail}")
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn placeholders_expand_into_words_a_command_line_an_url_and_a_port() {
-        let up = vec![
-            "/bin/mcp-sim".to_string(),
-            "serve".into(),
-            "--x".into(),
-            "a b".into(),
-        ];
-        let cmd: Vec<String> = [
-            "bridge",
-            "--port",
-            "{port}",
-            "--",
-            "{upstream}",
-            "--cmd={upstream}",
-        ]
-        .map(String::from)
-        .to_vec();
-        assert_eq!(
-            expand(&cmd, &up, "", 4242),
-            [
-                "bridge",
-                "--port",
-                "4242",
-                "--",
-                "/bin/mcp-sim",
-                "serve",
-                "--x",
-                "a b",
-                "--cmd=/bin/mcp-sim serve --x 'a b'"
-            ]
-        );
-        let cmd = vec!["gw".to_string(), "--upstream={upstream-url}".into()];
-        assert_eq!(
-            expand(&cmd, &up, "http://127.0.0.1:9/mcp", 1),
-            ["gw", "--upstream=http://127.0.0.1:9/mcp"]
-        );
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-    }
+        extra: checked.findings,
+    })
 }

@@ -168,6 +168,15 @@ fn usage(msg: &str) -> ExitCode {
 
 /// The library's configuration from the flags, for `target`; errors name the flag.
 pub(crate) fn config(args: &Options, target: &Target) -> Result<ProbeConfig, String> {
+    let config = options_config(args)?;
+    config
+        .validate(target)
+        .map_err(|e| format!("--{}: {}", e.setting, e.message))?;
+    Ok(config)
+}
+
+/// The probe's configuration from its flags, before it is checked against a target.
+pub(crate) fn options_config(args: &Options) -> Result<ProbeConfig, String> {
     let limits = mcp_sim::wire::Limits::DEFAULT;
     let arguments = match mcp_sim::wire::json::parse_value(args.args.as_bytes(), &limits) {
         Ok(Value::Object(map)) => map,
@@ -209,9 +218,6 @@ pub(crate) fn config(args: &Options, target: &Target) -> Result<ProbeConfig, Str
         origin_check: !args.no_origin_check,
         ..ProbeConfig::default()
     };
-    config
-        .validate(target)
-        .map_err(|e| format!("--{}: {}", e.setting, e.message))?;
     Ok(config)
 }
 

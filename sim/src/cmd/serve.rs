@@ -7,6 +7,7 @@
 //! Exit codes: 0 clean and exercised; 1 a MUST rule or the declared policy broken; 2 usage or
 //! cannot listen; 3 inconclusive (no tool call reached the server).
 
+use mcp_sim::lanes::live::check_proxy::upstream_files;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,14 +103,6 @@ pub struct Args {
     /// once, and `check-proxy` waits for every one it started.
     #[arg(long, hide = true, conflicts_with = "trace")]
     trace_dir: Option<PathBuf>,
-}
-
-/// `serve --trace-dir`: the marker written at the start and the trace written at the end.
-pub(crate) fn upstream_files(dir: &std::path::Path, pid: u32) -> (PathBuf, PathBuf) {
-    (
-        dir.join(format!("upstream-{pid}.started")),
-        dir.join(format!("upstream-{pid}.jsonl")),
-    )
 }
 
 fn usage(msg: &str) -> ExitCode {

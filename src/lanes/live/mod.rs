@@ -13,10 +13,13 @@
 //!   exercised, found beyond the rules and concluded ([`probe::findings`]);
 //! - [`serve`]: the reference server for a real client (`mcp-sim serve`);
 //! - [`record`]: a transparent tap between a real host and its server (`mcp-sim record`);
+//! - [`check_proxy`]: an intermediary between the reference client and the reference server,
+//!   both hops in one trace (`mcp-sim check-proxy`);
 //! - [`net`]: a child process's pipes ([`stdio`]), posts to a live endpoint ([`http`]), a
 //!   local intermediary with the simulation's proxy presets and seeded faults ([`relay`]), and
 //!   the wall-clock trace the tools record into.
 
+pub mod check_proxy;
 pub mod net;
 pub mod probe;
 pub mod record;

@@ -239,11 +239,8 @@ pub fn record_stdio(
         }
         if stop.load(Ordering::Relaxed) && stopping.is_none() {
             stopping = Some(Instant::now());
-            #[cfg(unix)]
-            // SAFETY: SIGTERM to our own child, whose pid is valid while it is not reaped.
-            unsafe {
-                libc_kill(child.id());
-            }
+            // Our own child, whose pid is valid while it is not reaped.
+            super::net::stdio::terminate(child.id());
         }
         if stopping.is_some_and(|s| s.elapsed() > super::net::stdio::EXIT_GRACE) {
             let _ = child.kill();
@@ -262,15 +259,6 @@ pub fn record_stdio(
         bytes_down: down_bytes.load(Ordering::Relaxed),
         connections: 0,
     })
-}
-
-#[cfg(unix)]
-unsafe fn libc_kill(pid: u32) {
-    extern "C" {
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    const SIGTERM: i32 = 15;
-    kill(pid as i32, SIGTERM);
 }
 
 /// One direction of the stdio tap, in a thread: bytes pass on, then the pipe's framing turns
