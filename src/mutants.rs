@@ -16,6 +16,79 @@ use crate::model::Transport;
 use crate::scenario::{CallKind, PlannedCall, ProxyConfig, Scenario};
 
 impl Mutant {
+    /// The rules expected to catch this mutant: those its bug breaks by definition. A hunt
+    /// counts a kill only when one of them fires, so a mutant first flagged by a rule it was
+    /// not written for (a host policy, a liveness check, a neighbouring rule) is hunted on
+    /// until its own rule catches it ([`hunt`]). `crash` is the sweep's verdict on a panicked
+    /// peer ([`crate::run::CRASH`]), the bug of the mutants that crash the server.
+    pub fn expected_rules(self) -> &'static [&'static str] {
+        match self {
+            Mutant::RespondAfterCancel => &["response-after-cancel"],
+            Mutant::IgnoreCancel => &["response-after-cancel", "work-after-cancel"],
+            Mutant::HandlerSurvivesDisconnect => &["disconnect-is-cancel"],
+            Mutant::CancelCompleteRacePanics => &["crash"],
+            Mutant::WriteAfterClosePanics => &["crash"],
+            Mutant::CrashOnCancelNotification => &["crash"],
+            Mutant::ProgressAfterCompletion => &["progress-after-completion"],
+            Mutant::FlatProgress => &["progress-monotonic"],
+            Mutant::ForgedProgressToken => &["progress-unknown-token"],
+            Mutant::ProgressMisrouted => &["progress-stream"],
+            Mutant::NoKeepalive => &["idle-stream-cut"],
+            Mutant::TimeoutWithoutCancel => &["cancel-on-timeout"],
+            Mutant::LateResponseIsFatal => &["race-not-graceful"],
+            Mutant::StaleProgressIsError => &["race-not-graceful"],
+            Mutant::AcceptNonIncreasingProgress => &["timeout-deadline"],
+            Mutant::MaxCapOnlyOnProgress => &["timeout-maximum", "timeout-deadline"],
+            Mutant::ResetNotExtending => &["timeout-deadline"],
+            Mutant::CapSlidesWithProgress => &["timeout-maximum", "timeout-deadline"],
+            Mutant::FixedTimeoutIgnoresProgress => &["timeout-deadline"],
+            Mutant::NoTimeout => &["timeout-deadline"],
+            Mutant::ResetWithoutToken => &["reset-needs-token"],
+            Mutant::TokenReuseCrosswire => &["progress-token-unique", "progress-token-reuse"],
+            Mutant::RetryWithoutCancel => &["cancel-on-timeout"],
+            Mutant::CancelBlockedByPendingPost => &["cancel-on-timeout"],
+            Mutant::TaskWithoutNegotiation => &["task-not-negotiated"],
+            Mutant::TaskProgressAfterCreate => &["progress-after-completion"],
+            Mutant::TaskTerminalChanges => &["task-work-after-cancelled"],
+            Mutant::CancelAckIsTask => &["task-ack"],
+            Mutant::UnknownTaskWorking => &["task-unknown"],
+            Mutant::TaskCancelledOnDisconnect => &["task-cancelled-unasked"],
+            Mutant::InputRequiredWithoutState => &["input-required-shape"],
+            Mutant::ProgressAfterInputRequired => &["progress-after-completion"],
+            Mutant::ListenUntagged => &["listen-tagged"],
+            Mutant::ListenUnfiltered => &["listen-filter"],
+            Mutant::ListenIgnoresCancel => &["response-after-cancel"],
+            Mutant::AnswersNotifications => &["notification-answered"],
+            Mutant::CapabilitiesRemembered => &["task-not-negotiated"],
+            Mutant::ServesMismatchedHeaders => &["http-status"],
+            Mutant::HeaderMismatchInvalidRequest => &["http-status"],
+            Mutant::CancelTaskWithNotification => &["cancel-targets-task"],
+            Mutant::TaskPollTooFast => &["task-poll-interval"],
+            Mutant::RequestStateDropped => &["input-required-retry"],
+            Mutant::RetryReusesToken => &["progress-token-reuse"],
+            Mutant::SseCrlfChunkSplit => &["wire-integrity"],
+            Mutant::LegacyCancelAnswered => &["response-after-cancel", "duplicate-response"],
+            Mutant::CancelsInitialize => &["initialize-cancelled"],
+            Mutant::LegacyDisconnectCancels => &["disconnect-taken-as-cancel"],
+            Mutant::ReplayOtherStream => &["replay-other-stream"],
+            Mutant::EventIdsPerStream => &["event-id-unique"],
+            Mutant::ProgressOnGetStream => &["progress-on-get-stream"],
+            Mutant::DropsResumable => &["resume-broken-stream"],
+            Mutant::ResumesBeforeRetry => &["retry-honoured"],
+            Mutant::NoSessionId => &["session-id-sent"],
+            Mutant::LegacyIgnoresCancel => &["response-after-cancel", "work-after-cancel"],
+            Mutant::PingUnanswered => &["ping-answered"],
+            Mutant::LegacyTimeoutSilent => &["cancel-on-timeout"],
+            Mutant::BridgeAnswersCancel => &["cancel-answered-locally"],
+            Mutant::BridgeDropsCancel => &["cancel-forwarded"],
+            Mutant::BridgeDropsProgress => &["progress-forwarded"],
+            Mutant::BridgeCancelUnmapped => &["cancel-forwarded"],
+            Mutant::BridgeForwardsLateResult => &["late-result-forwarded"],
+            Mutant::BridgeRawProgressToken => &["progress-forwarded"],
+            Mutant::BridgeIgnoresStreamClose => &["cancel-forwarded"],
+        }
+    }
+
     /// Faults of the peer that this mutant reacts to. They are applied to the reference run
     /// of the same seed as well.
     pub fn environment(self) -> MutantSet {
@@ -292,7 +365,8 @@ pub struct Kill {
     pub seed: u64,
     /// Seeds run until then, that one included.
     pub seeds_run: u64,
-    /// Rules the mutant's run broke and the reference's run of the same seed did not.
+    /// Rules the mutant's run broke and the reference's run of the same seed did not; one
+    /// of them at least is among [`Mutant::expected_rules`].
     pub rules: Vec<&'static str>,
 }
 
@@ -305,6 +379,9 @@ pub struct Hunt {
     pub kill: Option<Kill>,
     /// Seeds on which the unmutated reference broke a MUST rule, with the rules.
     pub reference_failures: Vec<(u64, Vec<&'static str>)>,
+    /// Seeds before the kill on which only rules the mutant is not expected to break told
+    /// its run from the reference's, with those rules: flagged, but not for its own bug.
+    pub off_target: Vec<(u64, Vec<&'static str>)>,
 }
 
 /// The scenario a mutant hunt runs for `seed`: the seed's scenario adapted to the mutant,
@@ -320,14 +397,18 @@ pub fn hunt_scenario(m: Mutant, seed: u64, mutants: MutantSet) -> Scenario {
     s
 }
 
-/// Runs seeds from `seeds` until the oracle flags the mutant, comparing each run with the
-/// reference's run of the same seed (under the mutant's environment): the mutant is killed by
-/// rules only its run breaks. Also checks that the unmutated reference is clean on every seed
-/// run.
+/// Runs seeds from `seeds` until the oracle flags the mutant by one of its
+/// [expected rules](Mutant::expected_rules), comparing each run with the reference's run of
+/// the same seed (under the mutant's environment): the mutant is killed by rules only its run
+/// breaks, one of them expected; a seed flagged by other rules alone is kept in
+/// [`Hunt::off_target`] and the hunt goes on. Also checks that the unmutated reference is
+/// clean on every seed run.
 pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::lanes::Lane) -> Hunt {
     use crate::run::judge;
     let env = m.environment();
     let mut reference_failures = Vec::new();
+    let mut off_target = Vec::new();
+    let expected = m.expected_rules();
     for (n, seed) in seeds.enumerate() {
         let baseline = judge(&hunt_scenario(m, seed, env), lane);
         let pure = if env.is_empty() {
@@ -345,6 +426,10 @@ pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::lanes::Lane) ->
             .into_iter()
             .filter(|r| !known.contains(r))
             .collect();
+        if !rules.is_empty() && !rules.iter().any(|r| expected.contains(r)) {
+            off_target.push((seed, rules));
+            continue;
+        }
         if !rules.is_empty() {
             let kill = Kill {
                 seed,
@@ -355,6 +440,7 @@ pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::lanes::Lane) ->
                 mutant: m,
                 kill: Some(kill),
                 reference_failures,
+                off_target,
             };
         }
     }
@@ -362,5 +448,6 @@ pub fn hunt(m: Mutant, seeds: std::ops::Range<u64>, lane: crate::lanes::Lane) ->
         mutant: m,
         kill: None,
         reference_failures,
+        off_target,
     }
 }

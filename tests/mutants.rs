@@ -12,8 +12,17 @@ fn every_mutant_is_killed_and_the_reference_is_clean() {
     let mut problems = Vec::new();
     for &m in mutants::ALL.iter().filter(|m| !m.turmoil_only()) {
         let hunt = mutants::hunt(m, 0..BUDGET, Lane::Memory);
-        if hunt.kill.is_none() {
-            problems.push(format!("{m} ({}) survived {BUDGET} seeds", m.info().bug));
+        match &hunt.kill {
+            None => problems.push(format!(
+                "{m} ({}) survived {BUDGET} seeds; off target: {:?}",
+                m.info().bug,
+                hunt.off_target
+            )),
+            Some(kill) => {
+                if let Some(problem) = off_target_kill(m, &kill.rules) {
+                    problems.push(problem);
+                }
+            }
         }
         for (seed, rules) in &hunt.reference_failures {
             problems.push(format!(
@@ -22,6 +31,51 @@ fn every_mutant_is_killed_and_the_reference_is_clean() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A kill must come from a rule the catalog names for the mutant
+/// ([`Mutant::expected_rules`]), not only from a host policy, a liveness check or a
+/// neighbouring rule.
+fn off_target_kill(m: Mutant, rules: &[&str]) -> Option<String> {
+    let expected = m.expected_rules();
+    (!rules.iter().any(|r| expected.contains(r)))
+        .then(|| format!("{m} was killed by {rules:?}, none of its expected {expected:?}"))
+}
+
+#[test]
+fn every_mutant_names_rules_of_the_catalog_as_the_ones_expected_to_catch_it() {
+    for m in mutants::ALL {
+        let expected = m.expected_rules();
+        assert!(
+            !expected.is_empty(),
+            "{m} names no rule expected to catch it"
+        );
+        for r in expected {
+            assert!(
+                mcp_sim::oracle::rule_info(r).is_some() || *r == mcp_sim::run::CRASH,
+                "{m} expects {r:?}, which is no rule of the catalog"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_kill_by_a_rule_the_mutant_does_not_name_does_not_count() {
+    // respond_after_cancel answers a cancelled request; on HTTP its first seed is flagged by
+    // disconnect-is-cancel (its answer follows the closed stream), which is not its bug: the
+    // hunt goes on to the seed where response-after-cancel catches it.
+    let hunt = mutants::hunt(Mutant::RespondAfterCancel, 0..BUDGET, Lane::Memory);
+    let kill = hunt.kill.expect("killed");
+    assert!(kill.rules.contains(&"response-after-cancel"), "{kill:?}");
+    assert!(
+        hunt.off_target
+            .iter()
+            .any(|(_, rules)| rules.contains(&"disconnect-is-cancel")),
+        "the off-target seed is kept: {:?}",
+        hunt.off_target
+    );
+    assert!(kill.seed > hunt.off_target[0].0);
+    assert!(off_target_kill(Mutant::RespondAfterCancel, &["disconnect-is-cancel"]).is_some());
 }
 
 #[test]
@@ -59,7 +113,11 @@ fn transport_mutants_are_killed_on_turmoil_too() {
     ];
     for m in transport_mutants {
         let hunt = mutants::hunt(m, 0..20, Lane::turmoil());
-        assert!(hunt.kill.is_some(), "{m} survived 20 seeds on turmoil");
+        let kill = hunt
+            .kill
+            .as_ref()
+            .unwrap_or_else(|| panic!("{m} survived 20 seeds on turmoil"));
+        assert_eq!(off_target_kill(m, &kill.rules), None);
         assert!(
             hunt.reference_failures.is_empty(),
             "{:?}",
@@ -83,6 +141,7 @@ fn intermediary_mutants_are_killed_through_the_bridge() {
         let kill = hunt
             .kill
             .unwrap_or_else(|| panic!("{m} survived 20 seeds on turmoil"));
+        assert_eq!(off_target_kill(m, &kill.rules), None);
         assert!(
             kill.rules.iter().any(|r| mcp_sim::oracle::rule_info(r)
                 .is_some_and(|i| i.spans_hops())

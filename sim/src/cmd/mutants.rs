@@ -39,9 +39,11 @@ pub(crate) fn catalog_page() -> String {
          long work (tasks, input rounds, subscriptions) are hunted on the seed's full scenario,\n\
          the others on its plain tool calls (`Scenario::calls_only`); the header mutants show only\n\
          where POSTs carry headers, and the intermediary's where its host stands between client and\n\
-         server (two hops), on the turmoil lane.\n\n\
-         | mutant | side | real bug | what it does | hunted on |\n\
-         | --- | --- | --- | --- | --- |\n",
+         server (two hops), on the turmoil lane. A kill counts only when one of the rules the\n\
+         mutant is expected to break flags it (`Mutant::expected_rules`, the last column); a\n\
+         seed flagged by other rules alone is off target, and the hunt goes on.\n\n\
+         | mutant | side | real bug | what it does | hunted on | expected to be caught by |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
     );
     for m in mutants::ALL {
         let info = m.info();
@@ -51,12 +53,18 @@ pub(crate) fn catalog_page() -> String {
             (true, false, false) => "full scenario",
             (false, false, false) => "tool calls",
         };
+        let expected: Vec<String> = m
+            .expected_rules()
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect();
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {hunted} |\n",
+            "| `{}` | {} | {} | {} | {hunted} | {} |\n",
             info.name,
             info.side.as_str(),
             info.bug,
-            info.summary
+            info.summary,
+            expected.join(", ")
         ));
     }
     out.push_str(&format!("\n{} mutants.\n", mutants::ALL.len()));
@@ -107,8 +115,10 @@ pub fn run(args: &Args) -> ExitCode {
         args.seeds,
         args.lane.describe()
     );
-    println!("| mutant | real bug | caught by | seeds to first detection | replay |");
-    println!("| --- | --- | --- | ---: | --- |");
+    println!(
+        "| mutant | real bug | caught by | seeds to first detection | off-target seeds before | replay |"
+    );
+    println!("| --- | --- | --- | ---: | ---: | --- |");
     let start = Instant::now();
     let mut survivors = Vec::new();
     let mut reference_failures = Vec::new();
@@ -122,16 +132,31 @@ pub fn run(args: &Args) -> ExitCode {
                     ..Repro::seed(kill.seed, args.lane.lane())
                 };
                 println!(
-                    "| `{}` | {} | {} | {} | `{}` |",
+                    "| `{}` | {} | {} | {} | {} | `{}` |",
                     info.name,
                     info.bug,
                     kill.rules.join(", "),
                     kill.seeds_run,
+                    hunt.off_target.len(),
                     repro.replay_line()
                 );
             }
             None => {
-                println!("| `{}` | {} | SURVIVED | - | - |", info.name, info.bug);
+                let off: Vec<String> = hunt
+                    .off_target
+                    .iter()
+                    .map(|(seed, rules)| format!("seed {seed}: {}", rules.join(", ")))
+                    .collect();
+                let off = match off.is_empty() {
+                    true => "-".to_owned(),
+                    false => off.join("; "),
+                };
+                println!(
+                    "| `{}` | {} | SURVIVED (expected {}) | - | {off} | - |",
+                    info.name,
+                    info.bug,
+                    m.expected_rules().join(", ")
+                );
                 survivors.push(info.name);
             }
         }
