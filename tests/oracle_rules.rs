@@ -399,6 +399,10 @@ const CASES: &[Case] = &[
     case("input-required-retry-violates-3.jsonl", STRICT, false, &[(rule::INPUT_REQUIRED_RETRY, MUST)]),
     case("input-required-retry-passes.jsonl", STRICT, false, &[]),
     case("input-required-retry-passes-2.jsonl", STRICT, false, &[]),
+    // Two identical calls answered input_required and retried in the other order, each retry
+    // echoing its own round's state (without matching the round by its state, the second
+    // retry is read as changing the latest round's).
+    case("input-required-retry-passes-3.jsonl", STRICT, false, &[]),
 
     // progress-token-reuse: a finished request's token on a later one. Passing: a fresh one.
     case("progress-token-reuse-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_REUSE, POLICY)]),
@@ -458,6 +462,11 @@ const CASES: &[Case] = &[
     case("cancel-forwarded-passes.jsonl", STRICT, false, &[]),
     case("cancel-forwarded-violates-2.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, SHOULD)]),
     case("cancel-forwarded-passes-2.jsonl", STRICT, false, &[]),
+    // An upstream that crashed while the request ran took it along: nothing is left to
+    // cancel (without that exception, passes-3 is flagged); a crash before the request
+    // reached the upstream excuses nothing.
+    case("cancel-forwarded-passes-3.jsonl", STRICT, false, &[]),
+    case("cancel-forwarded-violates-3.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, MUST)]),
     // cancel-answered-locally: an error the upstream never sent (PyPI mcp-proxy's code 0);
     // the upstream's own result crossing the cancel.
     case("cancel-answered-locally-violates.jsonl", STRICT, false, &[(rule::CANCEL_ANSWERED_LOCALLY, MUST)]),
