@@ -77,13 +77,14 @@
 //! | 3 | [`model`] | the sans-IO client, server, backend and intermediary ([`model::bridge`]), host timeout policies, and the switches that make a reference peer faulty ([`model::mutant`]) |
 //! | 4 | [`trace`] | trace format v1, the JSON Lines record of a run shared by simulations, recordings of real peers and hand-written cases |
 //! | 5 | [`oracle`] | named, spec-referenced invariants checked over any trace, and over the two hops of a run through an intermediary ([`oracle::hops`]) |
-//! | 6 | [`scenario`] | every knob of a run as one value, drawn from a seed |
-//! | 7 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
-//! | 8 | [`run`] | run and judge one scenario on either lane |
-//! | 9 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
-//! | 10 | [`repro`] | the reproduction contract: the knobs that name a run, the `mcp-sim replay` and `cargo test` lines that rerun it, the strict reading of `MCP_SIM_SEED` and its siblings |
-//! | 11 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
-//! | 12 | [`check`] | one call to check a user's server or client in their own `cargo test` |
+//! | 6 | [`diff`], [`recording`] | two runs compared by behaviour (calls aligned, classes, the verdicts' delta); a recorded session read as a script of both peers, and the matching of new requests to its calls |
+//! | 7 | [`scenario`] | every knob of a run as one value, drawn from a seed |
+//! | 8 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
+//! | 9 | [`run`] | run and judge one scenario on either lane |
+//! | 10 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
+//! | 11 | [`repro`] | the reproduction contract: the knobs that name a run, the `mcp-sim replay` and `cargo test` lines that rerun it, the strict reading of `MCP_SIM_SEED` and its siblings |
+//! | 12 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
+//! | 13 | [`check`] | one call to check a user's server or client in their own `cargo test` |
 //!
 //! The module `fuzzing` (feature `fuzzing`, hidden from these docs) holds the bodies of the
 //! cargo-fuzz targets, kept in the library so that stable `cargo test` replays every committed
@@ -110,6 +111,7 @@ pub use wire::{Era, LegacyRevision};
 #[cfg(feature = "turmoil")]
 pub mod check;
 pub mod ci;
+pub mod diff;
 pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -118,6 +120,7 @@ pub mod lanes;
 pub mod model;
 pub mod mutants;
 pub mod oracle;
+pub mod recording;
 pub mod report;
 pub mod repro;
 pub mod run;

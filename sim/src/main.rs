@@ -13,7 +13,8 @@ mod args;
 mod cmd;
 
 use cmd::{
-    check_proxy, check_trace, decode, merge, mutants, probe, record, replay, rules, serve, sweep,
+    check_proxy, check_trace, decode, diff, merge, mutants, probe, record, replay, rules, serve,
+    sweep,
 };
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
@@ -30,6 +31,9 @@ enum Command {
     Decode(decode::Args),
     /// Judge a trace (JSON Lines, format v1) with the oracle.
     CheckTrace(check_trace::Args),
+    /// Compare two runs by behaviour (calls aligned; outcomes, cancels, tails, progress,
+    /// statuses; the verdicts' delta): exit 0 no regression beyond noise, 1 a regression.
+    Diff(diff::Args),
     /// Run a range of seeded scenarios and judge every trace.
     Sweep(sweep::Args),
     /// Run one seed again: summary, violations, trace slice, diagram, report files.
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Decode(args) => decode::run(&args),
         Command::CheckTrace(args) => check_trace::run(&args),
+        Command::Diff(args) => diff::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Merge(args) => merge::run(&args),

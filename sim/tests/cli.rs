@@ -778,3 +778,54 @@ fn the_readme_names_the_commands_that_take_format_and_baseline() {
         );
     }
 }
+
+/// `diff` over two hand-written traces of one call: the result that crossed the cancel
+/// against one written after the server read it. Its exit codes: 1 for the regression, 0 the
+/// other way round (a fix) and for a trace against itself, 2 for an unreadable trace, 3 when
+/// the calls do not pair; and each format.
+#[test]
+fn diff_names_the_answered_cancel_and_exits_by_what_changed() {
+    let passes = traces().join("response-after-cancel-passes.jsonl");
+    let violates = traces().join("response-after-cancel-violates.jsonl");
+    let (p, v) = (passes.to_str().unwrap(), violates.to_str().unwrap());
+    let out = mcp_sim(&["diff", p, v, "--mermaid"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "cancel: cancelled, crossed by its result -> cancelled, answered with result"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("response-after-cancel (MUST): 0 -> 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sequenceDiagram") && text.contains("box new"),
+        "{text}"
+    );
+
+    let back = mcp_sim(&["diff", v, p, "--format", "json"], b"");
+    let json: serde_json::Value = serde_json::from_slice(&back.stdout).unwrap();
+    assert_eq!(back.status.code(), Some(0), "a fix: {json:#}");
+    assert_eq!(json["fixed"][0]["rule"], "response-after-cancel");
+    assert_eq!(mcp_sim(&["diff", p, p], b"").status.code(), Some(0));
+
+    let junit = mcp_sim(&["diff", p, v, "--format", "junit"], b"");
+    assert!(String::from_utf8_lossy(&junit.stdout).contains("<failure"));
+    let github = mcp_sim(&["diff", p, v, "--format", "github"], b"");
+    assert!(String::from_utf8_lossy(&github.stdout)
+        .contains("::error title=response-after-cancel::newly broken"));
+
+    let missing = mcp_sim(&["diff", p, "no-such.jsonl"], b"");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no-such.jsonl"));
+    let other = traces().join("error-code-reserved-passes.jsonl");
+    let unaligned = mcp_sim(
+        &["diff", p, other.to_str().unwrap(), "--align", "order"],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&unaligned.stdout);
+    assert_eq!(unaligned.status.code(), Some(3), "{text}");
+}

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::peers::{node_ts_sdk, node_ts_sdk_v1, python_sdk, python_sdk_v1, NodeSdk};
+use common::probe::cancelling_schedule as schedule;
 use common::repo;
 use common::serve::*;
 
@@ -45,30 +46,6 @@ fn listed(name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(baseline(name)).expect("the baseline reads");
     let b = mcp_sim::ci::Baseline::parse(&text, mcp_sim::ci::is_rule).expect("a valid baseline");
     b.expected.into_iter().collect()
-}
-
-/// The probe's schedule with `args` for the tool: calls of about 1.2 s, every one cancelled,
-/// so that each seed exercises four cancels (a finding that shows on some cancels and not
-/// others, such as progress crossing a cancel, then shows in every run).
-fn schedule<'a>(tool: &'a str, args: &'a str) -> Vec<&'a str> {
-    vec![
-        "--tool",
-        tool,
-        "--args",
-        args,
-        "--calls",
-        "4",
-        "--cancel-percent",
-        "100",
-        "--timeout-ms",
-        "5000",
-        "--max-total-ms",
-        "20000",
-        "--max-seconds",
-        "40",
-        "--drain-ms",
-        "800",
-    ]
 }
 
 const SLOW_OP: &str = r#"{"steps":6,"step_ms":200}"#;

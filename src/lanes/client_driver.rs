@@ -87,6 +87,7 @@ impl EndedBy {
     };
 
     /// An intermediary (a proxy, the probe's relay, a reset) cut it.
+    #[cfg_attr(not(any(feature = "turmoil", feature = "live")), allow(dead_code))]
     pub(crate) fn proxy(reason: Option<String>) -> Self {
         EndedBy {
             side: Side::Proxy,

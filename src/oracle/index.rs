@@ -420,6 +420,16 @@ impl<'t> Index<'t> {
         Some((method, params))
     }
 
+    /// Whether the client made request `r` (its send, or the server's receipt of it, created
+    /// it), not the server.
+    pub fn by_client(&self, r: &Req) -> bool {
+        let e = &self.trace.events[r.created];
+        matches!(
+            (e.side, &e.kind),
+            (Side::Client, EventKind::Send(_)) | (Side::Server, EventKind::Recv(_))
+        )
+    }
+
     pub fn has(&self, side: Side) -> bool {
         self.sides.contains(&side)
     }

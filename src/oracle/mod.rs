@@ -59,7 +59,7 @@ mod causal;
 pub mod coverage;
 mod era;
 pub mod hops;
-mod index;
+pub(crate) mod index;
 mod rules;
 
 pub use era::{EraReading, EraSource};
@@ -507,6 +507,25 @@ pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
         .violations
         .sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
     verdict
+}
+
+/// Runs `f` over the request index of `trace` as the rules read it, with the one-hop verdict
+/// over the same events: same-instant events in causal order, the era judged, and of a
+/// two-hop trace its front hop (the client's side of the intermediary). For comparing two runs
+/// by what the rules see ([`crate::diff`]); event indices, the index's and the verdict's, are
+/// the index's own.
+pub(crate) fn with_index<R>(
+    trace: &Trace,
+    config: &OracleConfig,
+    f: impl FnOnce(&index::Index<'_>, &Verdict) -> R,
+) -> R {
+    let front = trace.is_two_hop().then(|| trace.hop(Hop::Front).0);
+    let trace = front.as_ref().unwrap_or(trace);
+    let ordered = causal::reorder(trace).map(|(t, _)| t);
+    let trace = ordered.as_ref().unwrap_or(trace);
+    let verdict = check_hop(trace, config);
+    let (_, config) = judged_config(trace, config);
+    f(&index::Index::build(trace, &config), &verdict)
 }
 
 fn check_ordered(trace: &Trace, config: &OracleConfig) -> Verdict {

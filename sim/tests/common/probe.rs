@@ -55,3 +55,27 @@ pub fn requests_sent(trace: &Trace) -> usize {
         })
         .count()
 }
+
+/// The probe's schedule the peer tests share, with `args` for the tool: calls of about 1.2 s,
+/// every one cancelled, so that each seed exercises four cancels (a finding that shows on some
+/// cancels and not others, such as progress crossing a cancel, then shows in every run).
+pub fn cancelling_schedule<'a>(tool: &'a str, args: &'a str) -> Vec<&'a str> {
+    vec![
+        "--tool",
+        tool,
+        "--args",
+        args,
+        "--calls",
+        "4",
+        "--cancel-percent",
+        "100",
+        "--timeout-ms",
+        "5000",
+        "--max-total-ms",
+        "20000",
+        "--max-seconds",
+        "40",
+        "--drain-ms",
+        "800",
+    ]
+}
