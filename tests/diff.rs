@@ -168,3 +168,60 @@ fn runs_whose_calls_do_not_pair_are_not_compared() {
     let d = diff::diff(&empty, &empty, &[], &DiffOptions::default());
     assert_eq!(d.exit_code(), 3);
 }
+
+#[test]
+fn through_an_intermediary_the_front_hops_calls_pair_and_the_cross_hop_rule_is_named() {
+    let m = mutants::Mutant::BridgeAnswersCancel;
+    let kill = mutants::hunt(m, 0..20, Lane::turmoil())
+        .kill
+        .expect("killed through the bridge");
+    let env = m.environment();
+    let s = hunt_scenario(m, kill.seed, env);
+    let base = judge(&s, Lane::turmoil()).run;
+    let new = judge(&hunt_scenario(m, kill.seed, env.with(m)), Lane::turmoil()).run;
+    assert!(base.trace.is_two_hop() && new.trace.is_two_hop());
+    let d = diff::diff(&base.trace, &new.trace, &[], &options(&s, &base));
+    assert_eq!(d.aligned_share(), 1.0, "{}", diff::text(&d));
+    let newly: Vec<&str> = d.newly_broken.iter().map(|r| r.rule).collect();
+    assert!(
+        newly.contains(&"cancel-answered-locally"),
+        "{}",
+        diff::text(&d)
+    );
+    assert_eq!(d.exit_code(), 1);
+}
+
+/// Only the server's side, as `serve` records it: the answer written after the server read
+/// the cancel is still the change, seen from the server.
+#[test]
+fn a_server_side_trace_alone_shows_the_answered_cancel() {
+    let m = mutants::Mutant::RespondAfterCancel;
+    let kill = mutants::hunt(m, 0..BUDGET, Lane::Memory)
+        .kill
+        .expect("killed");
+    let (_, base, new) = runs(m, kill.seed);
+    let server_side = |t: &Trace| Trace {
+        events: t
+            .events
+            .iter()
+            .filter(|e| e.side != mcp_sim::trace::Side::Client)
+            .cloned()
+            .collect(),
+    };
+    let d = diff::diff(
+        &server_side(&base),
+        &server_side(&new),
+        &[],
+        &DiffOptions::default(),
+    );
+    let cancel = d
+        .changed_pairs()
+        .flat_map(|p| &p.changes)
+        .find(|c| c.class == Class::Cancel)
+        .unwrap_or_else(|| panic!("{}", diff::text(&d)));
+    assert!(cancel.new.contains("answered with"), "{}", diff::text(&d));
+    assert!(d
+        .newly_broken
+        .iter()
+        .any(|r| r.rule == "response-after-cancel"));
+}
