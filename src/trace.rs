@@ -38,6 +38,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+pub use crate::model::recorded::Origin;
 use crate::model::{Outcome, StreamId, TimeoutPolicy, TimeoutReason, Transport};
 use crate::time::Time;
 use crate::wire::{self, DecodeError, DecodeOptions, Message, RequestId};
@@ -268,6 +269,10 @@ pub struct WireEvent {
     /// (legacy era resumability).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
+    /// A recording played back (`serve --from`): where the server's message came from, the
+    /// recording's line or `extrapolated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
 }
 
 /// The transport as written in traces.
@@ -350,6 +355,7 @@ impl WireEvent {
             policy: None,
             headers: None,
             event_id: None,
+            origin: None,
         }
     }
 
@@ -369,6 +375,7 @@ impl WireEvent {
             policy: None,
             headers: None,
             event_id: None,
+            origin: None,
         }
     }
 
@@ -539,6 +546,7 @@ impl Trace {
                     policy: w.policy,
                     headers: w.headers.clone(),
                     event_id: w.event_id.clone().filter(|_| k == 0),
+                    origin: w.origin,
                 };
                 let kind = match &e.kind {
                     EventKind::Send(_) => EventKind::Send(member),

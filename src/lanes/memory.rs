@@ -25,6 +25,7 @@ use super::readers::{ExchangeItem, ResponseReader};
 use super::response_writer::{ResponsePart, ServerWrite};
 use super::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use super::{RunResult, RunSink, RunStats};
+use crate::model::server::Playback;
 use crate::model::{Backend, Mutant, Server, StreamId, Transport, SLOW_TOOL};
 use crate::scenario::workload::{Crashes, Step, Workload};
 use crate::scenario::{Fault, ProxyConfig, Scenario};
@@ -212,8 +213,20 @@ impl RunSink for SimTrace {
     }
 }
 
+/// The scenario's server, started at `t`, playing `playback` back if there is one (a
+/// restarted one plays from the start of the recording again).
+fn new_server(scenario: &Scenario, playback: Option<&Playback>, t: Time) -> Server {
+    let server = Server::new(scenario.server_config()).started_at(t);
+    match playback {
+        Some(p) => server.playing(p.clone()),
+        None => server,
+    }
+}
+
 struct Sim<'s> {
     scenario: &'s Scenario,
+    /// A recording the server plays back ([`run_playing`]).
+    playback: Option<Playback>,
     /// The clock, the trace and the counters.
     rec: SimTrace,
     seq: u64,
@@ -259,8 +272,20 @@ fn windows(scenario: &Scenario, f: impl Fn(&Fault) -> bool) -> Vec<(Time, Time)>
 
 /// Runs `scenario` to completion (or to its horizon) and returns the trace.
 pub fn run(scenario: &Scenario) -> RunResult {
+    run_serving(scenario, None)
+}
+
+/// Runs `scenario` with its server playing `playback` back for the calls it holds (the mock
+/// of `mcp-sim serve --from`, under the simulated clock): deterministic, as [`run`] is.
+pub fn run_playing(scenario: &Scenario, playback: Playback) -> RunResult {
+    run_serving(scenario, Some(playback))
+}
+
+fn run_serving(scenario: &Scenario, playback: Option<Playback>) -> RunResult {
+    let server = new_server(scenario, playback.as_ref(), Time::ZERO);
     let mut sim = Sim {
         scenario,
+        playback,
         rec: SimTrace {
             now: Time::ZERO,
             trace: Trace::new(),
@@ -276,7 +301,7 @@ pub fn run(scenario: &Scenario) -> RunResult {
         // The in-memory lane moves messages, not POSTs: no headers to record.
         client: ClientDriver::for_scenario(scenario, false),
         server: ServerDriver::new(
-            Server::new(scenario.server_config()),
+            server,
             Some(Backend::new()),
             ServerRecording::default(),
             scenario.no_buffering_header,
@@ -525,8 +550,11 @@ impl Sim<'_> {
         }
         let open = self.open.ids();
         self.epoch += 1;
-        self.server
-            .restart(Server::new(self.scenario.server_config()).started_at(self.rec.now));
+        self.server.restart(new_server(
+            self.scenario,
+            self.playback.as_ref(),
+            self.rec.now,
+        ));
         match self.scenario.transport {
             Transport::Stdio => {
                 self.deliver(Channel::ToClient(None), Action::ClientSeesPipeClosed);

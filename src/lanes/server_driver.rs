@@ -421,9 +421,11 @@ impl ServerDriver {
             let Some(t) = self.server.poll_transmit() else {
                 break;
             };
-            for kind in recorder::server_transmit(self.transport, &t) {
-                if matches!(kind, EventKind::Send(_)) {
+            for mut kind in recorder::server_transmit(self.transport, &t) {
+                if let EventKind::Send(w) = &mut kind {
                     sink.tally(|s| s.messages += 1);
+                    // A recording played back: where the message came from.
+                    w.origin = t.message().and_then(|m| self.server.origin_of(m));
                 }
                 sink.record(Side::Server, kind);
             }

@@ -28,6 +28,7 @@ pub mod bridge;
 pub mod client;
 pub mod mutant;
 pub mod policy;
+pub mod recorded;
 pub(crate) mod resume;
 pub mod server;
 pub mod server_eras;

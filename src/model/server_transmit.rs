@@ -77,4 +77,14 @@ impl ServerTransmit {
             | ServerTransmit::Accepted { stream } => Some(*stream),
         }
     }
+
+    /// The message it carries, if it carries one.
+    pub fn message(&self) -> Option<&Message> {
+        match self {
+            ServerTransmit::Line(msg)
+            | ServerTransmit::SseEvent { msg, .. }
+            | ServerTransmit::Json { msg, .. } => Some(msg),
+            _ => None,
+        }
+    }
 }

@@ -4,8 +4,13 @@
 //!
 //! The trace and the report are written when stdin closes (stdio), on SIGTERM or SIGINT, or
 //! after `--max-seconds`; the text verdict goes to stderr, since stdout is the protocol's.
+//! With `--from RECORDING` the server plays a recorded server back for the calls the recording
+//! holds ([`mcp_sim::model::server::Playback`]): each message it sends is marked in the trace
+//! as `recorded` (with the recording's line) or `extrapolated`, and the counts are printed.
+//!
 //! Exit codes: 0 clean and exercised; 1 a MUST rule or the declared policy broken; 2 usage or
-//! cannot listen; 3 inconclusive (no tool call reached the server).
+//! cannot listen (or a recording that cannot be read); 3 inconclusive (no tool call reached
+//! the server, or under `--from` no request matched a recorded call).
 
 use mcp_sim::lanes::live::check_proxy::upstream_files;
 use std::path::PathBuf;
@@ -17,11 +22,14 @@ use std::time::Duration;
 use mcp_sim::ci::{CiRun, RunOutcome};
 use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
 use mcp_sim::model::mutant::MutantSide;
+use mcp_sim::model::recorded::MatchMode;
+use mcp_sim::model::server::{OnCancel, OnMiss, Playback};
 use mcp_sim::model::{ClientPolicies, MutantSet};
 use mcp_sim::mutants::Mutant;
 use mcp_sim::oracle::{self, rule, Level, Verdict};
+use mcp_sim::recording;
 use mcp_sim::report;
-use mcp_sim::trace::{EventKind, Side};
+use mcp_sim::trace::{EventKind, Hop, Side, Trace};
 use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
 use crate::args::Judging;
@@ -39,6 +47,30 @@ enum ServeEra {
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Play this recording back as the server (a trace of `record`, `serve`, `probe` or
+    /// `check-proxy`): each call it holds answered as the recorded server answered it, at its
+    /// recorded offsets, with this client's ids and tokens; the protocol itself (eras,
+    /// handshake, sessions, streams) stays the reference server's.
+    #[arg(long, value_name = "RECORDING")]
+    from: Option<PathBuf>,
+    /// `--from` a two-hop recording: the hop whose server to play (`front`: the
+    /// intermediary's answers to its client; `back`: the upstream server's).
+    #[arg(long, value_enum, requires = "from")]
+    hop: Option<HopArg>,
+    /// `--from`: how a request finds its recorded call: `params` (method and params without
+    /// `_meta`, repeats in recorded order), `strict` (the `_meta` too, less token and
+    /// version) or `order` (the k-th request, the k-th call).
+    #[arg(long = "match", value_enum, default_value_t = MatchArg::Params, requires = "from")]
+    matching: MatchArg,
+    /// `--from`: after a cancel, send what the recorded server sent after its own
+    /// (`recorded`, bugs included) or stop as a correct server does (`correct`).
+    #[arg(long, value_enum, default_value_t = OnCancelArg::Recorded, requires = "from")]
+    on_cancel: OnCancelArg,
+    /// `--from`: for what the recording does not hold (a request it has no call for, or an
+    /// answer its client never waited for), answer -32603 naming it (`error`) or serve it as
+    /// the reference server would (`reference`).
+    #[arg(long, value_enum, default_value_t = OnMissArg::Error, requires = "from")]
+    on_miss: OnMissArg,
     /// Serve Streamable HTTP on this address (`127.0.0.1:8080`; port 0 picks a free one and
     /// prints it to stderr) instead of stdio.
     #[arg(long)]
@@ -155,9 +187,83 @@ fn mutants(names: &[String]) -> Result<MutantSet, String> {
 /// What `serve --baseline` may list besides the rules.
 const SERVE_FINDINGS: &[&str] = &["nothing-exercised"];
 
+/// `--hop`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum HopArg {
+    /// The intermediary's front.
+    Front,
+    /// The upstream.
+    Back,
+}
+
+/// `--match`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum MatchArg {
+    /// Method and params without `_meta`.
+    Params,
+    /// The `_meta` too, less token and version.
+    Strict,
+    /// The k-th request, the k-th recorded call.
+    Order,
+}
+
+/// `--on-cancel`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OnCancelArg {
+    /// What the recorded server sent after its cancel.
+    Recorded,
+    /// Nothing more, as a correct server.
+    Correct,
+}
+
+/// `--on-miss`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OnMissArg {
+    /// -32603 naming what is missing.
+    Error,
+    /// The reference server's own answer.
+    Reference,
+}
+
+/// The playback `--from` asks for: the recording read, or why it cannot be.
+fn playback(args: &Args) -> Result<Option<Playback>, String> {
+    let Some(path) = &args.from else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--from: cannot read {}: {e}", path.display()))?;
+    let trace = Trace::from_jsonl(&text).map_err(|e| format!("--from {}: {e}", path.display()))?;
+    let hop = args.hop.map(|h| match h {
+        HopArg::Front => Hop::Front,
+        HopArg::Back => Hop::Back,
+    });
+    let recording =
+        recording::read(&trace, hop).map_err(|e| format!("--from {}: {e}", path.display()))?;
+    Ok(Some(Playback {
+        recording: std::sync::Arc::new(recording),
+        matching: match args.matching {
+            MatchArg::Params => MatchMode::Params,
+            MatchArg::Strict => MatchMode::Strict,
+            MatchArg::Order => MatchMode::Order,
+        },
+        on_cancel: match args.on_cancel {
+            OnCancelArg::Recorded => OnCancel::Recorded,
+            OnCancelArg::Correct => OnCancel::Correct,
+        },
+        on_miss: match args.on_miss {
+            OnMissArg::Error => OnMiss::Error,
+            OnMissArg::Reference => OnMiss::Reference,
+        },
+    }))
+}
+
 pub fn run(args: &Args) -> ExitCode {
     let mutants = match mutants(&args.mutant) {
         Ok(m) => m,
+        Err(e) => return usage(&e),
+    };
+    let playback = match playback(args) {
+        Ok(p) => p,
         Err(e) => return usage(&e),
     };
     let known = |name: &str| mcp_sim::ci::is_rule(name) || SERVE_FINDINGS.contains(&name);
@@ -167,6 +273,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let config = ServeConfig {
         mutants,
+        playback,
         http: {
             let mut front = args.front.http_front();
             front.limits.idle_connection_ms = args.idle_connection_ms;
@@ -304,6 +411,14 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
         }
     );
     eprintln!("era: {}", verdict.describe_era());
+    if let Some(p) = &served.playback {
+        eprintln!(
+            "playback: {} requests matched a recorded call, {} did not; messages sent: {} \
+             recorded, {} extrapolated; {} recorded messages not sent",
+            p.matched, p.missed, p.recorded, p.extrapolated, p.dropped
+        );
+    }
+    let matched_nothing = served.playback.is_some_and(|p| p.matched == 0);
     match &args.client_policy {
         Some(declared) => {
             for (method, p) in declared.entries() {
@@ -340,6 +455,14 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             "inconclusive",
             3,
             Some(RunOutcome::Inconclusive(nothing.into())),
+        )
+    } else if matched_nothing {
+        let why = "nothing-matched: no request matched a call of the recording";
+        eprintln!("finding: {why} (inconclusive)");
+        (
+            "inconclusive",
+            3,
+            Some(RunOutcome::Inconclusive(why.into())),
         )
     } else {
         ("clean", 0, None)

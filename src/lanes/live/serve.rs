@@ -36,6 +36,7 @@ use crate::lanes::recorder;
 use crate::lanes::response_writer::ServerWrite;
 use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
 use crate::lanes::RunResult;
+use crate::model::server::{Playback, PlaybackCounts};
 use crate::model::{
     Backend, ClientPolicies, MutantSet, ResponseMode, Server, ServerBehaviour, ServerConfig,
     SessionLimits, SseStyle, StreamId, Transport,
@@ -71,6 +72,8 @@ pub struct ServeConfig {
     pub http: HttpFront,
     /// HTTP: the bounds on legacy sessions and the streams each holds open.
     pub session_limits: SessionLimits,
+    /// A recording to play back for the calls it holds (`serve --from`).
+    pub playback: Option<Playback>,
 }
 
 impl Default for ServeConfig {
@@ -91,6 +94,7 @@ impl Default for ServeConfig {
                 max_sessions: Some(MAX_SESSIONS),
                 max_session_streams: Some(MAX_SESSION_STREAMS),
             },
+            playback: None,
         }
     }
 }
@@ -152,6 +156,8 @@ pub struct Served {
     pub connections: usize,
     /// Writes to the client that failed.
     pub write_errors: usize,
+    /// How the playback of a recording went (`serve --from`).
+    pub playback: Option<PlaybackCounts>,
 }
 
 /// The model's configuration for `serve`: one progress per step, plain SSE with keep-alives.
@@ -258,8 +264,13 @@ async fn run(
     };
     drop(tx);
     let server_config = server_config(transport, &config);
+    let server = Server::new(server_config);
+    let server = match config.playback.clone() {
+        Some(p) => server.playing(p),
+        None => server,
+    };
     let mut driver = ServerDriver::new(
-        Server::new(server_config),
+        server,
         Some(Backend::new()),
         ServerRecording {
             as_written: true,
@@ -324,6 +335,7 @@ async fn run(
     };
     d.stdout = None; // closes stdout
     let complete = d.driver.server().active_jobs() == 0;
+    let playback = d.driver.server().playback_counts();
     let mut stats = d.rec.stats;
     stats.sim_ms = d.rec.trace.end();
     Ok(Served {
@@ -335,6 +347,7 @@ async fn run(
         end,
         connections: connections.get(),
         write_errors: write_errors.load(Ordering::Relaxed),
+        playback,
     })
 }
 

@@ -54,6 +54,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use futures_util::FutureExt;
 
 use crate::lanes::{RunResult, RunStats};
+use crate::model::server::Playback;
 use crate::model::Transport;
 use crate::scenario::{fault_time, Fault, Scenario, ToolCalls};
 use crate::time::Time;
@@ -80,6 +81,10 @@ pub struct TurmoilOptions {
     /// tool; a [`ServerUnderTest::Custom`] server can be driven through any of its own
     /// (unused with a [`ClientUnderTest::Custom`] client, which brings its own calls).
     pub tool_calls: ToolCalls,
+    /// A recording the reference server plays back for the calls it holds (`serve --from`
+    /// under the simulated clock; with a [`ClientUnderTest::Custom`] client, a Rust client
+    /// meets a real server's recorded behaviour, deterministically).
+    pub playback: Option<Playback>,
 }
 
 impl Default for TurmoilOptions {
@@ -89,6 +94,7 @@ impl Default for TurmoilOptions {
         TurmoilOptions {
             tick: Duration::from_millis(10),
             tool_calls: ToolCalls::default(),
+            playback: None,
         }
     }
 }
@@ -396,7 +402,7 @@ fn run_hosts(
     match server {
         ServerUnderTest::Reference => {
             backend::host(&mut sim, &shared);
-            server::host(&mut sim, &shared, scenario);
+            server::host(&mut sim, &shared, scenario, options.playback.clone());
         }
         ServerUnderTest::Custom(factory) => custom::host(&mut sim, &shared, scenario, factory),
     }

@@ -19,6 +19,7 @@ use super::{
 use crate::lanes::http_serve::{serve_connection, HttpEvent, HttpLimits, Notify, Responder};
 use crate::lanes::response_writer::ServerWrite;
 use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use crate::model::server::Playback;
 use crate::model::{Server, ServerConfig, StreamId, Transport};
 use crate::scenario::Scenario;
 
@@ -32,12 +33,19 @@ enum ServerInput {
     Http(HttpEvent),
 }
 
-pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Scenario) {
+pub(crate) fn host(
+    sim: &mut turmoil::Sim<'_>,
+    shared: &SharedRef,
+    scenario: &Scenario,
+    playback: Option<Playback>,
+) {
     let shared = shared.clone();
     let config = scenario.server_config();
     let no_buffering = scenario.no_buffering_header;
     sim.host("server", move || {
         let shared = shared.clone();
+        // A restarted server plays the recording from its start again.
+        let playback = playback.clone();
         async move {
             shared.borrow_mut().server_jobs = 0;
             let backend = super::connect_retrying(
@@ -46,7 +54,14 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, scenario: &Sc
             )
             .await;
             let (tx, rx) = mpsc::unbounded_channel();
-            let driver = ServerHost::new(config, shared.clone(), backend, no_buffering, tx.clone());
+            let driver = ServerHost::new(
+                config,
+                playback,
+                shared.clone(),
+                backend,
+                no_buffering,
+                tx.clone(),
+            );
             match config.transport {
                 Transport::Stdio => {
                     let listener =
@@ -129,6 +144,7 @@ struct ServerHost {
 impl ServerHost {
     fn new(
         config: ServerConfig,
+        playback: Option<Playback>,
         shared: SharedRef,
         backend: turmoil::net::TcpStream,
         no_buffering: bool,
@@ -137,14 +153,14 @@ impl ServerHost {
         let notify: Notify = Rc::new(move |e| {
             let _ = tx.send(ServerInput::Http(e));
         });
+        let server = Server::new(config).started_at(super::now());
+        let server = match playback {
+            Some(p) => server.playing(p),
+            None => server,
+        };
         ServerHost {
             http: Responder::new(notify),
-            driver: ServerDriver::new(
-                Server::new(config).started_at(super::now()),
-                None,
-                ServerRecording::default(),
-                no_buffering,
-            ),
+            driver: ServerDriver::new(server, None, ServerRecording::default(), no_buffering),
             shared,
             backend,
             stdout: None,
@@ -286,7 +302,7 @@ mod tests {
             .simulation_duration(Duration::from_secs(60))
             .build();
         backend::host(&mut sim, &shared);
-        host(&mut sim, &shared, &scenario);
+        host(&mut sim, &shared, &scenario, None);
         sim.client("client", async move {
             // A modern request first, then the legacy handshake, then both side by side.
             let (h, b) = modern(1, "tools/list");

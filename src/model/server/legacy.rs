@@ -119,6 +119,9 @@ impl Server {
             "serverInfo".into(),
             json!({"name": "mcp-sim-server", "version": env!("CARGO_PKG_VERSION")}),
         );
+        // A recorded server played back introduces itself as it did: its capabilities, name
+        // and instructions (a client decides what to ask by them).
+        self.recorded_introduction(&mut res.result);
         self.respond(stream, res.into(), 200);
         if let Some(ServerTransmit::Json {
             session: header, ..

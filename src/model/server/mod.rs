@@ -72,6 +72,7 @@ use crate::wire::{
 mod config;
 mod legacy;
 mod long_work;
+mod playback;
 mod tools;
 
 pub use config::{
@@ -80,6 +81,8 @@ pub use config::{
 };
 pub use legacy::SAMPLING_TIMEOUT;
 use long_work::Listen;
+use playback::Player;
+pub use playback::{OnCancel, OnMiss, Playback, PlaybackCounts};
 
 /// A tool call in progress.
 #[derive(Debug, Clone)]
@@ -129,6 +132,10 @@ pub struct Server {
     started: Time,
     /// How many requests of its own this server sent (their ids are `s-N`).
     own_requests: u64,
+    /// A recording it plays back (`mcp-sim serve --from`), and how far it got.
+    player: Option<Box<Player>>,
+    /// The time of the last input or timer, for what a cancel starts.
+    now: Time,
 }
 
 impl Server {
@@ -149,6 +156,8 @@ impl Server {
             listening: None,
             started: Time::ZERO,
             own_requests: 0,
+            player: None,
+            now: Time::ZERO,
         }
     }
 
@@ -230,6 +239,7 @@ impl Server {
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or as the body of the POST
     /// that opened `stream`.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
+        self.now = now;
         match msg {
             Message::Result(_) | Message::Error(_) => self.handle_answer(stream, msg),
             Message::Request(r) => self.handle_request(now, stream, r),
@@ -297,6 +307,7 @@ impl Server {
     /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
     /// of its request (§3.2).
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
+        self.now = now;
         self.seam.stream_gone(stream);
         // A legacy stream that breaks is detached, not ended: its request goes on and what it
         // writes waits for a resume (LC11, LB8).
@@ -309,6 +320,12 @@ impl Server {
             }
         }
         self.open_sse.remove(&stream);
+        // A played call's stream closed: in 2026-07-28 that is its cancel.
+        if let Some(key) = self.playing_on(stream) {
+            if !self.legacy_on(Some(stream)) {
+                self.playback_cancelled(now, &key);
+            }
+        }
         if let Some(id) = self.job_on(stream) {
             if self.mutant(Mutant::WriteAfterClosePanics) {
                 panic!("ClosedResourceError: the client went away during {}", id.id);
@@ -397,13 +414,17 @@ impl Server {
             return self.respond(stream, e.into(), 400);
         }
         let key = self.key(stream, r.id.clone());
-        if self.jobs.contains_key(&key) || self.listens.contains_key(&key) {
+        let in_use = self.jobs.contains_key(&key) || self.listens.contains_key(&key);
+        if in_use || self.is_playing(&key) {
             let e = ErrorResponse::new(
                 Some(r.id),
                 codes::INVALID_REQUEST,
                 "request id is already in use",
             );
             return self.respond(stream, e.into(), 400);
+        }
+        if self.play(now, stream, &r) {
+            return;
         }
         match &*r.method {
             METHOD_TOOLS_CALL => self.start_tool(now, stream, r),
@@ -466,6 +487,9 @@ impl Server {
 
     /// A stdio `notifications/cancelled` arrived. Unknown and finished ids are ignored.
     fn cancel_notification(&mut self, key: &JobKey) {
+        if self.is_playing(key) {
+            return self.playback_cancelled(self.now, key);
+        }
         let id = &key.id;
         let known = self.jobs.contains_key(key) || self.listens.contains_key(key);
         if self.mutant(Mutant::CancelCompleteRacePanics) && self.answered.contains(key) {
@@ -635,7 +659,10 @@ impl Server {
             l.next_notify.into_iter().chain(ka)
         });
         let expiry = self.tasks.next_expiry(self.config.behaviour.task_ttl);
-        jobs.chain(listens).chain(expiry).min()
+        jobs.chain(listens)
+            .chain(expiry)
+            .chain(self.playback_due())
+            .min()
     }
 
     fn keepalive_interval(&self) -> Option<Duration> {
@@ -650,6 +677,8 @@ impl Server {
 
     /// Runs every step and keep-alive due at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.now = now;
+        self.playback_timers(now);
         let keepalive = self.keepalive_interval();
         let ids: Vec<JobKey> = self.jobs.keys().cloned().collect();
         for id in ids {
