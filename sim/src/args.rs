@@ -497,3 +497,30 @@ impl FrontArgs {
         }
     }
 }
+
+/// `--hop` of the commands that play one hop of a two-hop recording.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum HopArg {
+    /// The intermediary's front.
+    Front,
+    /// The upstream.
+    Back,
+}
+
+/// A recording (`--from`): the trace and its reading, or why it cannot be read.
+pub fn read_recording(
+    path: &std::path::Path,
+    hop: Option<HopArg>,
+) -> Result<(mcp_sim::trace::Trace, mcp_sim::recording::Recording), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--from: cannot read {}: {e}", path.display()))?;
+    let trace = mcp_sim::trace::Trace::from_jsonl(&text)
+        .map_err(|e| format!("--from {}: {e}", path.display()))?;
+    let hop = hop.map(|h| match h {
+        HopArg::Front => mcp_sim::trace::Hop::Front,
+        HopArg::Back => mcp_sim::trace::Hop::Back,
+    });
+    let recording = mcp_sim::recording::read(&trace, hop)
+        .map_err(|e| format!("--from {}: {e}", path.display()))?;
+    Ok((trace, recording))
+}

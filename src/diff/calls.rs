@@ -238,6 +238,13 @@ fn outcome(ix: &Index<'_>, req: &Req) -> String {
             };
         }
     }
+    // Without the application's own word: a call its client cancelled before reading an answer
+    // ended as cancelled, whatever came after (a trace of `record` or `serve` has no outcomes).
+    let cancelled = req.client_cancels.first().copied();
+    let read = req.client_response;
+    if cancelled.is_some_and(|c| read.is_none_or(|r| r > c)) {
+        return "cancelled".into();
+    }
     match req.responses.first() {
         Some(&a) => answer_kind(ix, Some(a)),
         None if cancel_of(req).is_some() => "cancelled".into(),

@@ -11,7 +11,7 @@
 //! runs do); else by method, params without `_meta` and occurrence (the `k`-th identical call
 //! with the `k`-th), which is the seeded schedule's own order when both runs are probes of one
 //! seed; else by order, a pair only when the methods agree. A call without a partner is listed,
-//! never guessed at; when fewer than 80 % of the calls pair, the runs are not comparable
+//! never guessed at; when fewer than 80 % of the base's calls pair, the runs are not comparable
 //! ([`Diff::is_aligned`]), and `diff` exits 3.
 //!
 //! **Noise.** Real runs differ by timing. With repeated runs of the base (`--noise`), every
@@ -187,10 +187,11 @@ pub struct Diff {
 }
 
 impl Diff {
-    /// The share of calls that paired (of the larger run's); 0 when neither made a call.
+    /// The share of the base's calls that paired; 0 when the base made none. The new run's
+    /// calls without a partner (a probe's own start-up and liveness checks beside a recorded
+    /// session's calls) are listed, and do not make the runs incomparable.
     pub fn aligned_share(&self) -> f64 {
-        let most = self.base.calls.len().max(self.new.calls.len());
-        match most {
+        match self.base.calls.len() {
             0 => 0.0,
             n => self.pairs.len() as f64 / n as f64,
         }

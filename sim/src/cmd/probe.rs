@@ -30,6 +30,19 @@ pub struct Args {
     /// starting a command.
     #[arg(long, conflicts_with = "command")]
     url: Option<String>,
+    /// Send a recorded client's calls instead of the seeded schedule (a trace of `record`,
+    /// `serve`, `probe` or `check-proxy`): each request as recorded, with fresh ids and tokens,
+    /// started at its recorded offset (or as long after the answer it followed), cancelled at
+    /// its recorded offset from its actual start, under its recorded timeout policy. No
+    /// calibration.
+    #[arg(long, value_name = "RECORDING")]
+    from: Option<std::path::PathBuf>,
+    /// `--from` a two-hop recording: the hop whose client to re-send (`front` or `back`).
+    #[arg(long, value_enum, requires = "from")]
+    hop: Option<crate::args::HopArg>,
+    /// `--from`: also compare the new run with the recording (`mcp-sim diff`), on stderr.
+    #[arg(long, requires = "from")]
+    diff: bool,
     /// The server command and its arguments (after `--`).
     #[arg(required_unless_present = "url", last = true, num_args = 1..)]
     command: Vec<String>,
@@ -236,10 +249,20 @@ pub fn run(args: &Args) -> ExitCode {
         None => Target::Stdio(args.command.clone()),
     };
     let options = &args.options;
-    let config = match config(options, &target) {
+    let mut config = match config(options, &target) {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
+    let recorded = match &args.from {
+        Some(path) => match crate::args::read_recording(path, args.hop) {
+            Ok(r) => Some(r),
+            Err(e) => return usage(&e),
+        },
+        None => None,
+    };
+    config.from = recorded
+        .as_ref()
+        .map(|(_, r)| std::sync::Arc::new(r.clone()));
     // Read before the run, so that a bad file costs no probe.
     let known = |n: &str| mcp_sim::ci::is_rule(n) || PROBE_FINDINGS.contains(&n);
     let baseline = match crate::args::read_baseline(options.baseline.as_deref(), known) {
@@ -247,14 +270,34 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let label = target.label();
+    let from = match &args.from {
+        Some(p) => format!("--from {} ", p.display()),
+        None => String::new(),
+    };
     let replay = replay_line(
         options,
         &match &args.url {
-            Some(url) => format!("--url {url}"),
-            None => format!("-- {label}"),
+            Some(url) => format!("{from}--url {url}"),
+            None => format!("{from}-- {label}"),
         },
     );
     match probe::probe(&target, &config) {
+        Ok(run) if args.diff => {
+            if let Some((trace, _)) = &recorded {
+                let d = mcp_sim::diff::diff(trace, &run.run.trace, &[], &Default::default());
+                eprint!("diff against the recording:\n{}", mcp_sim::diff::text(&d));
+            }
+            finish(&Finish {
+                run: &run,
+                args: options,
+                label: &label,
+                replay,
+                baseline: baseline.as_ref(),
+                judged: None,
+                intermediary_timeout_ms: None,
+                extra: Vec::new(),
+            })
+        }
         Ok(run) => finish(&Finish {
             run: &run,
             args: options,
@@ -480,11 +523,18 @@ struct TextReport<'a> {
 fn print_text(r: &TextReport<'_>) {
     let (args, c, run) = (r.args, r.coverage, r.run);
     let planned_cancels = run.planned_cancels;
-    println!(
-        "probe: {} (seed {}, {CALIBRATION_CALLS} calibration calls and {} calls of {}, {} \
-         planned cancels)",
-        r.label, args.seed, args.calls, args.tool, planned_cancels
-    );
+    if run.calls_planned == args.calls as usize + CALIBRATION_CALLS {
+        println!(
+            "probe: {} (seed {}, {CALIBRATION_CALLS} calibration calls and {} calls of {}, {} \
+             planned cancels)",
+            r.label, args.seed, args.calls, args.tool, planned_cancels
+        );
+    } else {
+        println!(
+            "probe: {} (a recorded client's {} calls, {} planned cancels)",
+            r.label, run.calls_planned, planned_cancels
+        );
+    }
     println!(
         "policy: idle {} ms reset by progress, hard maximum {} ms",
         args.timeout_ms, args.max_total_ms
@@ -531,7 +581,7 @@ fn print_text(r: &TextReport<'_>) {
          met running work, {} crossings; {} progress received; {} timeouts; {} of {} other \
          requests answered",
         run.calls_started,
-        args.calls as usize + CALIBRATION_CALLS,
+        run.calls_planned,
         c.calls_answered,
         c.results,
         c.errors,

@@ -27,9 +27,8 @@ use mcp_sim::model::server::{OnCancel, OnMiss, Playback};
 use mcp_sim::model::{ClientPolicies, MutantSet};
 use mcp_sim::mutants::Mutant;
 use mcp_sim::oracle::{self, rule, Level, Verdict};
-use mcp_sim::recording;
 use mcp_sim::report;
-use mcp_sim::trace::{EventKind, Hop, Side, Trace};
+use mcp_sim::trace::{EventKind, Side};
 use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
 use crate::args::Judging;
@@ -56,7 +55,7 @@ pub struct Args {
     /// `--from` a two-hop recording: the hop whose server to play (`front`: the
     /// intermediary's answers to its client; `back`: the upstream server's).
     #[arg(long, value_enum, requires = "from")]
-    hop: Option<HopArg>,
+    hop: Option<crate::args::HopArg>,
     /// `--from`: how a request finds its recorded call: `params` (method and params without
     /// `_meta`, repeats in recorded order), `strict` (the `_meta` too, less token and
     /// version) or `order` (the k-th request, the k-th call).
@@ -187,15 +186,6 @@ fn mutants(names: &[String]) -> Result<MutantSet, String> {
 /// What `serve --baseline` may list besides the rules.
 const SERVE_FINDINGS: &[&str] = &["nothing-exercised"];
 
-/// `--hop`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum HopArg {
-    /// The intermediary's front.
-    Front,
-    /// The upstream.
-    Back,
-}
-
 /// `--match`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum MatchArg {
@@ -230,15 +220,7 @@ fn playback(args: &Args) -> Result<Option<Playback>, String> {
     let Some(path) = &args.from else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--from: cannot read {}: {e}", path.display()))?;
-    let trace = Trace::from_jsonl(&text).map_err(|e| format!("--from {}: {e}", path.display()))?;
-    let hop = args.hop.map(|h| match h {
-        HopArg::Front => Hop::Front,
-        HopArg::Back => Hop::Back,
-    });
-    let recording =
-        recording::read(&trace, hop).map_err(|e| format!("--from {}: {e}", path.display()))?;
+    let (_, recording) = crate::args::read_recording(path, args.hop)?;
     Ok(Some(Playback {
         recording: std::sync::Arc::new(recording),
         matching: match args.matching {

@@ -90,6 +90,9 @@ pub struct ProbeConfig {
     /// one request with a foreign `Origin`, one with a foreign `Host`, judged by
     /// `origin-validated`.
     pub origin_check: bool,
+    /// Send a recorded client's calls instead of the seeded schedule (`probe --from`): no
+    /// calibration, each call as recorded ([`crate::recording`]).
+    pub from: Option<std::sync::Arc<crate::model::recorded::Recording>>,
 }
 
 /// The era a probe speaks (docs/spec/mcp-2025-11-25.md §1).
@@ -167,6 +170,7 @@ impl Default for ProbeConfig {
             tag_calls: false,
             clock_origin: None,
             origin_check: true,
+            from: None,
         }
     }
 }

@@ -111,6 +111,9 @@ pub struct ProbeRun {
     pub planned_cancels: usize,
     /// Calls of the tool started (calibration included).
     pub calls_started: usize,
+    /// Calls planned (calibration included): the seeded schedule's, or a recorded client's
+    /// under [`ProbeConfig::from`].
+    pub calls_planned: usize,
     /// Progress notifications handed to the application.
     pub progress_delivered: usize,
     /// Writes to the server's stdin that failed.
@@ -406,6 +409,7 @@ impl Probe {
 impl Probe {
     /// The run's result: the trace and what the report needs.
     fn finish(self, run: RunSummary, ended: String, mut end: ServerEnd) -> ProbeRun {
+        let from = self.config.from.is_some();
         end.hangs = self.hangs;
         let mut stats = self.rec.stats;
         stats.sim_ms = self.rec.trace.end();
@@ -423,6 +427,7 @@ impl Probe {
                 .filter(|p| p.cancel_after_ms.is_some())
                 .count(),
             calls_started: run.started,
+            calls_planned: run.plan.len() + if from { 0 } else { CALIBRATION_CALLS },
             progress_delivered: self.driver.progress_told(),
             write_errors: self.write_errors.load(Ordering::Relaxed),
             ended,
@@ -539,6 +544,12 @@ fn drive(probe: &mut Probe) -> RunSummary {
     if !probe.startup_check(&startup, hard_end) {
         return summary;
     }
+    // Under `--from` the recorded client's calls are the schedule: no calibration.
+    if let Some(recording) = args.from.clone() {
+        summary.plan = workload::from_recording(&recording, *policy);
+        run_schedule(probe, &mut summary, &startup, hard_end);
+        return summary;
+    }
     // 2. Calibration: the shorter of two calls (a first call may pay for warming up).
     for _ in 0..CALIBRATION_CALLS {
         let began = probe.now();
@@ -601,14 +612,22 @@ fn run_schedule(
     let plan = summary.plan.clone();
     let base = probe.now();
     let mut work = Workload::default();
+    // Calls that start once an earlier call's answer arrives, not yet placed.
+    let mut following: Vec<usize> = Vec::new();
     for (k, p) in plan.iter().enumerate() {
+        if p.after.is_some() {
+            following.push(k);
+            continue;
+        }
         let at = base + Duration::from_millis(p.start_ms);
         if p.restart_before {
             work.add(at, Step::Restart(k));
         }
         work.add(at, Step::Start(k));
     }
-    let mut calls: Vec<CallState> = Vec::with_capacity(plan.len());
+    // The calls started, by their index in the plan (a call that follows an answer may start
+    // after a later one).
+    let mut calls: std::collections::BTreeMap<usize, CallState> = Default::default();
     let mut settled_at: Option<Time> = None;
     let mut gave_up = false;
     // The server left a liveness check unanswered and is not to be restarted.
@@ -624,6 +643,22 @@ fn run_schedule(
                 hung = true;
             }
         }
+        // A call that followed an answer starts as long after the same answer in this run.
+        following.retain(|&k| {
+            let Some((j, ms)) = plan[k].after else {
+                return false;
+            };
+            let answered = calls
+                .get(&j)
+                .and_then(|c| probe.outcome(&probe.current(&c.id)));
+            match answered {
+                Some((_, at)) if !gave_up => {
+                    work.add(at + Duration::from_millis(ms), Step::Start(k));
+                    false
+                }
+                _ => true,
+            }
+        });
         // The steps due; a restart waits until nothing is outstanding.
         loop {
             let idle = probe.driver.client().outstanding() == 0;
@@ -640,10 +675,11 @@ fn run_schedule(
                     work.postpone_starts(probe.now() - now);
                 }
                 Step::Start(k) => {
-                    let spec =
-                        CallSpec::tool(&args.tool, arguments(args, summary.started + 1), policy);
+                    let spec = plan[k].request.clone().unwrap_or_else(|| {
+                        CallSpec::tool(&args.tool, arguments(args, summary.started + 1), policy)
+                    });
                     let id = probe.driver.start_request(now, spec);
-                    calls.push(CallState { id, checked: false });
+                    calls.insert(k, CallState { id, checked: false });
                     summary.started += 1;
                     if let Some(after) = plan[k].cancel_after_ms {
                         work.add(now + Duration::from_millis(after), Step::Cancel(k));
@@ -656,12 +692,15 @@ fn run_schedule(
                 // Due once, whether or not the call is still open then. A cancel is followed
                 // by a liveness check (on stdio, also a barrier).
                 Step::Cancel(k) => {
-                    let id = probe.current(&calls[k].id);
+                    let Some(call) = calls.get_mut(&k) else {
+                        continue;
+                    };
+                    let id = probe.driver.current(&call.id);
                     if probe.driver.client().is_outstanding(&id) {
+                        call.checked |= !hung;
                         probe.driver.cancel(now, &id);
                         probe.flush();
                         if !hung {
-                            calls[k].checked = true;
                             probe.check_liveness(format!("the cancel of call {}", k + 1));
                         }
                     }
@@ -676,7 +715,7 @@ fn run_schedule(
             }
         }
         // A call the client gave up on at its timeout is followed by a liveness check.
-        for (k, call) in calls.iter_mut().enumerate() {
+        for (&k, call) in calls.iter_mut() {
             let id = probe.driver.current(&call.id);
             if !call.checked && !hung && matches!(probe.outcome(&id), Some((Outcome::TimedOut, _)))
             {
@@ -691,7 +730,7 @@ fn run_schedule(
             gave_up = true;
             work.drop_starts();
             let open: Vec<RequestId> = calls
-                .iter()
+                .values()
                 .map(|c| probe.current(&c.id))
                 .filter(|id| probe.driver.client().is_outstanding(id))
                 .collect();

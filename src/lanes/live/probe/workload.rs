@@ -1,10 +1,12 @@
 //! The probe's workload: the window cancels fall in, from the calibrated duration of a
-//! call, and the seeded schedule of calls, cancels, stalls and faults drawn in it.
+//! call, and the seeded schedule of calls, cancels, stalls and faults drawn in it; or, under
+//! `--from`, the recorded client's own calls ([`from_recording`]).
 
 use super::*;
+use crate::model::recorded::Recording;
 
 /// One call of the schedule.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Planned {
     /// When the application starts it, in ms after the schedule began.
     pub(super) start_ms: u64,
@@ -14,6 +16,37 @@ pub(super) struct Planned {
     pub(super) stall: Option<(u64, u64)>,
     /// Kill and restart the server before this call, once nothing is outstanding.
     pub(super) restart_before: bool,
+    /// The request itself, when it is a recorded client's (else the configured tool).
+    pub(super) request: Option<CallSpec>,
+    /// Started once the answer to call `j` arrived, `ms` after it (a recorded client's call
+    /// that followed that answer), instead of at `start_ms`.
+    pub(super) after: Option<(usize, u64)>,
+}
+
+/// The recorded client's calls as the schedule: each request as recorded (its params, whether
+/// it asked for progress, its recorded timeout policy, else `policy`), started at its recorded
+/// offset or, when it followed an answer, that long after the same answer arrives in this run;
+/// cancelled at its recorded offset from its actual start. No stalls and no restarts.
+pub(super) fn from_recording(recording: &Recording, policy: TimeoutPolicy) -> Vec<Planned> {
+    recording
+        .calls
+        .iter()
+        .map(|c| Planned {
+            start_ms: c.start_ms,
+            cancel_after_ms: c.cancel_after_ms,
+            stall: None,
+            restart_before: false,
+            request: Some(CallSpec {
+                method: c.method.clone(),
+                params: c.params.clone(),
+                progress: c.token.is_some(),
+                policy: c.policy.unwrap_or(policy),
+                idempotent: false,
+                task: false,
+            }),
+            after: c.after,
+        })
+        .collect()
 }
 
 /// The window cancels fall in, in ms after their call's start, `[from, to)`.
@@ -45,6 +78,8 @@ pub(super) fn schedule(args: &ProbeConfig, window: (u64, u64)) -> Vec<Planned> {
                 cancel_after_ms: cancelled.then_some(offset),
                 stall: stalled.then_some(stall),
                 restart_before: false,
+                request: None,
+                after: None,
             }
         })
         .collect();
