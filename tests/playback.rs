@@ -157,3 +157,46 @@ fn a_request_the_recording_does_not_hold_is_answered_naming_the_difference() {
     assert!(message.contains("differs at /arguments/steps"), "{message}");
     assert_eq!(answer.1, Some(Origin::Extrapolated));
 }
+
+/// The bug no record-and-replay tool can show, in simulation: a client that drops its
+/// connection on an answer to a request it cancelled (claude-code #51073, the client mutant
+/// `late_response_is_fatal`) meets a recording of a server that answers cancels
+/// (`legacy_cancel_answered`, python-sdk #2480). Played back as recorded, the client's bug
+/// shows on seeds where it does not against the reference server (`race-not-graceful`, as
+/// against the live mutant); played correctly, only where a result crosses the cancel, as
+/// against the reference server.
+#[test]
+fn a_client_that_cannot_bear_an_answer_to_its_cancel_is_caught_with_the_recorded_answer() {
+    use mcp_sim::model::MutantSet;
+    let server_bug = mutants::Mutant::LegacyCancelAnswered;
+    let client_bug = mutants::Mutant::LateResponseIsFatal;
+    let race = "race-not-graceful";
+    let (mut caught, mut added) = (Vec::new(), Vec::new());
+    for seed in 0..100 {
+        let faulty = hunt_scenario(server_bug, seed, MutantSet::NONE.with(server_bug));
+        let recorded = memory::run(&faulty);
+        if recording::read(&recorded.trace, None).is_err() {
+            continue;
+        }
+        let client = hunt_scenario(server_bug, seed, MutantSet::NONE.with(client_bug));
+        let reference = memory::run(&client);
+        let verdict = oracle::check(&reference.trace, &reference.oracle_config(&client));
+        let against_reference = verdict.violates(race);
+        let (_, rules) = played(&client, playback(&recorded.trace, OnCancel::Recorded));
+        if rules.contains(&race) && !against_reference {
+            caught.push(seed);
+        }
+        let (_, rules) = played(&client, playback(&recorded.trace, OnCancel::Correct));
+        if rules.contains(&race) && !against_reference {
+            added.push(seed);
+        }
+    }
+    assert!(
+        !caught.is_empty(),
+        "the recorded answer never met the client's bug"
+    );
+    assert!(
+        added.is_empty(),
+        "played correctly, the mock made the client choke: {added:?}"
+    );
+}
