@@ -200,3 +200,53 @@ fn a_client_that_cannot_bear_an_answer_to_its_cancel_is_caught_with_the_recorded
         "played correctly, the mock made the client choke: {added:?}"
     );
 }
+
+/// Any trace is a recording a user may hand to `serve --from`: each hand-written trace of the
+/// rule catalog (odd shapes, both eras, two hops, forged tokens, unanswered calls) is read and
+/// played to the calls of a few seeds without a panic, and what cannot be played says why.
+#[test]
+fn every_hand_written_trace_reads_and_plays_without_a_panic() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/traces");
+    let mut played_any = 0;
+    for sub in ["", "legacy"] {
+        let Ok(entries) = std::fs::read_dir(format!("{dir}/{sub}")) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        {
+            let Ok(trace) = Trace::from_jsonl(&std::fs::read_to_string(path).unwrap()) else {
+                continue;
+            };
+            let hops = match trace.is_two_hop() {
+                true => vec![
+                    Some(mcp_sim::trace::Hop::Front),
+                    Some(mcp_sim::trace::Hop::Back),
+                ],
+                false => vec![None],
+            };
+            for hop in hops {
+                let Ok(recording) = recording::read(&trace, hop) else {
+                    continue;
+                };
+                let recording = Arc::new(recording);
+                for seed in 0..3 {
+                    for on_cancel in [OnCancel::Recorded, OnCancel::Correct] {
+                        let p = Playback {
+                            recording: Arc::clone(&recording),
+                            matching: MatchMode::Params,
+                            on_cancel,
+                            on_miss: OnMiss::Reference,
+                        };
+                        memory::run_playing(&Scenario::calls_only(seed), p);
+                        played_any += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(played_any > 500, "only {played_any} playbacks");
+}
