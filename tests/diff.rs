@@ -169,6 +169,7 @@ fn runs_whose_calls_do_not_pair_are_not_compared() {
     assert_eq!(d.exit_code(), 3);
 }
 
+#[cfg(feature = "turmoil")]
 #[test]
 fn through_an_intermediary_the_front_hops_calls_pair_and_the_cross_hop_rule_is_named() {
     let m = mutants::Mutant::BridgeAnswersCancel;

@@ -311,6 +311,11 @@ impl Server {
         let Some(p) = player.calls.get_mut(key) else {
             return;
         };
+        // A cancel of a call already answered names nothing: what the recording sent after
+        // its answer (progress after completion) goes on.
+        if p.answered {
+            return;
+        }
         let call = &recording.calls[p.call];
         let had_cancel = call.cancel_seen_ms.is_some();
         if !recorded || !had_cancel || p.cancelled {
@@ -418,7 +423,7 @@ impl Server {
                 format!(
                     "the recording holds no answer to this call (recorded call {}, line {}): \
                      its client cancelled it",
-                    p_call(call),
+                    call_label(call),
                     call.line
                 ),
             )
@@ -455,8 +460,8 @@ impl Server {
     }
 }
 
-/// The first line of a recorded call, for people.
-fn p_call(call: &crate::model::recorded::RecordedCall) -> String {
+/// A recorded call in a few words: its method and tool.
+fn call_label(call: &crate::model::recorded::RecordedCall) -> String {
     match call.params.get("name").and_then(Value::as_str) {
         Some(tool) => format!("{} {tool}", call.method),
         None => call.method.clone(),
