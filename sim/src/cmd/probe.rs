@@ -282,8 +282,8 @@ pub fn run(args: &Args) -> ExitCode {
         },
     );
     match probe::probe(&target, &config) {
-        Ok(run) if args.diff => {
-            if let Some((trace, _)) = &recorded {
+        Ok(run) => {
+            if let (true, Some((trace, _))) = (args.diff, &recorded) {
                 let d = mcp_sim::diff::diff(trace, &run.run.trace, &[], &Default::default());
                 eprint!("diff against the recording:\n{}", mcp_sim::diff::text(&d));
             }
@@ -298,16 +298,6 @@ pub fn run(args: &Args) -> ExitCode {
                 extra: Vec::new(),
             })
         }
-        Ok(run) => finish(&Finish {
-            run: &run,
-            args: options,
-            label: &label,
-            replay,
-            baseline: baseline.as_ref(),
-            judged: None,
-            intermediary_timeout_ms: None,
-            extra: Vec::new(),
-        }),
         Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),
         Err(ProbeError::Unreachable(e)) => {
             eprintln!("mcp-sim probe: {e}");

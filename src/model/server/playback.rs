@@ -107,6 +107,17 @@ struct Playing {
     last_write: Time,
 }
 
+impl Playing {
+    /// How far into the recorded call's messages it may go: before a cancel, only what the
+    /// recorded server sent before its own cancel; after one, the whole recording.
+    fn end(&self, call: &crate::model::recorded::RecordedCall) -> usize {
+        match self.cancelled {
+            true => call.server.len(),
+            false => call.before_cancel,
+        }
+    }
+}
+
 /// How long past the recorded cancel's time a played call waits for the new client's cancel
 /// before it takes the call as not cancelled (and the recording as holding no answer).
 pub const CANCEL_WAIT: Duration = Duration::from_secs(1);
@@ -341,12 +352,7 @@ impl Server {
             return;
         };
         let call = &recording.calls[p.call];
-        // Before a cancel only what the recorded server sent before its own cancel is played.
-        let end = if p.cancelled {
-            call.server.len()
-        } else {
-            call.before_cancel
-        };
+        let end = p.end(call);
         let Some(e) = call.server.get(p.next).filter(|_| p.next < end) else {
             return self.settle(now, key);
         };
@@ -389,12 +395,7 @@ impl Server {
             return;
         };
         let call = &recording.calls[p.call];
-        // Before a cancel only what the recorded server sent before its own cancel is played.
-        let end = if p.cancelled {
-            call.server.len()
-        } else {
-            call.before_cancel
-        };
+        let end = p.end(call);
         if p.next < end {
             let e = &call.server[p.next];
             p.due = Some(now + Duration::from_millis(e.offset_ms));
