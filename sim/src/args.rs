@@ -73,18 +73,19 @@ impl Judging {
 
     /// Writes the verdict of `run` in `--format` to `report` (or, for JUnit and annotations
     /// without a file, to stdout when `stdout_free`, else stderr); `exit_code` is the one the
-    /// process exits with. A file that cannot be written is said on stderr.
+    /// process exits with, and `extra` one more member of the JSON verdict. A file that
+    /// cannot be written is said on stderr.
     pub fn write_report(
         &self,
         tool: &str,
         run: &mcp_sim::ci::CiRun<'_>,
         trace: &mcp_sim::trace::Trace,
-        report: Option<&std::path::Path>,
-        stdout_free: bool,
+        (report, stdout_free): (Option<&std::path::Path>, bool),
         exit_code: u8,
+        extra: Option<(&str, serde_json::Value)>,
     ) {
         let text = match self.format {
-            ReportFormat::Json => json_verdict(trace, run, exit_code) + "\n",
+            ReportFormat::Json => with_member(json_verdict(trace, run, exit_code), extra) + "\n",
             ReportFormat::Junit => {
                 mcp_sim::ci::junit(&format!("mcp-sim {tool}"), std::slice::from_ref(run))
             }
@@ -100,6 +101,21 @@ impl Judging {
             None if stdout_free => print!("{text}"),
             None => eprint!("{text}"),
         }
+    }
+}
+
+/// `json`, a JSON object, with one more member when there is one (`serve --from`'s playback
+/// counts).
+fn with_member(json: String, extra: Option<(&str, serde_json::Value)>) -> String {
+    let Some((name, value)) = extra else {
+        return json;
+    };
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(serde_json::Value::Object(mut object)) => {
+            object.insert(name.into(), value);
+            serde_json::Value::Object(object).to_string()
+        }
+        _ => json,
     }
 }
 

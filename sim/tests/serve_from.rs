@@ -100,6 +100,12 @@ fn a_recorded_python_sdk_1_server_played_back_to_real_clients() {
     );
     let (recorded, extrapolated) = origins(&case);
     assert!(recorded >= 3 && extrapolated == 0, "{}", case.describe());
+    // Counted in the verdict: the three calls matched, every message sent as recorded.
+    let counts = &case.report["playback"];
+    assert_eq!(counts["matched"], 3, "{}", case.describe());
+    assert_eq!(counts["missed"], 0, "{}", case.describe());
+    assert_eq!(counts["recorded"], recorded, "{}", case.describe());
+    assert_eq!(counts["extrapolated"], 0, "{}", case.describe());
 
     // Stopping at the cancel, as a correct server does: the bug is gone.
     let dir = scratch("serve-from-ts-correct");

@@ -161,9 +161,9 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
         "record",
         &run,
         trace,
-        args.report.as_deref(),
-        stdout_free,
+        (args.report.as_deref(), stdout_free),
         exit_code,
+        None,
     );
     eprintln!(
         "record: {} events, {} messages ({} requests), {} bytes to the server, {} back{}",

@@ -487,13 +487,24 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
         baseline: baseline.zip(diff.clone()),
     };
     let stdout_free = args.http.is_some();
+    // Under `--from`, how the playback went is part of the verdict.
+    let playback = served.playback.map(|p| {
+        let counts = serde_json::json!({
+            "matched": p.matched,
+            "missed": p.missed,
+            "recorded": p.recorded,
+            "extrapolated": p.extrapolated,
+            "not_sent": p.dropped,
+        });
+        ("playback", counts)
+    });
     args.judging.write_report(
         "serve",
         &run,
         trace,
-        args.report.as_deref(),
-        stdout_free,
+        (args.report.as_deref(), stdout_free),
         code,
+        playback,
     );
     eprintln!("verdict: {word} (exit {code})");
     ExitCode::from(code)
