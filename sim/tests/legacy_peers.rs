@@ -32,7 +32,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::peers::{node_ts_sdk, node_ts_sdk_v1, python_sdk, python_sdk_v1, NodeSdk};
+use common::peers::{
+    node_ts_sdk, node_ts_sdk_v1, python_sdk, python_sdk_v1, ts_v1_client, NodeSdk,
+};
 use common::probe::cancelling_schedule as schedule;
 use common::repo;
 use common::serve::*;
@@ -259,12 +261,6 @@ fn assert_legacy_case(case: &Case, outcomes: &[&str], baseline_name: Option<&str
     assert_eq!(case.outcome_names(), outcomes, "{}", case.describe());
     let expected = baseline_name.map(listed).unwrap_or_default();
     assert_eq!(case.rules(), expected, "{}", case.describe());
-}
-
-fn ts_v1_client(sdk: &NodeSdk, plan: &str) -> Command {
-    let mut c = Command::new(&sdk.node);
-    c.arg(sdk.dir.join("ts_v1_client.mjs")).arg(plan);
-    c
 }
 
 fn python1_client(py: &Path, plan: &str) -> Command {

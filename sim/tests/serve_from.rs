@@ -18,7 +18,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::peers::{node_ts_sdk_v1, python_sdk_v1, NodeSdk};
+use common::peers::{node_ts_sdk_v1, python_sdk_v1, ts_v1_client, NodeSdk};
 use common::repo;
 use common::serve::*;
 use mcp_sim::trace::{EventKind, Origin, Side};
@@ -29,12 +29,6 @@ const TS_PLAN: &str = r#"[{"steps":3,"step_ms":100,"options":{"timeout":1500}},{
 /// hold, long enough (3 s) that the session is still open past the second call's deadline and
 /// the grace window (as `legacy_peers.rs`'s plan).
 const PY1_PLAN: &str = r#"[{"steps":3,"step_ms":100,"timeout_ms":1500},{"steps":25,"step_ms":200,"timeout_ms":1500},{"steps":15,"step_ms":200,"timeout_ms":10000}]"#;
-
-fn ts_v1_client(sdk: &NodeSdk, plan: &str) -> Command {
-    let mut c = Command::new(&sdk.node);
-    c.arg(sdk.dir.join("ts_v1_client.mjs")).arg(plan);
-    c
-}
 
 /// Records the TS SDK v1 client's session with the Python SDK 1.30.0 server into `dir`.
 fn record(sdk: &NodeSdk, py: &Path, dir: &Path) -> std::path::PathBuf {

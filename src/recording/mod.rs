@@ -10,10 +10,8 @@
 //! arrived. The server's own view is used when the recording has it (`record`, `serve`), the
 //! client's otherwise (`probe`): from the client's side the offsets carry the link's jitter.
 //!
-//! [`Matcher`] pairs a new request with a recorded call: by method and params without `_meta`
-//! (repeats of an identical request in recorded order), strictly (the `_meta` too, less its
-//! progress token and protocol version), or by order. A miss names the closest recorded call
-//! and the JSON pointer where they first differ.
+//! The script's data and the matching of new requests to its calls ([`Matcher`]) are the
+//! model's ([`crate::model::recorded`]), which plays it; this module reads it from a trace.
 
 use serde_json::{Map, Value};
 

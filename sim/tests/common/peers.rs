@@ -512,3 +512,12 @@ impl Lock {
         Lock { _file: file }
     }
 }
+
+/// The TypeScript SDK v1 test client (`tests/peers/ts-v1/ts_v1_client.mjs`) with its `plan`; the
+/// server's command follows (`-- CMD ...`).
+#[allow(dead_code)] // not every test binary that has `common` uses it
+pub fn ts_v1_client(sdk: &NodeSdk, plan: &str) -> Command {
+    let mut c = Command::new(&sdk.node);
+    c.arg(sdk.dir.join("ts_v1_client.mjs")).arg(plan);
+    c
+}

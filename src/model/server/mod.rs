@@ -134,8 +134,6 @@ pub struct Server {
     own_requests: u64,
     /// A recording it plays back (`mcp-sim serve --from`), and how far it got.
     player: Option<Box<Player>>,
-    /// The time of the last input or timer, for what a cancel starts.
-    now: Time,
 }
 
 impl Server {
@@ -157,7 +155,6 @@ impl Server {
             started: Time::ZERO,
             own_requests: 0,
             player: None,
-            now: Time::ZERO,
         }
     }
 
@@ -239,7 +236,6 @@ impl Server {
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or as the body of the POST
     /// that opened `stream`.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
-        self.now = now;
         match msg {
             Message::Result(_) | Message::Error(_) => self.handle_answer(stream, msg),
             Message::Request(r) => self.handle_request(now, stream, r),
@@ -251,11 +247,11 @@ impl Server {
                         .push_back(ServerTransmit::Accepted { stream: s });
                     if self.legacy_on(stream) {
                         let key = self.key(stream, c.request_id);
-                        self.cancel_notification(&key);
+                        self.cancel_notification(now, &key);
                     }
                 } else {
                     let key = self.key(None, c.request_id);
-                    self.cancel_notification(&key);
+                    self.cancel_notification(now, &key);
                 }
             }
             // Client progress is not a 2026-07-28 message and responses never come from a
@@ -307,7 +303,6 @@ impl Server {
     /// HTTP: the client closed `stream` or the connection dropped. That is the cancellation
     /// of its request (§3.2).
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
-        self.now = now;
         self.seam.stream_gone(stream);
         // A legacy stream that breaks is detached, not ended: its request goes on and what it
         // writes waits for a resume (LC11, LB8).
@@ -486,9 +481,9 @@ impl Server {
     }
 
     /// A stdio `notifications/cancelled` arrived. Unknown and finished ids are ignored.
-    fn cancel_notification(&mut self, key: &JobKey) {
+    fn cancel_notification(&mut self, now: Time, key: &JobKey) {
         if self.is_playing(key) {
-            return self.playback_cancelled(self.now, key);
+            return self.playback_cancelled(now, key);
         }
         let id = &key.id;
         let known = self.jobs.contains_key(key) || self.listens.contains_key(key);
@@ -677,7 +672,6 @@ impl Server {
 
     /// Runs every step and keep-alive due at or before `now`.
     pub fn handle_timeout(&mut self, now: Time) {
-        self.now = now;
         self.playback_timers(now);
         let keepalive = self.keepalive_interval();
         let ids: Vec<JobKey> = self.jobs.keys().cloned().collect();
