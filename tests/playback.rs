@@ -250,3 +250,58 @@ fn every_hand_written_trace_reads_and_plays_without_a_panic() {
     }
     assert!(played_any > 500, "only {played_any} playbacks");
 }
+
+/// The recorded server introduces itself as it did, in either era: the capabilities and
+/// instructions of its `server/discover` result (2026-07-28) or of its `initialize` result
+/// (legacy), and never versions it does not speak.
+#[test]
+fn the_recorded_introduction_is_played_in_both_eras() {
+    use mcp_sim::wire::Era;
+    for era in [Era::Modern, Era::LEGACY] {
+        let mut s = Scenario::calls_only(3).in_era(era);
+        // The 2026-07-28 client discovers only in auto mode.
+        s.opening = mcp_sim::scenario::Opening::Auto { silent: false };
+        let original = memory::run(&s);
+        let mut recording = recording::read(&original.trace, None).expect("a recording");
+        let method = match era {
+            Era::Modern => "server/discover",
+            Era::Legacy(_) => "initialize",
+        };
+        let introduction = match era {
+            Era::Modern => recording.discover.as_mut(),
+            Era::Legacy(_) => recording.initialize.as_mut(),
+        };
+        let introduction = introduction.unwrap_or_else(|| panic!("{method} recorded"));
+        introduction.insert("instructions".into(), "as recorded".into());
+        let mut p = playback(&original.trace, OnCancel::Recorded);
+        p.recording = Arc::new(recording);
+        let run = memory::run_playing(&s, p);
+        let id = run
+            .trace
+            .events
+            .iter()
+            .find_map(|e| match (&e.side, &e.kind) {
+                (Side::Client, EventKind::Send(w)) => w
+                    .msg
+                    .as_ref()
+                    .filter(|m| m["method"] == method)
+                    .map(|m| m["id"].clone()),
+                _ => None,
+            });
+        let id = id.unwrap_or_else(|| panic!("{method} sent in {era:?}"));
+        let answer = run
+            .trace
+            .events
+            .iter()
+            .find_map(|e| match (&e.side, &e.kind) {
+                (Side::Server, EventKind::Send(w)) => w
+                    .msg
+                    .as_ref()
+                    .filter(|m| m["id"] == id && m.get("result").is_some())
+                    .cloned(),
+                _ => None,
+            });
+        let answer = answer.unwrap_or_else(|| panic!("{method} answered"));
+        assert_eq!(answer["result"]["instructions"], "as recorded", "{era:?}");
+    }
+}

@@ -523,6 +523,16 @@ pub enum HopArg {
     Back,
 }
 
+impl HopArg {
+    /// The trace's hop this names.
+    pub fn hop(self) -> mcp_sim::trace::Hop {
+        match self {
+            HopArg::Front => mcp_sim::trace::Hop::Front,
+            HopArg::Back => mcp_sim::trace::Hop::Back,
+        }
+    }
+}
+
 /// A recording (`--from`): the trace and its reading, or why it cannot be read.
 pub fn read_recording(
     path: &std::path::Path,
@@ -532,10 +542,7 @@ pub fn read_recording(
         .map_err(|e| format!("--from: cannot read {}: {e}", path.display()))?;
     let trace = mcp_sim::trace::Trace::from_jsonl(&text)
         .map_err(|e| format!("--from {}: {e}", path.display()))?;
-    let hop = hop.map(|h| match h {
-        HopArg::Front => mcp_sim::trace::Hop::Front,
-        HopArg::Back => mcp_sim::trace::Hop::Back,
-    });
+    let hop = hop.map(HopArg::hop);
     let recording = mcp_sim::recording::read(&trace, hop)
         .map_err(|e| format!("--from {}: {e}", path.display()))?;
     Ok((trace, recording))

@@ -96,3 +96,34 @@ fn a_recording_that_cannot_be_read_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such.jsonl"));
 }
+
+/// A recorded client's own bug cannot be re-sent: a client that gave a request up as lost on
+/// a late answer (`race-not-graceful`, a reaction to what it read) is reported as not
+/// re-playable, and the run is inconclusive, not passed. The server probed is `mcp-sim
+/// serve`'s reference.
+#[test]
+fn a_recorded_clients_reaction_is_reported_as_not_replayable() {
+    let recording = repo().join("tests/traces/race-not-graceful-violates.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--format", "json", "--from"])
+        .arg(&recording)
+        .arg("--")
+        .args([env!("CARGO_BIN_EXE_mcp-sim"), "serve"])
+        .output()
+        .expect("mcp-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(out.status.code(), Some(3), "{v:#}");
+    assert_eq!(v["verdict"], "inconclusive", "{v:#}");
+    let findings = v["findings"].as_array().expect("findings");
+    let named: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["finding"] == "not-replayable")
+        .collect();
+    assert_eq!(named.len(), 1, "{v:#}");
+    let message = named[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("race-not-graceful") && message.contains("reaction"),
+        "{message}"
+    );
+}

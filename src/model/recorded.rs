@@ -113,6 +113,8 @@ pub struct Recording {
     pub server_side: bool,
     /// The recorded server's `initialize` result (legacy era), if the session opened with one.
     pub initialize: Option<Map<String, Value>>,
+    /// The recorded server's `server/discover` result (2026-07-28), if the client asked.
+    pub discover: Option<Map<String, Value>>,
 }
 
 /// The `_meta` members strict matching compares: all but the progress token and the protocol

@@ -21,6 +21,8 @@ pub use crate::model::recorded::{
 };
 use crate::oracle::index::{Index, Req};
 use crate::oracle::{self, OracleConfig};
+use std::borrow::Cow;
+
 use crate::trace::{Hop, Side, Trace};
 
 /// Why a trace is no recording to play.
@@ -48,12 +50,18 @@ impl std::error::Error for RecordingError {}
 
 /// Reads `trace` (one hop of it, `hop`, when it has two) as a recording.
 pub fn read(trace: &Trace, hop: Option<Hop>) -> Result<Recording, RecordingError> {
-    let one;
-    let trace = match (trace.is_two_hop(), hop) {
-        (true, Some(hop)) => {
-            one = trace.hop(hop).0;
-            &one
-        }
+    let trace = one_hop(trace, hop)?;
+    let recording = oracle::with_index(&trace, &OracleConfig::default(), |ix, _| script(ix));
+    match recording.calls.is_empty() {
+        true => Err(RecordingError::NoCalls),
+        false => Ok(recording),
+    }
+}
+
+/// The hop `hop` of `trace`, or the trace itself when it has one.
+fn one_hop(trace: &Trace, hop: Option<Hop>) -> Result<Cow<'_, Trace>, RecordingError> {
+    match (trace.is_two_hop(), hop) {
+        (true, Some(hop)) => Ok(Cow::Owned(trace.hop(hop).0)),
         (true, None) => {
             return Err(RecordingError::Hop(
                 "a two-hop recording: name the hop to play (front or back)".into(),
@@ -64,13 +72,86 @@ pub fn read(trace: &Trace, hop: Option<Hop>) -> Result<Recording, RecordingError
                 "a one-hop recording has no hop to choose".into(),
             ))
         }
-        (false, None) => trace,
-    };
-    let recording = oracle::with_index(trace, &OracleConfig::default(), |ix, _| script(ix));
-    match recording.calls.is_empty() {
-        true => Err(RecordingError::NoCalls),
-        false => Ok(recording),
+        (false, None) => Ok(Cow::Borrowed(trace)),
     }
+}
+
+/// Why a finding of the recorded client is not repeated when its requests are sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unrepeated {
+    /// The client's reaction to what it read (an answer taken as fatal, an outcome told
+    /// twice): a re-send meets another server, which may never give it the same cause.
+    Reaction,
+    /// Something the client sent (an id, a token, a header, its timer's cancel): a re-send
+    /// goes out through the reference client, which sends it correctly.
+    Sent,
+}
+
+/// The client's rules a re-send cannot repeat, and why. The rules not listed judge the
+/// server (or both peers' framing) and are what a re-send tests.
+pub const CLIENT_RULES: &[(&str, Unrepeated)] = &[
+    ("race-not-graceful", Unrepeated::Reaction),
+    ("late-response-delivered", Unrepeated::Reaction),
+    ("single-outcome", Unrepeated::Reaction),
+    ("listen-reopened", Unrepeated::Reaction),
+    ("resume-broken-stream", Unrepeated::Reaction),
+    ("retry-honoured", Unrepeated::Reaction),
+    ("task-poll-interval", Unrepeated::Reaction),
+    ("input-required-retry", Unrepeated::Reaction),
+    ("progress-token-type", Unrepeated::Sent),
+    ("progress-token-unique", Unrepeated::Sent),
+    ("progress-token-reuse", Unrepeated::Sent),
+    ("request-id-unique", Unrepeated::Sent),
+    ("request-id-reuse", Unrepeated::Sent),
+    ("cancel-unknown-request", Unrepeated::Sent),
+    ("cancel-on-timeout", Unrepeated::Sent),
+    ("cancel-targets-task", Unrepeated::Sent),
+    ("timeout-maximum", Unrepeated::Sent),
+    ("timeout-deadline", Unrepeated::Sent),
+    ("declared-deadline", Unrepeated::Sent),
+    ("reset-needs-token", Unrepeated::Sent),
+    ("http-request-headers", Unrepeated::Sent),
+    ("request-before-initialized", Unrepeated::Sent),
+    ("initialize-cancelled", Unrepeated::Sent),
+    ("protocol-version-header", Unrepeated::Sent),
+    ("session-id-sent", Unrepeated::Sent),
+];
+
+/// A finding of the recorded client that sending its requests again does not repeat.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NotRepeated {
+    /// The rule it broke.
+    pub rule: &'static str,
+    /// How many times.
+    pub count: usize,
+    /// Why a re-send does not repeat it.
+    pub why: Unrepeated,
+}
+
+/// The recorded client's own findings in `trace` (its hop `hop`), which `probe --from` cannot
+/// send again: reported as not re-playable rather than passed.
+pub fn unrepeated_findings(
+    trace: &Trace,
+    hop: Option<Hop>,
+) -> Result<Vec<NotRepeated>, RecordingError> {
+    let trace = one_hop(trace, hop)?;
+    let verdict = oracle::check(&trace, &OracleConfig::default());
+    let mut found: Vec<NotRepeated> = Vec::new();
+    for v in &verdict.violations {
+        let Some(&(rule, why)) = CLIENT_RULES.iter().find(|(r, _)| *r == v.rule) else {
+            continue;
+        };
+        match found.iter_mut().find(|f| f.rule == rule) {
+            Some(f) => f.count += 1,
+            None => found.push(NotRepeated {
+                rule,
+                count: 1,
+                why,
+            }),
+        }
+    }
+    Ok(found)
 }
 
 fn script(ix: &Index<'_>) -> Recording {
@@ -103,19 +184,21 @@ fn script(ix: &Index<'_>) -> Recording {
         })
         .collect();
     // The recorded server's introduction, which a playback repeats.
-    let initialize = ix
-        .requests
-        .iter()
-        .filter(|r| ix.by_client(r) && r.method == "initialize")
-        .find_map(|r| {
-            let answer = ix.wire(*r.responses.first()?)?.msg.as_ref()?;
-            answer.get("result")?.as_object().cloned()
-        });
+    let introduction = |method: &str| {
+        ix.requests
+            .iter()
+            .filter(|r| ix.by_client(r) && r.method == method)
+            .find_map(|r| {
+                let answer = ix.wire(*r.responses.first()?)?.msg.as_ref()?;
+                answer.get("result")?.as_object().cloned()
+            })
+    };
     Recording {
         era: ix.era,
         calls,
         server_side,
-        initialize,
+        initialize: introduction("initialize"),
+        discover: introduction("server/discover"),
     }
 }
 
@@ -241,6 +324,27 @@ mod tests {
         let mut m = Matcher::new(&r, MatchMode::Strict);
         let miss = m.take(&r, "tools/call", &params(3, "mine")).unwrap_err();
         assert!(miss.differs_at.starts_with("/_meta/"), "{miss:?}");
+    }
+
+    #[test]
+    fn the_recorded_clients_own_findings_are_named_as_not_repeated() {
+        for (rule, _) in CLIENT_RULES {
+            assert!(crate::oracle::rule_info(rule).is_some(), "{rule}");
+        }
+        let of = |name: &str| unrepeated_findings(&trace(name), None).unwrap();
+        let race = of("race-not-graceful-violates.jsonl");
+        assert_eq!(race.len(), 1, "{race:?}");
+        assert_eq!(
+            (race[0].rule, race[0].why),
+            ("race-not-graceful", Unrepeated::Reaction)
+        );
+        let reuse = of("request-id-reuse-violates.jsonl");
+        assert_eq!(
+            (reuse[0].rule, reuse[0].why),
+            ("request-id-reuse", Unrepeated::Sent)
+        );
+        // The server's bug is what a re-send tests: nothing of the client's to report.
+        assert_eq!(of("response-after-cancel-violates.jsonl"), vec![]);
     }
 
     #[test]

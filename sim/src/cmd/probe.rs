@@ -241,7 +241,37 @@ pub(crate) const PROBE_FINDINGS: &[&str] = &[
     "unresponsive-after-cancel",
     "liveness-check-unanswered",
     "nothing-exercised",
+    "not-replayable",
 ];
+
+/// `--from`: the recorded client's own findings, which re-sending its requests does not
+/// repeat, as inconclusive findings (a re-send that does not meet them passes nothing).
+fn not_replayable(trace: &mcp_sim::trace::Trace, hop: Option<crate::args::HopArg>) -> Vec<Finding> {
+    let hop = hop.map(crate::args::HopArg::hop);
+    let found = mcp_sim::recording::unrepeated_findings(trace, hop).unwrap_or_default();
+    found
+        .iter()
+        .map(|f| {
+            let why = match f.why {
+                mcp_sim::recording::Unrepeated::Reaction => {
+                    "a reaction to what the client read, which another server may never cause"
+                }
+                mcp_sim::recording::Unrepeated::Sent => {
+                    "sent by the recorded client; the probe sends its requests correctly"
+                }
+            };
+            Finding {
+                finding: "not-replayable",
+                kind: "inconclusive",
+                message: format!(
+                    "the recording's client broke {} ({} time(s)): {why}; re-sending its \
+                     requests does not test it",
+                    f.rule, f.count
+                ),
+            }
+        })
+        .collect()
+}
 
 pub fn run(args: &Args) -> ExitCode {
     let target = match &args.url {
@@ -287,6 +317,10 @@ pub fn run(args: &Args) -> ExitCode {
                 let d = mcp_sim::diff::diff(trace, &run.run.trace, &[], &Default::default());
                 eprint!("diff against the recording:\n{}", mcp_sim::diff::text(&d));
             }
+            let extra = match &recorded {
+                Some((trace, _)) => not_replayable(trace, args.hop),
+                None => Vec::new(),
+            };
             finish(&Finish {
                 run: &run,
                 args: options,
@@ -295,7 +329,7 @@ pub fn run(args: &Args) -> ExitCode {
                 baseline: baseline.as_ref(),
                 judged: None,
                 intermediary_timeout_ms: None,
-                extra: Vec::new(),
+                extra,
             })
         }
         Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),

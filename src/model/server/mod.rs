@@ -439,6 +439,7 @@ impl Server {
                 res.result.insert("ttlMs".into(), json!(0));
                 res.result.insert("cacheScope".into(), json!("private"));
                 res.result.insert("_meta".into(), server_info());
+                self.recorded_discovery(&mut res.result);
                 self.respond(stream, res.into(), 200);
             }
             "tools/list" => {

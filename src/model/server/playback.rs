@@ -256,20 +256,42 @@ impl Server {
     /// The recorded server's own words in its `initialize` result (capabilities, server info,
     /// instructions) put in `result`, when it plays a recording that holds them.
     pub(super) fn recorded_introduction(&self, result: &mut Map<String, Value>) {
-        let Some(recorded) = self
-            .player
-            .as_ref()
-            .and_then(|p| p.playback.recording.initialize.as_ref())
-        else {
-            return;
-        };
-        for member in ["capabilities", "serverInfo", "instructions"] {
-            if let Some(v) = recorded.get(member) {
-                result.insert(member.into(), v.clone());
-            }
-        }
+        let recording = self.player.as_ref().map(|p| &p.playback.recording);
+        let recorded = recording.and_then(|r| r.initialize.as_ref());
+        introduce(
+            result,
+            recorded,
+            &["capabilities", "serverInfo", "instructions"],
+        );
     }
 
+    /// The same for a `server/discover` result: the recorded capabilities, instructions and
+    /// `_meta` (where 2026-07-28 puts the server's name). The versions stay this server's:
+    /// the protocol decides them, and it speaks what it says.
+    pub(super) fn recorded_discovery(&self, result: &mut Map<String, Value>) {
+        let recording = self.player.as_ref().map(|p| &p.playback.recording);
+        let recorded = recording.and_then(|r| r.discover.as_ref());
+        introduce(result, recorded, &["capabilities", "instructions", "_meta"]);
+    }
+}
+
+/// `members` of the recorded introduction `recorded` put in `result`.
+fn introduce(
+    result: &mut Map<String, Value>,
+    recorded: Option<&Map<String, Value>>,
+    members: &[&str],
+) {
+    let Some(recorded) = recorded else {
+        return;
+    };
+    for &member in members {
+        if let Some(v) = recorded.get(member) {
+            result.insert(member.into(), v.clone());
+        }
+    }
+}
+
+impl Server {
     /// The next message or keep-alive of any call due, if the server plays.
     pub(super) fn playback_due(&self) -> Option<Time> {
         let player = self.player.as_ref()?;
