@@ -62,16 +62,12 @@ pub fn read(trace: &Trace, hop: Option<Hop>) -> Result<Recording, RecordingError
 fn one_hop(trace: &Trace, hop: Option<Hop>) -> Result<Cow<'_, Trace>, RecordingError> {
     match (trace.is_two_hop(), hop) {
         (true, Some(hop)) => Ok(Cow::Owned(trace.hop(hop).0)),
-        (true, None) => {
-            return Err(RecordingError::Hop(
-                "a two-hop recording: name the hop to play (front or back)".into(),
-            ))
-        }
-        (false, Some(_)) => {
-            return Err(RecordingError::Hop(
-                "a one-hop recording has no hop to choose".into(),
-            ))
-        }
+        (true, None) => Err(RecordingError::Hop(
+            "a two-hop recording: name the hop to play (front or back)".into(),
+        )),
+        (false, Some(_)) => Err(RecordingError::Hop(
+            "a one-hop recording has no hop to choose".into(),
+        )),
         (false, None) => Ok(Cow::Borrowed(trace)),
     }
 }
