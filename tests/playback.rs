@@ -305,3 +305,64 @@ fn the_recorded_introduction_is_played_in_both_eras() {
         assert_eq!(answer["result"]["instructions"], "as recorded", "{era:?}");
     }
 }
+
+/// The server's sends of `trace` that are requests of its own: (id, origin).
+fn own_requests(trace: &Trace) -> Vec<(serde_json::Value, Option<Origin>)> {
+    trace
+        .events
+        .iter()
+        .filter_map(|e| match (&e.side, &e.kind) {
+            (Side::Server, EventKind::Send(w)) => w
+                .msg
+                .as_ref()
+                .filter(|m| m.get("method").is_some() && m.get("id").is_some())
+                .map(|m| (m["id"].clone(), w.origin)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The legacy server's own requests (here sampling, asked during a call) are played back
+/// under fresh ids of the playing server's, marked recorded; the new client answers them
+/// under those ids, and the playback adds no finding.
+#[test]
+fn the_recorded_servers_own_requests_are_played_under_fresh_ids() {
+    use mcp_sim::wire::Era;
+    let (mut played_requests, mut answered) = (0, 0);
+    for seed in 0..200 {
+        let s = Scenario::from_seed(seed).in_era(Era::LEGACY);
+        if !s.calls.iter().any(|c| c.sampling) {
+            continue;
+        }
+        let original = memory::run(&s);
+        if own_requests(&original.trace).is_empty() {
+            continue;
+        }
+        let (trace, rules) = played(&s, playback(&original.trace, OnCancel::Recorded));
+        let before = oracle::check(&original.trace, &original.oracle_config(&s));
+        let before: Vec<&str> = before.violations.iter().map(|v| v.rule).collect();
+        let new: Vec<&&str> = rules.iter().filter(|r| !before.contains(r)).collect();
+        assert!(new.is_empty(), "seed {seed}: the mock caused {new:?}");
+        for (id, origin) in own_requests(&trace) {
+            assert!(
+                matches!(origin, Some(Origin::Recorded { .. })),
+                "seed {seed}: {id} sent as {origin:?}"
+            );
+            played_requests += 1;
+            let answer = trace.events.iter().any(|e| match (&e.side, &e.kind) {
+                (Side::Client, EventKind::Send(w)) => w
+                    .msg
+                    .as_ref()
+                    .is_some_and(|m| m["id"] == id && m.get("method").is_none()),
+                _ => false,
+            });
+            answered += usize::from(answer);
+        }
+    }
+    eprintln!("{answered} of {played_requests} played requests of the server's own answered");
+    assert!(played_requests >= 5, "only {played_requests} played");
+    assert!(
+        answered * 2 >= played_requests,
+        "{answered} of {played_requests} answered"
+    );
+}

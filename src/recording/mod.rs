@@ -167,6 +167,7 @@ fn script(ix: &Index<'_>) -> Recording {
                 .map(|i| ix.t(i))
         })
         .collect();
+    let own = own_requests(ix, &client);
     let calls = client
         .iter()
         .enumerate()
@@ -176,7 +177,7 @@ fn script(ix: &Index<'_>) -> Recording {
                 .filter_map(|j| answered_at[j].filter(|&t| t <= start).map(|t| (j, t)))
                 .max_by_key(|&(j, t)| (t, j))
                 .map(|(j, t)| (j, start - t));
-            call(ix, r, start.saturating_sub(first), after)
+            call(ix, r, &own[k], start.saturating_sub(first), after)
         })
         .collect();
     // The recorded server's introduction, which a playback repeats.
@@ -198,7 +199,55 @@ fn script(ix: &Index<'_>) -> Recording {
     }
 }
 
-fn call(ix: &Index<'_>, r: &Req, start_ms: u64, after: Option<(usize, u64)>) -> RecordedCall {
+/// The server's own requests (legacy sampling, roots, elicitation) each call made, by call:
+/// on HTTP those on the call's stream; on stdio, where nothing ties them to a call, the call
+/// the server read last among those it had not answered yet.
+fn own_requests(ix: &Index<'_>, calls: &[&Req]) -> Vec<Vec<usize>> {
+    let mut own = vec![Vec::new(); calls.len()];
+    let server_side = ix.has(Side::Server);
+    for (i, e) in ix.trace.events.iter().enumerate() {
+        let view = match server_side {
+            true => (Side::Server, true),
+            false => (Side::Client, false),
+        };
+        let sending = matches!(e.kind, crate::trace::EventKind::Send(_));
+        if (e.side, sending) != view {
+            continue;
+        }
+        let Some(w) = ix.wire(i) else { continue };
+        let is_request = w
+            .msg
+            .as_ref()
+            .is_some_and(|m| m.get("method").is_some() && m.get("id").is_some());
+        if !is_request {
+            continue;
+        }
+        let running = |r: &&Req| {
+            let read = r.server_recv.unwrap_or(r.created);
+            read < i && r.responses.first().is_none_or(|&a| a > i)
+        };
+        let by_stream = w
+            .stream
+            .and_then(|s| calls.iter().position(|r| r.stream == Some(s)));
+        let latest = || {
+            (0..calls.len())
+                .filter(|&k| running(&calls[k]))
+                .max_by_key(|&k| calls[k].server_recv.unwrap_or(calls[k].created))
+        };
+        if let Some(k) = by_stream.or_else(latest) {
+            own[k].push(i);
+        }
+    }
+    own
+}
+
+fn call(
+    ix: &Index<'_>,
+    r: &Req,
+    own: &[usize],
+    start_ms: u64,
+    after: Option<(usize, u64)>,
+) -> RecordedCall {
     // The params as written: the decoded request keeps its `_meta` apart.
     let raw = ix.wire(r.created).and_then(|w| w.msg.as_ref());
     let (params, meta) = match raw.and_then(|m| m.get("params")) {
@@ -213,12 +262,22 @@ fn call(ix: &Index<'_>, r: &Req, start_ms: u64, after: Option<(usize, u64)>) -> 
         _ => (Map::new(), Map::new()),
     };
     let receipt = r.server_recv.unwrap_or(r.created);
-    let cancel = r.server_cancel_seen.or(r.client_cancels.first().copied());
+    // What the server's messages after a cancel are timed from: its own receipt of the
+    // cancel when its side was recorded (none when it had answered before the cancel came:
+    // what it sent crossed the cancel and goes out whether or not the new client cancels),
+    // else the client's cancel.
+    let cancel = match ix.has(Side::Server) {
+        true => r.server_cancel_seen,
+        false => r.client_cancels.first().copied(),
+    };
     let mut server = Vec::new();
     let mut before_cancel = 0;
     let mut previous = receipt;
     let mut cancel_passed = false;
-    for &e in &r.emissions {
+    let mut emitted: Vec<usize> = r.emissions.iter().chain(own).copied().collect();
+    emitted.sort_unstable();
+    emitted.dedup();
+    for &e in &emitted {
         let Some(msg) = ix.wire(e).and_then(|w| w.msg.clone()) else {
             continue;
         };
@@ -228,7 +287,7 @@ fn call(ix: &Index<'_>, r: &Req, start_ms: u64, after: Option<(usize, u64)>) -> 
                 previous = c;
                 Cause::Cancel
             }
-            _ if e == r.emissions[0] || server.is_empty() => Cause::Receipt,
+            _ if server.is_empty() => Cause::Receipt,
             _ => Cause::Previous,
         };
         if !cancel_passed {

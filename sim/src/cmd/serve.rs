@@ -396,8 +396,15 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
     if let Some(p) = &served.playback {
         eprintln!(
             "playback: {} requests matched a recorded call, {} did not; messages sent: {} \
-             recorded, {} extrapolated; {} recorded messages not sent",
-            p.matched, p.missed, p.recorded, p.extrapolated, p.dropped
+             recorded, {} extrapolated; {} recorded messages not sent; {} requests of the \
+             recorded server's own sent, {} answered",
+            p.matched,
+            p.missed,
+            p.recorded,
+            p.extrapolated,
+            p.dropped,
+            p.own_requests,
+            p.own_answered
         );
     }
     let matched_nothing = served.playback.is_some_and(|p| p.matched == 0);
@@ -495,6 +502,8 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             "recorded": p.recorded,
             "extrapolated": p.extrapolated,
             "not_sent": p.dropped,
+            "own_requests": p.own_requests,
+            "own_answered": p.own_answered,
         });
         ("playback", counts)
     });

@@ -15,6 +15,7 @@ impl Server {
     pub(super) fn handle_answer(&mut self, stream: Option<StreamId>, msg: Message) {
         if self.legacy_on(stream) {
             if let Some(id) = msg.id() {
+                self.playback_answered(id);
                 for job in self.jobs.values_mut() {
                     if job.sampling.as_ref().is_some_and(|(s, _)| s == id) {
                         job.sampling = None;
@@ -42,6 +43,17 @@ impl Server {
         }
     }
 
+    /// A fresh id for a request of the server's own, named by the process's start too, so
+    /// that a restarted server never reuses one.
+    pub(super) fn own_request_id(&mut self) -> RequestId {
+        self.own_requests += 1;
+        RequestId::String(format!(
+            "s-{}-{}",
+            self.started.as_millis(),
+            self.own_requests
+        ))
+    }
+
     /// Legacy era: asks the client for a `sampling/createMessage` on the call's stream (on
     /// stdio, the pipe); its id and when the server gives up on it.
     pub(super) fn ask_to_sample(
@@ -49,13 +61,7 @@ impl Server {
         now: Time,
         stream: Option<StreamId>,
     ) -> (RequestId, Time) {
-        self.own_requests += 1;
-        // Named by the process's start too, so that a restarted server never reuses an id.
-        let id = RequestId::String(format!(
-            "s-{}-{}",
-            self.started.as_millis(),
-            self.own_requests
-        ));
+        let id = self.own_request_id();
         let mut r = Request::new(id.clone(), "sampling/createMessage");
         r.meta.legacy = true;
         r.params.insert(

@@ -71,6 +71,11 @@ pub struct PlaybackCounts {
     /// Recorded messages that could not be sent (not a message this server can write, or a
     /// progress notification for a request that asked for none).
     pub dropped: usize,
+    /// The recorded server's own requests (sampling, roots, elicitation) sent, under fresh
+    /// ids of this server's.
+    pub own_requests: usize,
+    /// How many of them the new client answered (matched back by their fresh ids).
+    pub own_answered: usize,
 }
 
 /// The playback's state in the server.
@@ -84,6 +89,9 @@ pub(super) struct Player {
     /// Requests left to the reference server (a miss under [`OnMiss::Reference`]): their
     /// answers are extrapolated.
     left_to_reference: BTreeSet<RequestId>,
+    /// The recorded server's own requests sent, by the fresh id they went out under: the
+    /// recorded id they stand for.
+    own: BTreeMap<RequestId, RequestId>,
     pub(super) counts: PlaybackCounts,
 }
 
@@ -130,6 +138,7 @@ impl Player {
             calls: BTreeMap::new(),
             origins: VecDeque::new(),
             left_to_reference: BTreeSet::new(),
+            own: BTreeMap::new(),
             counts: PlaybackCounts::default(),
         }
     }
@@ -398,12 +407,48 @@ impl Server {
                 self.player_mut().counts.recorded += 1;
             }
             Some(m) => {
+                let m = self.own_ids(m);
                 self.send_with(stream, m, Origin::Recorded { line });
                 self.player_mut().counts.recorded += 1;
             }
             None => self.player_mut().counts.dropped += 1,
         }
         self.settle(now, key);
+    }
+
+    /// The recorded server's own request under a fresh id of this server's (the new client
+    /// may hold the recorded one for a request of its own), and its cancel naming that id.
+    fn own_ids(&mut self, msg: Message) -> Message {
+        match msg {
+            Message::Request(mut q) => {
+                let fresh = self.own_request_id();
+                let player = self.player_mut();
+                player
+                    .own
+                    .insert(fresh.clone(), std::mem::replace(&mut q.id, fresh));
+                player.counts.own_requests += 1;
+                Message::Request(q)
+            }
+            Message::Cancelled(mut c) => {
+                let player = self.player_mut();
+                let fresh = player.own.iter().find(|(_, r)| **r == c.request_id);
+                if let Some((fresh, _)) = fresh {
+                    c.request_id = fresh.clone();
+                }
+                Message::Cancelled(c)
+            }
+            other => other,
+        }
+    }
+
+    /// The client answered `id`: counted when it is one of the recorded server's own
+    /// requests played back.
+    pub(super) fn playback_answered(&mut self, id: &RequestId) {
+        if let Some(player) = self.player.as_mut() {
+            if player.own.remove(id).is_some() {
+                player.counts.own_answered += 1;
+            }
+        }
     }
 
     /// Times the next message of `key`, or ends the call: after its answer and whatever the
