@@ -160,3 +160,80 @@ fn a_recorded_python_sdk_1_server_played_back_to_real_clients() {
         "{answered}"
     );
 }
+
+/// The committed recording of the same session (`tests/recordings/`) served over Streamable
+/// HTTP (`serve --from --http`) to the TS SDK v1 client's HTTP transport: the recorded
+/// server's answer to the cancel goes out on the call's stream after the cancel's POST with
+/// `recorded`, and not with `correct`.
+#[test]
+fn a_recording_served_over_http() {
+    let Some(sdk) = node_ts_sdk_v1() else { return };
+    let from = repo().join("tests/recordings/python-sdk-1.30.0-stdio.jsonl");
+    let from = from.display().to_string();
+    for (on_cancel, rules) in [
+        ("recorded", &["response-after-cancel"][..]),
+        ("correct", &[]),
+    ] {
+        let dir = scratch(&format!("serve-from-http-{on_cancel}"));
+        let mut args = serve_args(&dir, "timeout=1500");
+        args.extend(
+            [
+                "--http",
+                "127.0.0.1:0",
+                "--from",
+                &from,
+                "--on-cancel",
+                on_cancel,
+            ]
+            .map(String::from),
+        );
+        let (case, _) = against_listening(&args, "", ts_v1_client(&sdk, TS_PLAN), &dir);
+        assert_eq!(case.report["era"], "2025-11-25", "{}", case.describe());
+        assert_eq!(
+            case.outcome_names(),
+            ["result", "timeout", "result"],
+            "{}",
+            case.describe()
+        );
+        assert_eq!(case.rules(), rules, "{on_cancel}: {}", case.describe());
+        assert_eq!(case.report["playback"]["matched"], 3, "{}", case.describe());
+        let (recorded, extrapolated) = origins(&case);
+        assert!(recorded >= 3 && extrapolated == 0, "{}", case.describe());
+    }
+}
+
+/// The bug no record-and-replay tool shows, live: a client that drops its connection on an
+/// answer to a request it cancelled (`tests/peers/dropping_client.mjs`, as claude-code
+/// #51073) meets the recorded Python SDK 1.30.0 server's code-0 answer to its cancel with
+/// `--on-cancel recorded`, and is caught (`race-not-graceful`: it dropped the call still
+/// running); with `correct` the same client is clean.
+#[test]
+fn a_client_that_drops_its_connection_on_a_late_answer() {
+    let Some(sdk) = node_ts_sdk_v1() else { return };
+    let from = repo().join("tests/recordings/python-sdk-1.30.0-stdio.jsonl");
+    let from = from.display().to_string();
+    let client = || {
+        let mut c = Command::new(&sdk.node);
+        c.arg(repo().join("tests/peers/dropping_client.mjs"));
+        c
+    };
+    for (on_cancel, rules, last) in [
+        (
+            "recorded",
+            &["race-not-graceful", "response-after-cancel"][..],
+            "dropped",
+        ),
+        ("correct", &[], "result"),
+    ] {
+        let dir = scratch(&format!("serve-from-dropping-{on_cancel}"));
+        let args = ["--from", from.as_str(), "--on-cancel", on_cancel];
+        let case = against_stdio_serve(client(), &dir, "timeout=1500", &args);
+        assert_eq!(case.rules(), rules, "{on_cancel}: {}", case.describe());
+        assert_eq!(
+            case.outcome_names(),
+            ["result", "cancelled", last],
+            "{on_cancel}: {}",
+            case.describe()
+        );
+    }
+}
