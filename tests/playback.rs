@@ -37,6 +37,14 @@ fn played(scenario: &Scenario, playback: Playback) -> (Trace, Vec<&'static str>)
     (run.trace, rules)
 }
 
+/// The messages `side` wrote in `trace`, with their origin.
+fn sent(trace: &Trace, side: Side) -> impl Iterator<Item = (&serde_json::Value, Option<Origin>)> {
+    trace.events.iter().filter_map(move |e| match &e.kind {
+        EventKind::Send(w) if e.side == side => w.msg.as_ref().map(|m| (m, w.origin)),
+        _ => None,
+    })
+}
+
 /// The server's sends of `trace`, by origin: (recorded, extrapolated, unmarked).
 fn origins(trace: &Trace) -> (usize, usize, usize) {
     let mut counts = (0, 0, 0);
@@ -140,18 +148,9 @@ fn a_request_the_recording_does_not_hold_is_answered_naming_the_difference() {
         c.steps += 1;
     }
     let run = memory::run_playing(&other, playback(&original.trace, OnCancel::Recorded));
-    let answer = run
-        .trace
-        .events
-        .iter()
-        .find_map(|e| match (&e.side, &e.kind) {
-            (Side::Server, EventKind::Send(w)) => w
-                .msg
-                .as_ref()
-                .filter(|m| m.get("error").is_some())
-                .map(|m| (m.clone(), w.origin)),
-            _ => None,
-        })
+    let answer = sent(&run.trace, Side::Server)
+        .find(|(m, _)| m.get("error").is_some())
+        .map(|(m, o)| (m.clone(), o))
         .expect("an error answer");
     let message = answer.0["error"]["message"].as_str().unwrap();
     assert!(message.contains("differs at /arguments/steps"), "{message}");
@@ -276,31 +275,13 @@ fn the_recorded_introduction_is_played_in_both_eras() {
         let mut p = playback(&original.trace, OnCancel::Recorded);
         p.recording = Arc::new(recording);
         let run = memory::run_playing(&s, p);
-        let id = run
-            .trace
-            .events
-            .iter()
-            .find_map(|e| match (&e.side, &e.kind) {
-                (Side::Client, EventKind::Send(w)) => w
-                    .msg
-                    .as_ref()
-                    .filter(|m| m["method"] == method)
-                    .map(|m| m["id"].clone()),
-                _ => None,
-            });
-        let id = id.unwrap_or_else(|| panic!("{method} sent in {era:?}"));
-        let answer = run
-            .trace
-            .events
-            .iter()
-            .find_map(|e| match (&e.side, &e.kind) {
-                (Side::Server, EventKind::Send(w)) => w
-                    .msg
-                    .as_ref()
-                    .filter(|m| m["id"] == id && m.get("result").is_some())
-                    .cloned(),
-                _ => None,
-            });
+        let id = sent(&run.trace, Side::Client)
+            .find(|(m, _)| m["method"] == method)
+            .map(|(m, _)| m["id"].clone())
+            .unwrap_or_else(|| panic!("{method} sent in {era:?}"));
+        let answer = sent(&run.trace, Side::Server)
+            .find(|(m, _)| m["id"] == id && m.get("result").is_some())
+            .map(|(m, _)| m.clone());
         let answer = answer.unwrap_or_else(|| panic!("{method} answered"));
         assert_eq!(answer["result"]["instructions"], "as recorded", "{era:?}");
     }
@@ -308,17 +289,9 @@ fn the_recorded_introduction_is_played_in_both_eras() {
 
 /// The server's sends of `trace` that are requests of its own: (id, origin).
 fn own_requests(trace: &Trace) -> Vec<(serde_json::Value, Option<Origin>)> {
-    trace
-        .events
-        .iter()
-        .filter_map(|e| match (&e.side, &e.kind) {
-            (Side::Server, EventKind::Send(w)) => w
-                .msg
-                .as_ref()
-                .filter(|m| m.get("method").is_some() && m.get("id").is_some())
-                .map(|m| (m["id"].clone(), w.origin)),
-            _ => None,
-        })
+    sent(trace, Side::Server)
+        .filter(|(m, _)| m.get("method").is_some() && m.get("id").is_some())
+        .map(|(m, o)| (m["id"].clone(), o))
         .collect()
 }
 
@@ -349,13 +322,8 @@ fn the_recorded_servers_own_requests_are_played_under_fresh_ids() {
                 "seed {seed}: {id} sent as {origin:?}"
             );
             played_requests += 1;
-            let answer = trace.events.iter().any(|e| match (&e.side, &e.kind) {
-                (Side::Client, EventKind::Send(w)) => w
-                    .msg
-                    .as_ref()
-                    .is_some_and(|m| m["id"] == id && m.get("method").is_none()),
-                _ => false,
-            });
+            let answer =
+                sent(&trace, Side::Client).any(|(m, _)| m["id"] == id && m.get("method").is_none());
             answered += usize::from(answer);
         }
     }
