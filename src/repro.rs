@@ -45,6 +45,11 @@ pub const MUTANT_VAR: &str = "MCP_SIM_MUTANT";
 /// The variable naming the era.
 pub const ERA_VAR: &str = "MCP_SIM_ERA";
 
+/// The variable naming a scenario file (`mcp-sim fit`'s output) to run instead of a seed.
+pub const SCENARIO_VAR: &str = "MCP_SIM_SCENARIO";
+/// The variable naming the perturbation seed of a scenario file's neighbour.
+pub const PERTURB_VAR: &str = "MCP_SIM_PERTURB_SEED";
+
 /// turmoil's default tick, which the lines leave out.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(10);
 
@@ -321,6 +326,88 @@ impl ReproEnv {
             mutant: self.mutant,
             era: self.era.unwrap_or_default(),
         })
+    }
+}
+
+/// A run named by a scenario file, or by one of its neighbours: the seed of a real session,
+/// once fitted (`mcp-sim fit`). Its two lines are `mcp-sim replay --scenario FILE
+/// [--perturb-seed N]` and `MCP_SIM_SCENARIO=FILE [MCP_SIM_PERTURB_SEED=N] cargo test ...
+/// replay_one_seed`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRepro {
+    /// The scenario file.
+    pub path: std::path::PathBuf,
+    /// The neighbour's perturbation seed ([`crate::scenario::around`]), if one.
+    pub perturb_seed: Option<u64>,
+    /// What may move in the neighbour.
+    pub perturb: crate::scenario::around::PerturbSpec,
+    /// The lane.
+    pub lane: Lane,
+}
+
+impl FileRepro {
+    /// The scenario the file holds, or its neighbour; with the file's digest.
+    pub fn scenario(&self) -> Result<(Scenario, u64), crate::scenario::file::ScenarioFileError> {
+        let file = crate::scenario::file::ScenarioFile::read(&self.path)?;
+        let digest = file.scenario.digest();
+        Ok(match self.perturb_seed {
+            Some(seed) => (
+                crate::scenario::around::neighbour(&file.scenario, seed, &self.perturb).scenario,
+                digest,
+            ),
+            None => (file.scenario, digest),
+        })
+    }
+
+    /// The `mcp-sim replay` command that reruns it.
+    pub fn replay_line(&self) -> String {
+        let mut line = format!(
+            "cargo run --release -p mcp-sim-cli -- replay --scenario {}",
+            self.path.display()
+        );
+        if let Some(n) = self.perturb_seed {
+            line.push_str(&format!(" --perturb-seed {n}"));
+        }
+        if self.lane == Lane::Memory {
+            line.push_str(" --lane memory");
+        }
+        line
+    }
+
+    /// The `cargo test` command that reruns it (with the default perturbation knobs).
+    pub fn test_line(&self) -> String {
+        let test = match self.lane {
+            Lane::Memory => "simulation",
+            #[cfg(feature = "turmoil")]
+            Lane::Turmoil { .. } => "turmoil_sim",
+        };
+        let mut env = format!("{SCENARIO_VAR}={}", self.path.display());
+        if let Some(n) = self.perturb_seed {
+            env.push_str(&format!(" {PERTURB_VAR}={n}"));
+        }
+        format!("{env} cargo test --test {test} replay_one_seed -- --nocapture")
+    }
+
+    /// The run `MCP_SIM_SCENARIO` and `MCP_SIM_PERTURB_SEED` name on `lane`, if the first is
+    /// set.
+    pub fn from_env(lane: Lane) -> Result<Option<FileRepro>, ReproError> {
+        let Some(path) = std::env::var_os(SCENARIO_VAR) else {
+            return Ok(None);
+        };
+        let perturb_seed = match std::env::var(PERTURB_VAR) {
+            Ok(v) => Some(v.trim().parse().map_err(|_| ReproError {
+                var: PERTURB_VAR,
+                value: v,
+                expected: "a perturbation seed (a decimal u64)",
+            })?),
+            Err(_) => None,
+        };
+        Ok(Some(FileRepro {
+            path: path.into(),
+            perturb_seed,
+            perturb: Default::default(),
+            lane,
+        }))
     }
 }
 

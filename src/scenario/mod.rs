@@ -974,6 +974,8 @@ impl fmt::Display for Scenario {
     }
 }
 
+pub mod around;
+pub mod file;
 pub mod knobs;
 #[cfg(feature = "proptest")]
 pub mod strategies;

@@ -34,6 +34,22 @@ pub fn assert_clean(scenario: &Scenario, lane: mcp_sim::lanes::Lane) -> u64 {
 /// them: prints the scenario, the trace digest and the broken rules, and fails as the run
 /// fails. A variable that does not parse fails the test naming it.
 pub fn replay_from_env(lane: mcp_sim::lanes::Lane) {
+    // A scenario file (`mcp-sim fit`'s, or a neighbour of one) names the run instead of a seed.
+    if let Some(file) = mcp_sim::repro::FileRepro::from_env(lane).unwrap_or_else(|e| panic!("{e}"))
+    {
+        let (scenario, digest) = file.scenario().unwrap_or_else(|e| panic!("{e}"));
+        println!("scenario {digest:016x}: {scenario}");
+        let judged = mcp_sim::run::judge(&scenario, file.lane);
+        println!("trace digest {:016x}", judged.run.trace.digest());
+        println!("rules: {}", judged.rules().join(", "));
+        assert!(
+            !judged.fails(),
+            "{}\nreplay: {}",
+            mcp_sim::report::violations_text(&judged.verdict),
+            file.replay_line()
+        );
+        return;
+    }
     let repro = ReproEnv::read()
         .and_then(|env| env.repro(lane))
         .unwrap_or_else(|e| panic!("{e}"));

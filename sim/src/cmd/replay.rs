@@ -7,14 +7,32 @@ use std::process::ExitCode;
 use mcp_sim::model::Transport;
 use mcp_sim::report;
 
-use super::sweep::{run_seed, summary_text, write_report};
+use mcp_sim::repro::{EraChoice, FileRepro};
+use mcp_sim::scenario::around::PerturbSpec;
+
+use super::sweep::{run_seed, summary_text, write_report, SeedRun};
 use crate::args::{Overrides, TransportArg};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The seed to replay.
+    #[arg(
+        long,
+        required_unless_present = "scenario",
+        conflicts_with = "scenario"
+    )]
+    seed: Option<u64>,
+    /// Replay a scenario file instead (`mcp-sim fit`'s output, versioned JSON): the seed of a
+    /// real session.
     #[arg(long)]
-    seed: u64,
+    scenario: Option<PathBuf>,
+    /// With `--scenario`: replay its neighbour drawn from this perturbation seed (as
+    /// `sweep --around` prints it).
+    #[arg(long, requires = "scenario")]
+    perturb_seed: Option<u64>,
+    /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
+    #[arg(long, requires = "perturb_seed")]
+    perturb: Option<String>,
     #[command(flatten)]
     overrides: Overrides,
     /// Also print the Mermaid sequence diagram of the violations.
@@ -23,12 +41,19 @@ pub struct Args {
     /// Print the whole trace (JSON Lines).
     #[arg(long)]
     trace: bool,
+    /// Also write the run's scenario as a scenario file (to edit, or to `sweep --around`).
+    #[arg(long)]
+    save_scenario: Option<PathBuf>,
     /// Where to write the report files.
     #[arg(long, default_value = "target/mcp-sim-reports")]
     report_dir: PathBuf,
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    if let Some(path) = &args.scenario {
+        return run_file(args, path);
+    }
+    let seed = args.seed.expect("clap requires --seed without --scenario");
     if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim replay: {e}");
         return ExitCode::from(2);
@@ -49,12 +74,59 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let r = run_seed(&args.overrides, args.seed, transport, era);
-    let replay = args
-        .overrides
-        .repro(args.seed, transport, era)
-        .replay_line();
-    print!("{}", summary_text(&r, &replay));
+    let r = run_seed(&args.overrides, seed, transport, era);
+    let replay = args.overrides.repro(seed, transport, era).replay_line();
+    finish(args, &r, &replay)
+}
+
+/// `--scenario FILE [--perturb-seed N]`: the file's run, or its neighbour's.
+fn run_file(args: &Args, path: &std::path::Path) -> ExitCode {
+    let perturb = match args.perturb.as_deref().map(PerturbSpec::parse) {
+        Some(Err(e)) => {
+            eprintln!("mcp-sim replay: {e}");
+            return ExitCode::from(2);
+        }
+        Some(Ok(spec)) => spec,
+        None => PerturbSpec::default(),
+    };
+    let file = FileRepro {
+        path: path.to_owned(),
+        perturb_seed: args.perturb_seed,
+        perturb,
+        lane: args.overrides.lane.lane(),
+    };
+    let (scenario, digest) = match file.scenario() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mcp-sim replay: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("scenario digest {digest:016x}");
+    let judged = mcp_sim::run::judge(&scenario, file.lane);
+    let r = SeedRun {
+        seed: scenario.seed,
+        transport: Some(scenario.transport),
+        era: EraChoice::Fixed(scenario.era),
+        scenario,
+        judged,
+    };
+    let mut replay = file.replay_line();
+    if let Some(spec) = &args.perturb {
+        replay.push_str(&format!(" --perturb {spec}"));
+    }
+    finish(args, &r, &replay)
+}
+
+fn finish(args: &Args, r: &SeedRun, replay: &str) -> ExitCode {
+    print!("{}", summary_text(r, replay));
+    if let Some(path) = &args.save_scenario {
+        let file = mcp_sim::scenario::file::ScenarioFile::of(r.scenario.clone());
+        if let Err(e) = std::fs::write(path, file.to_json()) {
+            eprintln!("mcp-sim replay: cannot write {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
     if args.mermaid {
         let events = report::slice(&r.judged.run.trace, &r.judged.verdict);
         println!(
@@ -66,7 +138,7 @@ pub fn run(args: &Args) -> ExitCode {
         print!("{}", r.judged.run.trace.to_jsonl());
     }
     if !r.judged.verdict.is_clean() || r.judged.crash.is_some() {
-        match write_report(&args.report_dir, &r, &replay) {
+        match write_report(&args.report_dir, r, replay) {
             Ok(folder) => println!("report written to {}", folder.display()),
             Err(e) => eprintln!("mcp-sim replay: cannot write the report: {e}"),
         }
