@@ -112,6 +112,7 @@ pub use wire::{Era, LegacyRevision};
 pub mod check;
 pub mod ci;
 pub mod diff;
+pub mod fit;
 pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

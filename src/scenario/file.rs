@@ -106,6 +106,9 @@ pub struct Explained {
     pub count: usize,
     /// The mutants that reproduce it (empty: no model of this behaviour).
     pub mutants: Vec<String>,
+    /// The reference peers break it under the scenario's timing alone (a race, no bug).
+    #[serde(default)]
+    pub by_reference: bool,
 }
 
 /// A scenario file.
