@@ -13,8 +13,8 @@ mod args;
 mod cmd;
 
 use cmd::{
-    check_proxy, check_trace, decode, diff, merge, mutants, probe, record, replay, rules, serve,
-    sweep,
+    check_proxy, check_trace, decode, diff, fit, merge, mutants, probe, record, replay, rules,
+    serve, sweep,
 };
 
 /// Deterministic simulation and fuzzing of MCP 2026-07-28 progress, cancellation and timeouts.
@@ -34,6 +34,9 @@ enum Command {
     /// Compare two runs by behaviour (calls aligned; outcomes, cancels, tails, progress,
     /// statuses; the verdicts' delta): exit 0 no regression beyond noise, 1 a regression.
     Diff(diff::Args),
+    /// Fit a scenario to a recorded session (probe, serve, record, check-proxy): every knob
+    /// with its provenance, the mutants that reproduce its violations, the fit's fidelity.
+    Fit(fit::Args),
     /// Run a range of seeded scenarios and judge every trace.
     Sweep(sweep::Args),
     /// Run one seed again: summary, violations, trace slice, diagram, report files.
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(&args),
         Command::CheckTrace(args) => check_trace::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Fit(args) => fit::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Merge(args) => merge::run(&args),

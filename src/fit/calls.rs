@@ -14,14 +14,15 @@
 //! fixed timeout; the same time after its last progress, a timeout progress resets. Else the
 //! default, which never fires before a call the recording saw answered.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::model::recorded::{RecordedCall, Recording};
-use crate::model::TimeoutPolicy;
+use crate::model::{Outcome, TimeoutPolicy};
 use crate::scenario::file::{LiveCall, Provenance};
-use crate::scenario::{CallKind, PlannedCall};
+use crate::scenario::{CallKind, PlannedCall, STALE_TASK};
 use crate::trace::{EventKind, Trace};
 use crate::wire::EXTENSION_TASKS;
 
@@ -41,19 +42,30 @@ struct Work {
 
 /// The recorded client's calls that a scenario can plan (tool calls, subscriptions, polls of
 /// a task), in order; the others are named in the returned notes.
-pub(super) fn fit_calls(trace: &Trace, recording: &Recording, t0: u64) -> (Vec<FittedCall>, Vec<String>) {
+pub(super) fn fit_calls(
+    trace: &Trace,
+    recording: &Recording,
+    t0: u64,
+) -> (Vec<FittedCall>, Vec<String>) {
     let mut notes = Vec::new();
+    let mut left_out: BTreeMap<String, usize> = BTreeMap::new();
     let plannable: Vec<&RecordedCall> = recording
         .calls
         .iter()
         .filter(|c| {
-            let ok = matches!(c.method.as_str(), "tools/call" | "subscriptions/listen" | "tasks/get");
+            let ok = plannable(c);
             if !ok {
-                notes.push(format!("{} (line {}): not a call a scenario plans; left out", c.method, c.line));
+                *left_out.entry(c.method.clone()).or_default() += 1;
             }
             ok
         })
         .collect();
+    for (method, n) in left_out {
+        notes.push(format!(
+            "{n} {method} request(s) left out: a retry after input_required, a poll of a \
+             call's task, or a method a scenario does not plan (the fitted client makes its own)"
+        ));
+    }
     let works: Vec<Option<Work>> = plannable.iter().map(|c| uncensored(c)).collect();
     let policy = fingerprint(&plannable, &works);
     let fitted = plannable
@@ -63,7 +75,10 @@ pub(super) fn fit_calls(trace: &Trace, recording: &Recording, t0: u64) -> (Vec<F
             let mut provenance = Vec::new();
             let at = format!("calls/{k}");
             let sent = trace.events.get(c.line - 1).map_or(t0, |e| e.t);
-            provenance.push((format!("{at}/at_ms"), Provenance::recorded(format!("sent at line {}", c.line))));
+            provenance.push((
+                format!("{at}/at_ms"),
+                Provenance::recorded(format!("sent at line {}", c.line)),
+            ));
             let work = match &works[k] {
                 Some(w) => Work {
                     steps: w.steps,
@@ -75,14 +90,18 @@ pub(super) fn fit_calls(trace: &Trace, recording: &Recording, t0: u64) -> (Vec<F
             provenance.push((format!("{at}/steps"), work.provenance.clone()));
             let kind = kind_of(c);
             let (policy, policy_provenance) = match c.policy {
-                Some(p) => (p, Provenance::recorded(format!("the policy on the request (line {})", c.line))),
+                Some(p) => (
+                    p,
+                    Provenance::recorded(format!("the policy on the request (line {})", c.line)),
+                ),
                 None => policy.clone(),
             };
             provenance.push((format!("{at}/policy"), policy_provenance));
             // A cancel the client's own timer sent is the policy's; one it was told to send is
             // the application's.
             let timed_out = timed_out(trace, c);
-            let cancel_after = match (c.cancel_after_ms, timed_out) {
+            let cancel_after_ms = c.cancel_after_ms.or_else(|| task_cancel(recording, c));
+            let cancel_after = match (cancel_after_ms, timed_out) {
                 (Some(ms), false) => {
                     provenance.push((
                         format!("{at}/cancel_after_ms"),
@@ -103,7 +122,9 @@ pub(super) fn fit_calls(trace: &Trace, recording: &Recording, t0: u64) -> (Vec<F
                 idempotent: false,
                 kind,
                 sampling: args.get("sample").and_then(Value::as_bool).unwrap_or(false)
-                    || c.server.iter().any(|e| e.msg.get("method").is_some() && e.msg.get("id").is_some()),
+                    || c.server
+                        .iter()
+                        .any(|e| e.msg.get("method").is_some() && e.msg.get("id").is_some()),
             };
             FittedCall {
                 call,
@@ -116,6 +137,20 @@ pub(super) fn fit_calls(trace: &Trace, recording: &Recording, t0: u64) -> (Vec<F
         })
         .collect();
     (fitted, notes)
+}
+
+/// Whether a recorded request is a call a scenario plans: a tool call that is no retry after
+/// `input_required` (the client retries on its own), a subscription, or a poll of a task the
+/// server never had ([`STALE_TASK`]); the reference client polls its own tasks.
+pub(super) fn plannable(c: &RecordedCall) -> bool {
+    match c.method.as_str() {
+        "tools/call" => {
+            !c.params.contains_key("inputResponses") && !c.params.contains_key("requestState")
+        }
+        "subscriptions/listen" => true,
+        "tasks/get" => c.params.get("taskId").and_then(Value::as_str) == Some(STALE_TASK),
+        _ => false,
+    }
 }
 
 fn kind_of(c: &RecordedCall) -> CallKind {
@@ -135,19 +170,48 @@ fn kind_of(c: &RecordedCall) -> CallKind {
                 .and_then(|a| a.get("input_rounds"))
                 .and_then(Value::as_u64)
                 .unwrap_or(0) as u32;
-            let task = c.meta.values().any(|v| v.get("extensions").and_then(|e| e.get(EXTENSION_TASKS)).is_some());
+            let task = c.meta.values().any(|v| {
+                v.get("extensions")
+                    .and_then(|e| e.get(EXTENSION_TASKS))
+                    .is_some()
+            });
             CallKind::Tool { task, input_rounds }
         }
     }
 }
 
-/// Whether the client's timer gave the call up (a `timeout` event for it).
+/// A task's cancel (`tasks/cancel` naming the task the call created), in ms after the call's
+/// start: a task is cancelled by request, not by notification.
+fn task_cancel(recording: &Recording, c: &RecordedCall) -> Option<u64> {
+    // The task may come from a retry after input_required: the same tool and arguments again.
+    let chain = recording.calls.iter().filter(|o| {
+        o.line == c.line
+            || (o.start_ms >= c.start_ms
+                && o.method == c.method
+                && !plannable(o)
+                && o.params.get("name") == c.params.get("name")
+                && o.params.get("arguments") == c.params.get("arguments"))
+    });
+    let task = chain
+        .flat_map(|o| &o.server)
+        .find_map(|e| e.msg.pointer("/result/taskId").and_then(Value::as_str))?;
+    recording
+        .calls
+        .iter()
+        .filter(|o| o.method == "tasks/cancel" && o.start_ms >= c.start_ms)
+        .find(|o| o.params.get("taskId").and_then(Value::as_str) == Some(task))
+        .map(|o| o.start_ms - c.start_ms)
+}
+
+/// Whether the client's timer gave the call up: a `timeout` event for it, or the application
+/// told it timed out (a task's timer ends in `tasks/cancel`, with no timeout of the request).
 fn timed_out(trace: &Trace, c: &RecordedCall) -> bool {
     let Some(id) = &c.id else { return false };
-    trace
-        .events
-        .iter()
-        .any(|e| matches!(&e.kind, EventKind::Timeout { request, .. } if request == id))
+    trace.events.iter().any(|e| match &e.kind {
+        EventKind::Timeout { request, .. } => request == id,
+        EventKind::Outcome { request, outcome } => request == id && *outcome == Outcome::TimedOut,
+        _ => false,
+    })
 }
 
 /// The call's work when it ran to its answer before any cancel; `slow_op`'s own arguments when
@@ -162,7 +226,11 @@ fn uncensored(c: &RecordedCall) -> Option<Work> {
             provenance: Provenance::recorded("slow_op's steps and step_ms in the request"),
         });
     }
-    let answer = c.server.iter().take(c.before_cancel).position(|e| e.is_answer)?;
+    let answer = c
+        .server
+        .iter()
+        .take(c.before_cancel)
+        .position(|e| e.is_answer)?;
     let ms: u64 = c.server[..=answer].iter().map(|e| e.offset_ms).sum();
     let (count, total) = progress_of(c, answer + 1);
     let steps = total.unwrap_or(count).max(1);
@@ -186,7 +254,9 @@ fn progress_of(c: &RecordedCall, n: usize) -> (u64, Option<u64>) {
     let total = progress
         .iter()
         .filter_map(|m| m.pointer("/params/total").and_then(Value::as_f64))
-        .fold(None, |acc: Option<f64>, t| Some(acc.map_or(t, |a| a.max(t))))
+        .fold(None, |acc: Option<f64>, t| {
+            Some(acc.map_or(t, |a| a.max(t)))
+        })
         .filter(|t| t.is_finite() && *t >= 1.0 && *t < 1e6)
         .map(|t| t as u64);
     (progress.len() as u64, total)
@@ -194,7 +264,10 @@ fn progress_of(c: &RecordedCall, n: usize) -> (u64, Option<u64>) {
 
 /// A cancelled call's work, censored.
 fn censored(c: &RecordedCall, calls: &[&RecordedCall], works: &[Option<Work>]) -> Work {
-    if let Some(k) = calls.iter().position(|o| o.params == c.params && o.line != c.line) {
+    if let Some(k) = calls
+        .iter()
+        .position(|o| o.params == c.params && o.line != c.line)
+    {
         if let Some(w) = &works[k] {
             return Work {
                 steps: w.steps,
@@ -231,20 +304,21 @@ fn censored(c: &RecordedCall, calls: &[&RecordedCall], works: &[Option<Work>]) -
 }
 
 /// The client's timeout policy, from how it gave calls up, when no policy was recorded.
-fn fingerprint(
-    calls: &[&RecordedCall],
-    works: &[Option<Work>],
-) -> (TimeoutPolicy, Provenance) {
+fn fingerprint(calls: &[&RecordedCall], works: &[Option<Work>]) -> (TimeoutPolicy, Provenance) {
     // A call's send, and the times after it of its cancel and of its last progress before.
     let mut offsets = Vec::new();
     for c in calls.iter().filter(|c| c.policy.is_none()) {
-        let Some(cancel) = c.cancel_after_ms else { continue };
+        let Some(cancel) = c.cancel_after_ms else {
+            continue;
+        };
         let received = c.cancel_seen_ms.unwrap_or(cancel);
         let mut t = 0;
         let mut last_progress = None;
         for e in &c.server[..c.before_cancel.min(c.server.len())] {
             t += e.offset_ms;
-            if e.msg.get("method").and_then(Value::as_str) == Some("notifications/progress") && t <= received {
+            if e.msg.get("method").and_then(Value::as_str) == Some("notifications/progress")
+                && t <= received
+            {
                 last_progress = Some(t);
             }
         }
@@ -282,7 +356,10 @@ fn fingerprint(
         if let Some(t) = close(&idles) {
             let max = sends.iter().max().copied().unwrap_or(t).max(longest) * 2;
             return (
-                TimeoutPolicy::resetting(Duration::from_millis(t), Duration::from_millis(max.max(t))),
+                TimeoutPolicy::resetting(
+                    Duration::from_millis(t),
+                    Duration::from_millis(max.max(t)),
+                ),
                 Provenance::inferred(format!(
                     "{} cancel(s) {t} ms after the last progress: a timeout progress resets",
                     idles.len()

@@ -83,7 +83,9 @@ pub struct Fidelity {
 impl Fidelity {
     /// The same rules broken and the same outcome for every call.
     pub fn agrees(&self) -> bool {
-        self.recorded_rules == self.fitted_rules && self.aligned == self.calls && self.same_outcome == self.calls
+        self.recorded_rules == self.fitted_rules
+            && self.aligned == self.calls
+            && self.same_outcome == self.calls
     }
 }
 
@@ -121,7 +123,8 @@ pub fn fit(trace: &Trace, options: &FitOptions) -> Result<Fit, FitError> {
         false => trace.clone(),
     };
     let recording = recording::read(&front, None).map_err(FitError::Recording)?;
-    let t0 = front.events.first().map_or(0, |e| e.t);
+    // Trace times count from the start of the run (or of the recording), as a scenario's do.
+    let t0 = 0;
     let mut provenance: BTreeMap<String, Provenance> = BTreeMap::new();
     let mut put = |k: &str, p: Provenance| {
         provenance.insert(k.to_owned(), p);
@@ -136,27 +139,37 @@ pub fn fit(trace: &Trace, options: &FitOptions) -> Result<Fit, FitError> {
     let proxy = wire::proxy(&front);
     match &proxy {
         Some((_, p)) => put("proxy", p.clone()),
-        None => put("proxy", Provenance::default_because("no stream cut idle: none")),
+        None => put(
+            "proxy",
+            Provenance::default_because("no stream cut idle: none"),
+        ),
     }
     let habits = wire::habits(&front, transport);
     put("server/keepalive_interval_ms", habits.keepalive.1.clone());
     put("server/response_mode", habits.response_mode.1.clone());
-    put("server/progress_min_interval_ms", habits.progress_interval.1.clone());
+    put(
+        "server/progress_min_interval_ms",
+        habits.progress_interval.1.clone(),
+    );
     put("no_buffering_header", habits.no_buffering_header.1.clone());
     let (fitted_calls, mut notes) = calls::fit_calls(&front, &recording, t0);
     let streams: Vec<Option<u64>> = recording
         .calls
         .iter()
-        .filter(|c| matches!(c.method.as_str(), "tools/call" | "subscriptions/listen" | "tasks/get"))
+        .filter(|c| calls::plannable(c))
         .map(|c| match front.events.get(c.line - 1).map(|e| &e.kind) {
             Some(EventKind::Send(w) | EventKind::Recv(w)) => w.stream,
             _ => None,
         })
         .collect();
-    let (faults, fault_notes) = wire::faults(&front, t0, |s| streams.iter().position(|x| *x == Some(s)));
+    let (faults, fault_notes) =
+        wire::faults(&front, t0, |s| streams.iter().position(|x| *x == Some(s)));
     notes.extend(fault_notes);
     if !faults.is_empty() {
-        put("faults", Provenance::recorded("the recorder's fault events"));
+        put(
+            "faults",
+            Provenance::recorded("the recorder's fault events"),
+        );
     }
     let mut live_calls = Vec::new();
     let mut planned = Vec::new();
@@ -169,14 +182,18 @@ pub fn fit(trace: &Trace, options: &FitOptions) -> Result<Fit, FitError> {
     }
     put(
         "seed",
-        Provenance::default_because("the recording's digest: it seeds the per-message latency draws"),
+        Provenance::default_because(
+            "the recording's digest: it seeds the per-message latency draws",
+        ),
     );
     let defaults = ServerBehaviour::default();
     let mut scenario = Scenario {
         seed: front.digest(),
         transport,
         latency,
-        proxy: proxy.map(|(p, _)| p).filter(|_| transport == crate::model::Transport::Http),
+        proxy: proxy
+            .map(|(p, _)| p)
+            .filter(|_| transport == crate::model::Transport::Http),
         server: ServerBehaviour {
             progress_min_interval: habits.progress_interval.0,
             keepalive_interval: habits.keepalive.0,
@@ -193,10 +210,15 @@ pub fn fit(trace: &Trace, options: &FitOptions) -> Result<Fit, FitError> {
     };
     let (explained, mutants) = explain(trace, &scenario, options.lane);
     scenario.mutants = mutants;
-    put("mutants", match mutants.is_empty() {
-        true => Provenance::default_because("the recording breaks no rule a mutant models"),
-        false => Provenance::inferred("the mutants that reproduce the recording's violations under this scenario"),
-    });
+    put(
+        "mutants",
+        match mutants.is_empty() {
+            true => Provenance::default_because("the recording breaks no rule a mutant models"),
+            false => Provenance::inferred(
+                "the mutants that reproduce the recording's violations under this scenario",
+            ),
+        },
+    );
     let fidelity = fidelity(&front, trace, &scenario, options.lane);
     Ok(Fit {
         file: ScenarioFile {
@@ -232,9 +254,11 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
                 if !m.expected_rules().contains(&rule) {
                     continue;
                 }
+                // With the mutants its bug needs beside it (a client that chokes on a late
+                // answer needs a server that sends one).
                 let rules = runs.entry(m).or_insert_with(|| {
                     let mut s = scenario.clone();
-                    s.mutants = MutantSet::NONE.with(m);
+                    s.mutants = m.environment().with(m);
                     run::judge(&s, lane).rules()
                 });
                 if rules.contains(&rule) {
@@ -254,6 +278,10 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
         .filter(|e| !e.by_reference && !e.mutants.is_empty())
         .map(|e| e.rule.as_str())
         .collect();
+    // A mutant of the recording's era first: the legacy era's bugs have mutants of their own
+    // that behave as a modern one does in a legacy session.
+    let own_era =
+        |m: Mutant| m.adapt(Scenario::calls_only(0)).era.is_legacy() == scenario.era.is_legacy();
     let mut chosen = MutantSet::NONE;
     while !uncovered.is_empty() {
         let best = runs
@@ -264,8 +292,18 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
                 (*m, covers, extra)
             })
             .filter(|(_, covers, _)| *covers > 0)
-            .max_by_key(|&(m, covers, extra)| (covers, std::cmp::Reverse(extra), std::cmp::Reverse(m)));
+            .max_by_key(|&(m, covers, extra)| {
+                (
+                    covers,
+                    own_era(m),
+                    std::cmp::Reverse(extra),
+                    std::cmp::Reverse(m),
+                )
+            });
         let Some((m, _, _)) = best else { break };
+        for e in m.environment().iter() {
+            chosen = chosen.with(e);
+        }
         chosen = chosen.with(m);
         for r in &runs[&m] {
             uncovered.remove(*r);
@@ -277,7 +315,8 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
 fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fidelity {
     let judged: Judged = run::judge(scenario, lane);
     let recorded = oracle::check(trace, &OracleConfig::default());
-    let mut recorded_rules: Vec<&'static str> = recorded.violations.iter().map(|v| v.rule).collect();
+    let mut recorded_rules: Vec<&'static str> =
+        recorded.violations.iter().map(|v| v.rule).collect();
     recorded_rules.sort_unstable();
     recorded_rules.dedup();
     let fitted_rules = judged.rules();
@@ -286,7 +325,12 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
         false => judged.run.trace.clone(),
     };
     let d = diff::diff(front, &fitted_front, &[], &DiffOptions::default());
-    let outcome = |call: &diff::Call| call.classes.iter().find(|(c, _)| *c == Class::Outcome).map(|(_, v)| v.clone());
+    let outcome = |call: &diff::Call| {
+        call.classes
+            .iter()
+            .find(|(c, _)| *c == Class::Outcome)
+            .map(|(_, v)| v.clone())
+    };
     let tolerance = 2 * scenario.latency.1.as_millis() as u64 + 50;
     let mut f = Fidelity {
         recorded_rules,
@@ -322,15 +366,29 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
         }
     }
     for k in &d.only_base {
-        f.diverged.push(format!("call {} ({}): no partner in the fitted run", k + 1, d.base.calls[*k].method));
+        f.diverged.push(format!(
+            "call {} ({}): no partner in the fitted run",
+            k + 1,
+            d.base.calls[*k].method
+        ));
     }
-    let missing: Vec<&&str> = f.recorded_rules.iter().filter(|r| !f.fitted_rules.contains(r)).collect();
-    let extra: Vec<&&str> = f.fitted_rules.iter().filter(|r| !f.recorded_rules.contains(r)).collect();
+    let missing: Vec<&&str> = f
+        .recorded_rules
+        .iter()
+        .filter(|r| !f.fitted_rules.contains(r))
+        .collect();
+    let extra: Vec<&&str> = f
+        .fitted_rules
+        .iter()
+        .filter(|r| !f.recorded_rules.contains(r))
+        .collect();
     if !missing.is_empty() {
-        f.diverged.push(format!("broken in the recording only: {missing:?}"));
+        f.diverged
+            .push(format!("broken in the recording only: {missing:?}"));
     }
     if !extra.is_empty() {
-        f.diverged.push(format!("broken in the fitted run only: {extra:?}"));
+        f.diverged
+            .push(format!("broken in the fitted run only: {extra:?}"));
     }
     f
 }
@@ -340,7 +398,12 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
 pub fn explain_text(fit: &Fit) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "scenario {:016x}: {}", fit.file.scenario.digest(), fit.file.scenario);
+    let _ = writeln!(
+        out,
+        "scenario {:016x}: {}",
+        fit.file.scenario.digest(),
+        fit.file.scenario
+    );
     let mut by_source: BTreeMap<Source, usize> = BTreeMap::new();
     for (knob, p) in &fit.file.provenance {
         *by_source.entry(p.source).or_default() += 1;
@@ -349,7 +412,13 @@ pub fn explain_text(fit: &Fit) -> String {
             Source::Inferred => "inferred",
             Source::Default => "default",
         };
-        let _ = writeln!(out, "  {knob}: {source}{}", p.evidence.as_ref().map_or(String::new(), |e| format!(" ({e})")));
+        let _ = writeln!(
+            out,
+            "  {knob}: {source}{}",
+            p.evidence
+                .as_ref()
+                .map_or(String::new(), |e| format!(" ({e})"))
+        );
     }
     let _ = writeln!(
         out,
@@ -385,6 +454,10 @@ pub fn explain_text(fit: &Fit) -> String {
     for d in &f.diverged {
         let _ = writeln!(out, "  diverged: {d}");
     }
-    let _ = writeln!(out, "fit: {}", if f.agrees() { "agrees" } else { "diverges" });
+    let _ = writeln!(
+        out,
+        "fit: {}",
+        if f.agrees() { "agrees" } else { "diverges" }
+    );
     out
 }

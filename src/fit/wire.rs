@@ -17,21 +17,37 @@ pub(super) type Fitted<T> = (T, Provenance);
 
 /// The transport of the first message.
 pub(super) fn transport(trace: &Trace) -> Fitted<Transport> {
-    let first = trace.events.iter().enumerate().find_map(|(i, e)| match &e.kind {
-        EventKind::Send(w) | EventKind::Recv(w) => Some((i, w.transport)),
-        _ => None,
-    });
+    let first = trace
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match &e.kind {
+            EventKind::Send(w) | EventKind::Recv(w) => Some((i, w.transport)),
+            _ => None,
+        });
     match first {
-        Some((i, TransportName::Http)) => (Transport::Http, Provenance::recorded(format!("line {}", i + 1))),
-        Some((i, TransportName::Stdio)) => (Transport::Stdio, Provenance::recorded(format!("line {}", i + 1))),
-        None => (Transport::Stdio, Provenance::default_because("no message in the recording")),
+        Some((i, TransportName::Http)) => (
+            Transport::Http,
+            Provenance::recorded(format!("line {}", i + 1)),
+        ),
+        Some((i, TransportName::Stdio)) => (
+            Transport::Stdio,
+            Provenance::recorded(format!("line {}", i + 1)),
+        ),
+        None => (
+            Transport::Stdio,
+            Provenance::default_because("no message in the recording"),
+        ),
     }
 }
 
 /// The era the oracle reads, and how the client came to it.
 pub(super) fn era_and_opening(trace: &Trace) -> (Fitted<Era>, Fitted<Opening>) {
     let verdict = oracle::check(trace, &OracleConfig::default());
-    let era = (verdict.era.era, Provenance::recorded(verdict.describe_era()));
+    let era = (
+        verdict.era.era,
+        Provenance::recorded(verdict.describe_era()),
+    );
     let requests: Vec<&serde_json::Value> = trace
         .events
         .iter()
@@ -42,9 +58,14 @@ pub(super) fn era_and_opening(trace: &Trace) -> (Fitted<Era>, Fitted<Opening>) {
         })
         .filter(|m| m.get("method").is_some() && m.get("id").is_some())
         .collect();
-    let discover = requests.first().filter(|m| m["method"] == "server/discover");
+    let discover = requests
+        .first()
+        .filter(|m| m["method"] == "server/discover");
     let opening = match discover {
-        None => (Opening::Pinned, Provenance::recorded("the first request is not server/discover")),
+        None => (
+            Opening::Pinned,
+            Provenance::recorded("the first request is not server/discover"),
+        ),
         Some(d) => {
             let id = &d["id"];
             let answered = trace.events.iter().any(|e| match &e.kind {
@@ -107,7 +128,9 @@ pub(super) fn latency(trace: &Trace) -> Fitted<(Duration, Duration)> {
             let (lo, hi) = knobs::LATENCIES_MS[0];
             (
                 (Duration::from_millis(lo), Duration::from_millis(hi)),
-                Provenance::default_because("only one side recorded: no message seen both sent and read"),
+                Provenance::default_because(
+                    "only one side recorded: no message seen both sent and read",
+                ),
             )
         }
     }
@@ -125,10 +148,17 @@ pub(super) fn proxy(trace: &Trace) -> Option<Fitted<ProxyConfig>> {
                     last.insert(s, e.t);
                 }
             }
-            EventKind::Comment { stream: Some(s) } | EventKind::Status { stream: Some(s), .. } => {
+            EventKind::Comment { stream: Some(s) }
+            | EventKind::Status {
+                stream: Some(s), ..
+            } => {
                 last.insert(*s, e.t);
             }
-            EventKind::Close { stream: Some(s), by: Side::Proxy, reason } if reason.as_deref() == Some("idle") => {
+            EventKind::Close {
+                stream: Some(s),
+                by: Side::Proxy,
+                reason,
+            } if reason.as_deref() == Some("idle") => {
                 let quiet = e.t.saturating_sub(last.get(s).copied().unwrap_or(0));
                 idle = Some(idle.map_or(quiet, |q: u64| q.min(quiet)));
             }
@@ -140,25 +170,40 @@ pub(super) fn proxy(trace: &Trace) -> Option<Fitted<ProxyConfig>> {
         let t = p.idle_timeout.as_millis() as u64;
         quiet.abs_diff(t) <= t / 20
     };
-    let preset = [ProxyConfig::NGINX, ProxyConfig::ALB, ProxyConfig::CLOUDFLARE]
-        .into_iter()
-        .find(fits);
+    let preset = [
+        ProxyConfig::NGINX,
+        ProxyConfig::ALB,
+        ProxyConfig::CLOUDFLARE,
+    ]
+    .into_iter()
+    .find(fits);
     Some(match preset {
-        Some(p) => (p, Provenance::inferred(format!("a stream cut idle after {quiet} ms: {}", p.name))),
+        Some(p) => (
+            p,
+            Provenance::inferred(format!("a stream cut idle after {quiet} ms: {}", p.name)),
+        ),
         None => (
             ProxyConfig::custom(Duration::from_millis(quiet.max(1))),
-            Provenance::inferred(format!("a stream cut idle after {quiet} ms, no preset fits")),
+            Provenance::inferred(format!(
+                "a stream cut idle after {quiet} ms, no preset fits"
+            )),
         ),
     })
 }
 
 /// The faults the recorder injected (`fault` events): a restart is a crash, a reset a stream
 /// reset of the call on that stream. `calls` maps a stream to its call's index.
-pub(super) fn faults(trace: &Trace, t0: u64, call_of_stream: impl Fn(u64) -> Option<usize>) -> (Vec<Fault>, Vec<String>) {
+pub(super) fn faults(
+    trace: &Trace,
+    t0: u64,
+    call_of_stream: impl Fn(u64) -> Option<usize>,
+) -> (Vec<Fault>, Vec<String>) {
     let mut faults = Vec::new();
     let mut notes = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
-        let EventKind::Fault { fault, stream, .. } = &e.kind else { continue };
+        let EventKind::Fault { fault, stream, .. } = &e.kind else {
+            continue;
+        };
         let at = Duration::from_millis(e.t.saturating_sub(t0));
         match (fault.as_str(), stream.and_then(&call_of_stream)) {
             ("restart", _) => faults.push(Fault::CrashServer { at }),
@@ -199,7 +244,10 @@ pub(super) fn habits(trace: &Trace, transport: Transport) -> Habits {
                 if let Some(s) = w.stream {
                     last.insert(s, e.t);
                 }
-                let progress = w.msg.as_ref().filter(|m| m["method"] == "notifications/progress");
+                let progress = w
+                    .msg
+                    .as_ref()
+                    .filter(|m| m["method"] == "notifications/progress");
                 if let Some(token) = progress.map(|m| m["params"]["progressToken"].to_string()) {
                     if let Some(prev) = progress_last.insert(token, e.t) {
                         let gap = e.t - prev.min(e.t);
@@ -210,10 +258,15 @@ pub(super) fn habits(trace: &Trace, transport: Transport) -> Habits {
             EventKind::Comment { stream: Some(s) } if writer => {
                 if let Some(prev) = last.insert(*s, e.t) {
                     let quiet = e.t.saturating_sub(prev);
-                    quiet_before_comment = Some(quiet_before_comment.map_or(quiet, |q| q.min(quiet)));
+                    quiet_before_comment =
+                        Some(quiet_before_comment.map_or(quiet, |q| q.min(quiet)));
                 }
             }
-            EventKind::Status { content_type, headers, .. } if writer || !server_view => {
+            EventKind::Status {
+                content_type,
+                headers,
+                ..
+            } if writer || !server_view => {
                 match content_type.as_deref() {
                     Some(ct) if ct.starts_with("application/json") => json += 1,
                     Some(ct) if ct.starts_with("text/event-stream") => sse += 1,
@@ -238,9 +291,18 @@ pub(super) fn habits(trace: &Trace, transport: Transport) -> Habits {
         ),
     };
     let response_mode = match (transport, json, sse) {
-        (Transport::Http, j, s) if j > s => (ResponseMode::Json, Provenance::recorded(format!("{j} JSON answers, {s} SSE"))),
-        (Transport::Http, j, s) if s > 0 => (ResponseMode::Sse, Provenance::recorded(format!("{s} SSE answers, {j} JSON"))),
-        _ => (defaults.response_mode, Provenance::default_because("no HTTP answer with a content type")),
+        (Transport::Http, j, s) if j > s => (
+            ResponseMode::Json,
+            Provenance::recorded(format!("{j} JSON answers, {s} SSE")),
+        ),
+        (Transport::Http, j, s) if s > 0 => (
+            ResponseMode::Sse,
+            Provenance::recorded(format!("{s} SSE answers, {j} JSON")),
+        ),
+        _ => (
+            defaults.response_mode,
+            Provenance::default_because("no HTTP answer with a content type"),
+        ),
     };
     let progress_interval = match progress_gap {
         Some(gap) => {
@@ -258,11 +320,17 @@ pub(super) fn habits(trace: &Trace, transport: Transport) -> Habits {
                 )),
             )
         }
-        None => (defaults.progress_min_interval, Provenance::default_because("no two progress notifications of one request")),
+        None => (
+            defaults.progress_min_interval,
+            Provenance::default_because("no two progress notifications of one request"),
+        ),
     };
     let no_buffering_header = match no_buffering {
         Some(b) => (b, Provenance::recorded("the answers' headers")),
-        None => (true, Provenance::default_because("no response headers recorded")),
+        None => (
+            true,
+            Provenance::default_because("no response headers recorded"),
+        ),
     };
     Habits {
         keepalive,

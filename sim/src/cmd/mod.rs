@@ -4,6 +4,7 @@ pub mod check_proxy;
 pub mod check_trace;
 pub mod decode;
 pub mod diff;
+pub mod fit;
 pub mod merge;
 pub mod mutants;
 pub mod probe;
