@@ -2,8 +2,8 @@
 //! see (probe, serve, record, check-proxy) and the deterministic simulation.
 //!
 //! A recording is one run of a real peer; a [`Scenario`] is every knob of a simulated one.
-//! [`fit`] reads the knobs the wire shows ([`calls`]: starts, arguments, progress asked,
-//! cancels, work and the client's timeout policy; [`wire`]: transport, era, opening, latency,
+//! [`fit`] reads the knobs the wire shows (the calls: starts, arguments, progress asked,
+//! cancels, work and the client's timeout policy; the wire: transport, era, opening, latency,
 //! idle cuts, injected faults, the server's stream habits), each with its provenance
 //! (`recorded`, `inferred` with its evidence, or `default`). The peer's behaviour is what the
 //! recording shows it doing wrong: for each rule the recording breaks, the mutants that break
@@ -17,6 +17,7 @@
 //! call's duration moved.
 
 mod calls;
+pub mod neighbours;
 mod wire;
 
 use std::collections::{BTreeMap, BTreeSet};
