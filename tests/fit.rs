@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use mcp_sim::fit::{fit, FitOptions};
 use mcp_sim::lanes::{memory, Lane};
 use mcp_sim::repro::{EraChoice, Repro};
@@ -152,7 +150,6 @@ fn the_same_trace_fits_the_same_scenario() {
     let a = fit(&trace, &FitOptions::default()).unwrap().file.to_json();
     let b = fit(&trace, &FitOptions::default()).unwrap().file.to_json();
     assert_eq!(a, b);
-    let _: BTreeMap<u8, u8> = BTreeMap::new();
 }
 
 /// Which mutant `fit` names for the trace of each mutant's first kill on the in-memory lane

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::model::recorded::{RecordedCall, Recording};
-use crate::model::{Outcome, TimeoutPolicy};
+use crate::model::{Outcome, TimeoutPolicy, CALL_TAG};
 use crate::scenario::file::{LiveCall, Provenance};
 use crate::scenario::{CallKind, PlannedCall, STALE_TASK};
 use crate::trace::{EventKind, Trace};
@@ -264,20 +264,18 @@ fn progress_of(c: &RecordedCall, n: usize) -> (u64, Option<u64>) {
 
 /// A cancelled call's work, censored.
 fn censored(c: &RecordedCall, calls: &[&RecordedCall], works: &[Option<Work>]) -> Work {
-    if let Some(k) = calls
-        .iter()
-        .position(|o| o.params == c.params && o.line != c.line)
-    {
-        if let Some(w) = &works[k] {
-            return Work {
-                steps: w.steps,
-                step_ms: w.step_ms,
-                provenance: Provenance::inferred(format!(
-                    "censored by its cancel; as the identical call at line {}",
-                    calls[k].line
-                )),
-            };
-        }
+    let found = calls.iter().enumerate().find_map(|(k, o)| {
+        let same = o.line != c.line && untagged(&o.params) == untagged(&c.params);
+        works[k].as_ref().filter(|_| same).map(|w| (o.line, w))
+    });
+    if let Some((line, w)) = found {
+        return Work {
+            steps: w.steps,
+            step_ms: w.step_ms,
+            provenance: Provenance::inferred(format!(
+                "censored by its cancel; as the identical call at line {line}"
+            )),
+        };
     }
     let before = c.before_cancel.min(c.server.len());
     let (count, total) = progress_of(c, before);
@@ -301,6 +299,16 @@ fn censored(c: &RecordedCall, calls: &[&RecordedCall], works: &[Option<Work>]) -
              second more (a lower bound)"
         )),
     }
+}
+
+/// A request's params without the number a probe tags each call with ([`CALL_TAG`]): calls
+/// that differ only in it are the same call.
+fn untagged(params: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut p = params.clone();
+    if let Some(Value::Object(args)) = p.get_mut("arguments") {
+        args.remove(CALL_TAG);
+    }
+    p
 }
 
 /// The client's timeout policy, from how it gave calls up, when no policy was recorded.

@@ -17,6 +17,7 @@
 //! call's duration moved.
 
 mod calls;
+pub mod live;
 pub mod neighbours;
 mod wire;
 
@@ -66,7 +67,7 @@ pub struct Fidelity {
     pub recorded_rules: Vec<&'static str>,
     /// The rules the fitted run breaks.
     pub fitted_rules: Vec<&'static str>,
-    /// The recording's calls, and how many paired with a call of the fitted run.
+    /// The recording's calls of a method a scenario plans (tool calls, subscriptions, task polls).
     pub calls: usize,
     /// Calls paired.
     pub aligned: usize,
@@ -313,6 +314,9 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
     (explained, chosen)
 }
 
+/// The methods a scenario plans calls of (the plannable requests of the calls module).
+const PLANNED_METHODS: &[&str] = &["tools/call", "subscriptions/listen", "tasks/get"];
+
 fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fidelity {
     let judged: Judged = run::judge(scenario, lane);
     let recorded = oracle::check(trace, &OracleConfig::default());
@@ -333,17 +337,21 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
             .map(|(_, v)| v.clone())
     };
     let tolerance = 2 * scenario.latency.1.as_millis() as u64 + 50;
+    // Only the calls a scenario plans count: the client's own housekeeping (`tools/list`, a
+    // liveness `ping`) is the fitted client's to make, and the fit's notes say it left it out.
+    let planned = |k: usize| PLANNED_METHODS.contains(&d.base.calls[k].method.as_str());
+    let pairs: Vec<_> = d.pairs.iter().filter(|p| planned(p.base)).collect();
     let mut f = Fidelity {
         recorded_rules,
         fitted_rules,
-        calls: d.base.calls.len(),
-        aligned: d.pairs.len(),
+        calls: (0..d.base.calls.len()).filter(|&k| planned(k)).count(),
+        aligned: pairs.len(),
         same_outcome: 0,
         timely: 0,
         max_duration_error_ms: 0,
         diverged: Vec::new(),
     };
-    for p in &d.pairs {
+    for p in pairs {
         let (a, b) = (&d.base.calls[p.base], &d.new.calls[p.new]);
         if outcome(a) == outcome(b) {
             f.same_outcome += 1;
@@ -366,7 +374,7 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
             f.timely += 1;
         }
     }
-    for k in &d.only_base {
+    for k in d.only_base.iter().filter(|&&k| planned(k)) {
         f.diverged.push(format!(
             "call {} ({}): no partner in the fitted run",
             k + 1,

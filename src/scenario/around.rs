@@ -2,9 +2,9 @@
 //! seed (`mcp-sim sweep --around`, `replay --scenario FILE --perturb-seed N`).
 //!
 //! A scenario fitted from a real session is one point; the failures its peer is capable of lie
-//! near it: a cancel that lands a few ms later, across its call's result; a start shifted so
-//! two calls overlap; slower links; an idle-cutting proxy in front; a stream reset or a crash
-//! near a recorded event; the other transport. [`neighbour`] draws a few such [`Change`]s from
+//! near it: a cancel that lands a few ms later, across its call's result or just at one of its
+//! progress notifications; a start shifted so two calls overlap; slower links; an idle-cutting
+//! proxy in front; a stream reset or a crash near a recorded event; the other transport. [`neighbour`] draws a few such [`Change`]s from
 //! ChaCha8 seeded with the perturbation seed alone, so `(scenario digest, perturbation seed)`
 //! names a neighbour as a seed names a drawn scenario. Each change has a size normalised to its
 //! knob's range, and a neighbour's distance is their sum: a sweep lists failing neighbours
@@ -300,6 +300,17 @@ fn work_ms(s: &Scenario, call: usize) -> u64 {
     u64::from(c.steps) * c.step.as_millis() as u64 + 2 * s.latency.1.as_millis() as u64
 }
 
+/// How wide the window around a call's planned event is that a cancel drawn at the event
+/// falls in, in ms (three quarters before it, the rest after).
+const EVENT_WINDOW_MS: u64 = 40;
+
+/// A message's typical time there and back, in ms: two one-way latencies, four through an
+/// intermediary.
+fn round_trip_ms(s: &Scenario) -> u64 {
+    let one_way = (s.latency.0.as_millis() as u64 + s.latency.1.as_millis() as u64) / 2;
+    one_way * if s.bridge { 4 } else { 2 }
+}
+
 /// Draws the neighbour of `base` that `perturb_seed` names: one to three changes.
 pub fn neighbour(base: &Scenario, perturb_seed: u64, spec: &PerturbSpec) -> Neighbour {
     let mut rng = ChaCha8Rng::seed_from_u64(perturb_seed ^ 0x6172_6f75_6e64_0000);
@@ -341,7 +352,17 @@ pub fn neighbour(base: &Scenario, perturb_seed: u64, spec: &PerturbSpec) -> Neig
                     // Toward or across the call's result: around the old offset, or around
                     // where the work ends for a call that was not cancelled.
                     let centre = from.map_or(work_ms(base, call), |f| f.as_millis() as u64);
-                    let to = centre.saturating_sub(range) + below(2 * range + 1);
+                    let steps = u64::from(base.calls[call].steps);
+                    // Or just before one of the call's planned events as the client would see
+                    // it (a progress notification or the result): a cancel then races what is
+                    // already on its way, and a window of a few ms is all a race has.
+                    let to = if steps > 0 && below(2) == 0 {
+                        let event = (1 + below(steps)) * base.calls[call].step.as_millis() as u64
+                            + round_trip_ms(base);
+                        (event + below(EVENT_WINDOW_MS + 1)).saturating_sub(EVENT_WINDOW_MS * 3 / 4)
+                    } else {
+                        centre.saturating_sub(range) + below(2 * range + 1)
+                    };
                     Change::Cancel {
                         call,
                         from,

@@ -13,6 +13,9 @@ use mcp_sim::lanes::live::check_proxy::{
     self, check_proxy, shell_quote, ProxyCheck, ProxyCheckError, NOTHING_REACHED_UPSTREAM,
 };
 
+use mcp_sim::model::Transport;
+use mcp_sim::oracle::OracleConfig;
+
 use super::probe::{era_asked, finish, Finish, Options, PROBE_FINDINGS};
 
 /// `check-proxy --upstream-era`.
@@ -71,10 +74,22 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return usage(&e),
     };
-    let probe = match super::probe::options_config(&args.options) {
+    let mut probe = match super::probe::options_config(&args.options) {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
+    // The front the intermediary serves is the transport a scenario must run on.
+    let front = match args.front_url {
+        Some(_) => Transport::Http,
+        None => Transport::Stdio,
+    };
+    let confirm = match super::confirm::prepare(&args.options, front, true) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(c) = &confirm {
+        c.configure(&mut probe);
+    }
     let mcp_sim = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return usage(&format!("cannot find mcp-sim itself: {e}")),
@@ -86,10 +101,24 @@ pub fn run(args: &Args) -> ExitCode {
         mcp_sim,
         probe,
     };
-    let checked = match check_proxy(&check) {
-        Ok(checked) => checked,
-        Err(ProxyCheckError::Config(e) | ProxyCheckError::Unreachable(e)) => return usage(&e),
+    let attempt = || match check_proxy(&check) {
+        Ok(checked) => Ok(checked),
+        Err(ProxyCheckError::Config(e) | ProxyCheckError::Unreachable(e)) => Err(usage(&e)),
     };
+    let oracle = OracleConfig {
+        complete: true,
+        intermediary_timeout_ms: args.intermediary_timeout_ms,
+        ..crate::args::oracle_config(args.options.profile, args.options.grace_ms)
+    };
+    let attempted = match &confirm {
+        Some(c) => c.run(&oracle, attempt, |checked| &checked.judged),
+        None => attempt().map(|checked| (checked, None)),
+    };
+    let (mut checked, unconfirmed) = match attempted {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    checked.findings.extend(unconfirmed);
     let up = &checked.upstream;
     eprintln!(
         "upstream: {} reference server process(es) started by the intermediary, {} events, {} \
@@ -111,10 +140,25 @@ pub fn run(args: &Args) -> ExitCode {
         Some(ms) => format!("--intermediary-timeout-ms {ms} "),
         None => String::new(),
     };
+    let schedule = match &args.options.scenario {
+        Some(p) => {
+            let mut s = format!("--scenario {}", shell_quote(&p.display().to_string()));
+            if let Some(n) = args.options.perturb_seed {
+                s.push_str(&format!(" --perturb-seed {n}"));
+            }
+            if let Some(spec) = &args.options.perturb {
+                s.push_str(&format!(" --perturb {}", shell_quote(spec)));
+            }
+            s
+        }
+        None => format!(
+            "--seed {} --era {}",
+            args.options.seed,
+            era_asked(args.options.era)
+        ),
+    };
     let replay = format!(
-        "mcp-sim check-proxy --seed {} --era {} {timeout}{front}-- {}",
-        args.options.seed,
-        era_asked(args.options.era),
+        "mcp-sim check-proxy {schedule} {timeout}{front}-- {}",
         args.command
             .iter()
             .map(|a| shell_quote(a))

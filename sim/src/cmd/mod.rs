@@ -1,7 +1,9 @@
 //! One file per command: each parses its flags, calls the library and prints.
 
+pub mod around;
 pub mod check_proxy;
 pub mod check_trace;
+pub mod confirm;
 pub mod decode;
 pub mod diff;
 pub mod fit;

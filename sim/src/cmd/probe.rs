@@ -13,6 +13,7 @@ use mcp_sim::lanes::live::findings::{self, Coverage, Finding, ProbeVerdict};
 use mcp_sim::lanes::live::probe::{
     self, ProbeConfig, ProbeError, ProbeRun, Target, CALIBRATION_CALLS,
 };
+use mcp_sim::model::Transport;
 use mcp_sim::oracle::{self, OracleConfig, CANCEL_REACTION_MS};
 use mcp_sim::report;
 use mcp_sim::scenario::ProxyConfig;
@@ -35,7 +36,7 @@ pub struct Args {
     /// started at its recorded offset (or as long after the answer it followed), cancelled at
     /// its recorded offset from its actual start, under its recorded timeout policy. No
     /// calibration.
-    #[arg(long, value_name = "RECORDING")]
+    #[arg(long, value_name = "RECORDING", conflicts_with = "scenario")]
     from: Option<std::path::PathBuf>,
     /// `--from` a two-hop recording: the hop whose client to re-send (`front` or `back`).
     #[arg(long, value_enum, requires = "from")]
@@ -99,16 +100,34 @@ pub(crate) struct Options {
     drain_ms: u64,
     /// Write the trace (JSON Lines, format v1) to this file.
     #[arg(long)]
-    trace: Option<PathBuf>,
+    pub(crate) trace: Option<PathBuf>,
+    /// Run a scenario file's calls (`mcp-sim fit`'s output) instead of the seeded schedule,
+    /// in its era, over HTTP with its latency and proxy, to confirm live what the simulation
+    /// predicts; a knob the live tools cannot set (a fault at a moment, another transport)
+    /// makes it `not-executable-live`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) scenario: Option<PathBuf>,
+    /// With `--scenario`: run its neighbour drawn from this perturbation seed (as `sweep
+    /// --around` lists them), and look for the rules it breaks in simulation that the
+    /// scenario does not.
+    #[arg(long, requires = "scenario")]
+    pub(crate) perturb_seed: Option<u64>,
+    /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
+    #[arg(long, requires = "perturb_seed")]
+    pub(crate) perturb: Option<String>,
+    /// With `--scenario`: run up to this many times until a predicted rule breaks (the wall
+    /// clock decides a race); none that does is `not-reproduced` (exit 3).
+    #[arg(long, default_value_t = 10, requires = "scenario")]
+    pub(crate) attempts: u32,
     #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
-    profile: ProfileArg,
+    pub(crate) profile: ProfileArg,
     /// Window for inferring the server's observations and for stopping work, in ms.
     #[arg(long, default_value_t = OracleConfig::default().grace_ms)]
-    grace_ms: u64,
+    pub(crate) grace_ms: u64,
     /// Output: text lines, or one JSON object with the verdict, coverage, findings and
     /// violations.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    pub(crate) format: Format,
     /// Print every trace event as it is recorded (to stderr).
     #[arg(long)]
     verbose: bool,
@@ -242,6 +261,7 @@ pub(crate) const PROBE_FINDINGS: &[&str] = &[
     "liveness-check-unanswered",
     "nothing-exercised",
     "not-replayable",
+    super::confirm::NOT_REPRODUCED,
 ];
 
 /// `--from`: the recorded client's own findings, which re-sending its requests does not
@@ -283,6 +303,17 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
+    let transport = match target {
+        Target::Http(_) => Transport::Http,
+        Target::Stdio(_) => Transport::Stdio,
+    };
+    let confirm = match super::confirm::prepare(options, transport, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(c) = &confirm {
+        c.configure(&mut config);
+    }
     let recorded = match &args.from {
         Some(path) => match crate::args::read_recording(path, args.hop) {
             Ok(r) => Some(r),
@@ -300,9 +331,19 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let label = target.label();
-    let from = match &args.from {
-        Some(p) => format!("--from {} ", p.display()),
-        None => String::new(),
+    let from = match (&args.from, &options.scenario) {
+        (Some(p), _) => format!("--from {} ", p.display()),
+        (None, Some(p)) => {
+            let mut s = format!("--scenario {} ", p.display());
+            if let Some(n) = options.perturb_seed {
+                s.push_str(&format!("--perturb-seed {n} "));
+            }
+            if let Some(spec) = &options.perturb {
+                s.push_str(&format!("--perturb {spec} "));
+            }
+            s
+        }
+        (None, None) => String::new(),
     };
     let replay = replay_line(
         options,
@@ -311,33 +352,45 @@ pub fn run(args: &Args) -> ExitCode {
             None => format!("{from}-- {label}"),
         },
     );
-    match probe::probe(&target, &config) {
-        Ok(run) => {
-            if let (true, Some((trace, _))) = (args.diff, &recorded) {
-                let d = mcp_sim::diff::diff(trace, &run.run.trace, &[], &Default::default());
-                eprint!("diff against the recording:\n{}", mcp_sim::diff::text(&d));
-            }
-            let extra = match &recorded {
-                Some((trace, _)) => not_replayable(trace, args.hop),
-                None => Vec::new(),
-            };
-            finish(&Finish {
-                run: &run,
-                args: options,
-                label: &label,
-                replay,
-                baseline: baseline.as_ref(),
-                judged: None,
-                intermediary_timeout_ms: None,
-                extra,
-            })
-        }
-        Err(ProbeError::Config(e)) => usage(&format!("--{}: {}", e.setting, e.message)),
+    let oracle = OracleConfig {
+        complete: true,
+        ..oracle_config(options.profile, options.grace_ms)
+    };
+    let attempt = || match probe::probe(&target, &config) {
+        Ok(run) => Ok(run),
+        Err(ProbeError::Config(e)) => Err(usage(&format!("--{}: {}", e.setting, e.message))),
         Err(ProbeError::Unreachable(e)) => {
             eprintln!("mcp-sim probe: {e}");
-            ExitCode::from(2)
+            Err(ExitCode::from(2))
         }
+    };
+    let attempted = match &confirm {
+        Some(c) => c.run(&oracle, attempt, |r| &r.run.trace),
+        None => attempt().map(|run| (run, None)),
+    };
+    let (run, unconfirmed) = match attempted {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if let (true, Some((trace, _))) = (args.diff, &recorded) {
+        let d = mcp_sim::diff::diff(trace, &run.run.trace, &[], &Default::default());
+        eprint!("diff against the recording:\n{}", mcp_sim::diff::text(&d));
     }
+    let mut extra = match &recorded {
+        Some((trace, _)) => not_replayable(trace, args.hop),
+        None => Vec::new(),
+    };
+    extra.extend(unconfirmed);
+    finish(&Finish {
+        run: &run,
+        args: options,
+        label: &label,
+        replay,
+        baseline: baseline.as_ref(),
+        judged: None,
+        intermediary_timeout_ms: None,
+        extra,
+    })
 }
 
 /// The probe's verdict as one JSON object (`--format json`).

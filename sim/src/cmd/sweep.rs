@@ -41,6 +41,20 @@ pub struct Args {
     /// with its replay line), which `mcp-sim merge` reads.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Search the neighbours of this scenario file (`mcp-sim fit`'s output, or `replay
+    /// --save-scenario`'s) instead of drawn scenarios: `--seeds` are then perturbation seeds,
+    /// and the neighbours that break a rule the scenario does not are listed nearest first.
+    #[arg(long, conflicts_with = "shard")]
+    around: Option<PathBuf>,
+    /// With `--around`: which knobs may move and how far, e.g.
+    /// `cancel=±2s,start=±500ms,latency=x0.25..x8,proxy=nginx|alb|cloudflare,reset=0..1,crash=0..1,transport=stdio|http`
+    /// (only the knobs named move; without `--perturb`, all of these but the transport).
+    #[arg(long, requires = "around")]
+    perturb: Option<String>,
+    /// With `--around`: shrink the nearest failing neighbour of each rule to the smallest
+    /// change that still breaks it, and say it in words.
+    #[arg(long, requires = "around")]
+    minimize: bool,
 }
 
 /// `K/N` with `1 <= K <= N`.
@@ -204,6 +218,17 @@ pub fn run(args: &Args) -> ExitCode {
         return ExitCode::from(2);
     }
     let (a, b) = args.seeds;
+    if let Some(path) = &args.around {
+        return super::around::run(super::around::AroundArgs {
+            path,
+            seeds: a..b,
+            perturb: args.perturb.as_deref(),
+            minimize: args.minimize,
+            lane: args.overrides.lane.lane(),
+            jobs: args.jobs,
+            format: args.format,
+        });
+    }
     let (k, n) = args.shard.unwrap_or((1, 1));
     let transports = args.overrides.transports();
     let eras = args.overrides.eras();

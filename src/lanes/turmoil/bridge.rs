@@ -31,7 +31,7 @@ use super::server::stream_of_header;
 use super::{spawn_guarded, SharedRef, SERVER_HTTP_PORT, SERVER_STDIO_PORT};
 use crate::framing::ndjson::{LineDecoder, LineOptions};
 use crate::lanes::http_serve::{serve_connection, HttpEvent, HttpLimits, Notify, Responder};
-use crate::model::{Bridge, BridgeOut, MutantSet, ServerTransmit, SseStyle, StreamId};
+use crate::model::{Bridge, BridgeOut, Mutant, MutantSet, ServerTransmit, SseStyle, StreamId};
 use crate::wire::http::Method;
 
 /// What reaches the bridge's loop.
@@ -66,7 +66,11 @@ pub(crate) fn host(sim: &mut turmoil::Sim<'_>, shared: &SharedRef, mutants: Muta
             let last = Rc::new(RefCell::new(Bridge::new(mutants)));
             while let Ok((front, _)) = listener.accept().await {
                 let back = connect_upstream().await;
-                spawn_guarded(&shared, relay(shared.clone(), front, back, last.clone()));
+                let queued = mutants.has(Mutant::BridgeAnswersCancel);
+                spawn_guarded(
+                    &shared,
+                    relay(shared.clone(), front, back, last.clone(), queued),
+                );
             }
             Ok(())
         }
@@ -82,14 +86,84 @@ async fn connect_upstream() -> turmoil::net::TcpStream {
     .await
 }
 
-/// Relays one client connection and its upstream connection through a fresh [`Bridge`].
+/// How long an upstream message spends inside a bridge that answers cancels itself before it
+/// is written to the client ([`Mutant::BridgeAnswersCancel`]): PyPI mcp-proxy 0.13.0 passes
+/// upstream messages on through a queue of its own while its answer to a cancel is written at
+/// once, so a progress notification already on its way can follow that answer (the race its
+/// check shows on some seeds). The reference bridge writes each message as it handles it.
+pub(crate) const FORWARD_QUEUE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Where the bridge writes to the client: straight to the connection, or, for a bridge that
+/// answers cancels itself, through a writer task that upstream messages reach only after
+/// [`FORWARD_QUEUE`].
+enum FrontWriter {
+    Direct(turmoil::net::tcp::OwnedWriteHalf),
+    Queued {
+        /// Written as soon as the writer task gets to it.
+        now: mpsc::UnboundedSender<String>,
+        /// Written [`FORWARD_QUEUE`] after it was handled.
+        later: mpsc::UnboundedSender<(tokio::time::Instant, String)>,
+    },
+}
+
+impl FrontWriter {
+    fn queued(shared: &SharedRef, mut write: turmoil::net::tcp::OwnedWriteHalf) -> FrontWriter {
+        let (now, mut lines) = mpsc::unbounded_channel::<String>();
+        let (later, mut queue) = mpsc::unbounded_channel::<(tokio::time::Instant, String)>();
+        let to_writer = now.clone();
+        spawn_guarded(shared, async move {
+            while let Some((due, text)) = queue.recv().await {
+                tokio::time::sleep_until(due).await;
+                let _ = to_writer.send(text);
+            }
+        });
+        spawn_guarded(shared, async move {
+            while let Some(text) = lines.recv().await {
+                let _ = write.write_all(text.as_bytes()).await;
+            }
+            let _ = write.shutdown().await;
+        });
+        FrontWriter::Queued { now, later }
+    }
+
+    /// Writes `text`; `from_upstream` marks a message passed on from the server.
+    async fn write(&mut self, text: &str, from_upstream: bool) {
+        match self {
+            FrontWriter::Direct(w) => {
+                let _ = w.write_all(text.as_bytes()).await;
+            }
+            FrontWriter::Queued { later, .. } if from_upstream => {
+                let due = tokio::time::Instant::now() + FORWARD_QUEUE;
+                let _ = later.send((due, text.to_owned()));
+            }
+            FrontWriter::Queued { now, .. } => {
+                let _ = now.send(text.to_owned());
+            }
+        }
+    }
+
+    async fn shutdown(self) {
+        if let FrontWriter::Direct(mut w) = self {
+            let _ = w.shutdown().await;
+        }
+        // A queued writer ends once its queue is drained and its senders are gone.
+    }
+}
+
+/// Relays one client connection and its upstream connection through a fresh [`Bridge`];
+/// `queued`: upstream messages reach the client through [`FORWARD_QUEUE`].
 async fn relay(
     shared: SharedRef,
     front: turmoil::net::TcpStream,
     back: turmoil::net::TcpStream,
     last: Rc<RefCell<Bridge>>,
+    queued: bool,
 ) {
-    let (front_read, mut front_write) = front.into_split();
+    let (front_read, front_write) = front.into_split();
+    let mut front_write = match queued {
+        true => FrontWriter::queued(&shared, front_write),
+        false => FrontWriter::Direct(front_write),
+    };
     let (back_read, mut back_write) = back.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let readers = [
@@ -131,13 +205,12 @@ async fn relay(
                 Err(_) => vec![(!front_side, text)],
             };
             for (to_front, mut text) in outs {
-                let writer = if to_front {
-                    &mut front_write
-                } else {
-                    &mut back_write
-                };
                 text.push('\n');
-                let _ = writer.write_all(text.as_bytes()).await;
+                if to_front {
+                    front_write.write(&text, !front_side).await;
+                } else {
+                    let _ = back_write.write_all(text.as_bytes()).await;
+                }
             }
         }
     }
@@ -145,7 +218,7 @@ async fn relay(
     for r in readers {
         r.abort();
     }
-    let _ = front_write.shutdown().await;
+    front_write.shutdown().await;
     let _ = back_write.shutdown().await;
 }
 
