@@ -49,6 +49,9 @@ pub const ERA_VAR: &str = "MCP_SIM_ERA";
 pub const SCENARIO_VAR: &str = "MCP_SIM_SCENARIO";
 /// The variable naming the perturbation seed of a scenario file's neighbour.
 pub const PERTURB_VAR: &str = "MCP_SIM_PERTURB_SEED";
+/// With [`SCENARIO_VAR`]: a behaviour of the peer assumed on top of the file's (a mutant's
+/// name), as `sweep --around --hypotheses` names them.
+pub const HYPOTHESIS_VAR: &str = "MCP_SIM_HYPOTHESIS";
 
 /// turmoil's default tick, which the lines leave out.
 pub const DEFAULT_TICK: Duration = Duration::from_millis(10);
@@ -341,6 +344,8 @@ pub struct FileRepro {
     pub perturb_seed: Option<u64>,
     /// What may move in the neighbour.
     pub perturb: crate::scenario::around::PerturbSpec,
+    /// A behaviour of the peer assumed on top of the file's (`sweep --around --hypotheses`).
+    pub hypothesis: Option<crate::model::Mutant>,
     /// The lane.
     pub lane: Lane,
 }
@@ -350,12 +355,13 @@ impl FileRepro {
     pub fn scenario(&self) -> Result<(Scenario, u64), crate::scenario::file::ScenarioFileError> {
         let file = crate::scenario::file::ScenarioFile::read(&self.path)?;
         let digest = file.scenario.digest();
+        let base = crate::fit::neighbours::assuming(&file.scenario, self.hypothesis);
         Ok(match self.perturb_seed {
             Some(seed) => (
-                crate::scenario::around::neighbour(&file.scenario, seed, &self.perturb).scenario,
+                crate::scenario::around::neighbour(&base, seed, &self.perturb).scenario,
                 digest,
             ),
-            None => (file.scenario, digest),
+            None => (base, digest),
         })
     }
 
@@ -368,8 +374,17 @@ impl FileRepro {
         if let Some(n) = self.perturb_seed {
             line.push_str(&format!(" --perturb-seed {n}"));
         }
-        if self.lane == Lane::Memory {
-            line.push_str(" --lane memory");
+        if let Some(m) = self.hypothesis {
+            line.push_str(&format!(" --hypothesis {}", m.info().name));
+        }
+        match self.lane {
+            Lane::Memory => line.push_str(" --lane memory"),
+            #[cfg(feature = "turmoil")]
+            Lane::Turmoil { tick } if tick != DEFAULT_TICK => {
+                line.push_str(&format!(" --tick-ms {}", tick.as_millis()))
+            }
+            #[cfg(feature = "turmoil")]
+            Lane::Turmoil { .. } => {}
         }
         line
     }
@@ -384,6 +399,9 @@ impl FileRepro {
         let mut env = format!("{SCENARIO_VAR}={}", self.path.display());
         if let Some(n) = self.perturb_seed {
             env.push_str(&format!(" {PERTURB_VAR}={n}"));
+        }
+        if let Some(m) = self.hypothesis {
+            env.push_str(&format!(" {HYPOTHESIS_VAR}={}", m.info().name));
         }
         format!("{env} cargo test --test {test} replay_one_seed -- --nocapture")
     }
@@ -402,10 +420,19 @@ impl FileRepro {
             })?),
             Err(_) => None,
         };
+        let hypothesis = match std::env::var(HYPOTHESIS_VAR) {
+            Ok(v) => Some(crate::model::Mutant::from_name(v.trim()).ok_or(ReproError {
+                var: HYPOTHESIS_VAR,
+                value: v,
+                expected: "a mutant's name (mcp-sim mutants --list)",
+            })?),
+            Err(_) => None,
+        };
         Ok(Some(FileRepro {
             path: path.into(),
             perturb_seed,
             perturb: Default::default(),
+            hypothesis,
             lane,
         }))
     }

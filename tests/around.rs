@@ -90,3 +90,60 @@ fn the_neighbours_of_a_fitted_mcp_proxy_session_break_progress_after_completion(
         small.words
     );
 }
+
+/// A session that broke nothing: the TypeScript SDK v2 2.4.0 server probed in the legacy era
+/// with every cancel drawn after its call's work (`tests/recordings/ts-sdk-2.4.0-legacy-cancels-after-the-work.jsonl`,
+/// seed 2, cancels within 2.5 s of calls of 0.6 s: none met a running call). `fit` names no
+/// mutant, and no neighbour breaks a rule with the reference server; but that server's
+/// behaviours the session does not refute include answering a cancelled call, and under it
+/// neighbours that put a cancel into a call's work break `response-after-cancel`. The live
+/// half (`probe --scenario --hypothesis`) is `sim/tests/scenario_live.rs`.
+#[test]
+fn a_clean_session_names_no_mutant_and_its_hypotheses_are_searched() {
+    use mcp_sim::fit::neighbours::{assuming, hypotheses};
+    use mcp_sim::model::mutant::MutantSide;
+    use mcp_sim::model::Mutant;
+
+    let trace = recording("ts-sdk-2.4.0-legacy-cancels-after-the-work.jsonl");
+    let lane = Lane::Memory;
+    let fitted = fit(&trace, &FitOptions { lane }).expect("a probe's recording fits");
+    assert!(
+        fitted.fidelity.agrees(),
+        "{}",
+        mcp_sim::fit::explain_text(&fitted)
+    );
+    let base = &fitted.file.scenario;
+    assert!(base.mutants.is_empty(), "a clean session names no mutant");
+    assert!(fitted.file.explained.is_empty());
+    let spec = PerturbSpec::default();
+    let own = search(base, 0..100, &spec, lane, 2);
+    assert!(own.base_rules.is_empty());
+    assert!(
+        own.found.is_empty(),
+        "the reference server breaks nothing anywhere near: {:?}",
+        own.found.iter().map(|f| &f.new_rules).collect::<Vec<_>>()
+    );
+    let unrefuted = hypotheses(base, &[MutantSide::Server], lane);
+    assert!(
+        unrefuted.contains(&Mutant::RespondAfterCancel),
+        "{unrefuted:?}"
+    );
+    assert!(
+        unrefuted
+            .iter()
+            .all(|m| m.info().side == MutantSide::Server),
+        "only the real peer's side"
+    );
+    let assumed = assuming(base, Some(Mutant::RespondAfterCancel));
+    let around = search(&assumed, 0..100, &spec, lane, 2);
+    let nearest = around
+        .found
+        .iter()
+        .find(|f| f.new_rules.contains(&"response-after-cancel"))
+        .expect("a neighbour that cancels a running call");
+    assert!(nearest
+        .neighbour
+        .changes
+        .iter()
+        .any(|c| matches!(c, mcp_sim::scenario::around::Change::Cancel { .. })));
+}

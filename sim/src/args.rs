@@ -547,3 +547,21 @@ pub fn read_recording(
         .map_err(|e| format!("--from {}: {e}", path.display()))?;
     Ok((trace, recording))
 }
+
+/// A mutant's name (`mcp-sim mutants --list`).
+pub(crate) fn parse_mutant(s: &str) -> Result<Mutant, String> {
+    Mutant::from_name(s).ok_or_else(|| format!("unknown mutant {s:?} (mcp-sim mutants --list)"))
+}
+
+/// `server`, `client` or `intermediary`: the side of a real peer.
+pub(crate) fn parse_side(s: &str) -> Result<mcp_sim::model::mutant::MutantSide, String> {
+    use mcp_sim::model::mutant::MutantSide;
+    match s.trim() {
+        "server" => Ok(MutantSide::Server),
+        "client" => Ok(MutantSide::Client),
+        "intermediary" => Ok(MutantSide::Intermediary),
+        other => Err(format!(
+            "unknown side {other:?}: server, client or intermediary"
+        )),
+    }
+}

@@ -12,6 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::peers::node_ts_sdk;
 use common::repo;
 use common::serve::scratch;
 use serde_json::Value;
@@ -101,7 +102,10 @@ fn a_fitted_prediction_is_confirmed_live_or_said_not_reproduced() {
         findings(&v).contains(&"not-reproduced".to_string()),
         "{v:#}"
     );
-    assert!(stderr.contains("attempt 3 of 3 did not break"), "{stderr}");
+    assert!(
+        stderr.contains("attempt 3 of 3 (cancels moved -1 ms) did not break"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -175,4 +179,141 @@ fn sweep_around_lists_failing_neighbours_and_exits_by_them() {
             "{f:#}"
         );
     }
+}
+
+/// A session of the TypeScript SDK v2 2.4.0 server (legacy era) whose cancels all came after
+/// the work broke nothing; a neighbour that cancels a call while it works, searched under the
+/// hypothesis that the server answers a cancelled call, is confirmed live: in the legacy era
+/// that server still sends the progress of the step it is in after the cancel.
+#[test]
+fn a_hypothesis_of_a_clean_session_is_confirmed_live() {
+    let Some(sdk) = node_ts_sdk() else { return };
+    let dir = scratch("scenario-hypothesis");
+    let recording =
+        repo().join("tests/recordings/ts-sdk-2.4.0-legacy-cancels-after-the-work.jsonl");
+    let file = dir.join("scenario.json");
+    let (rec, path) = (recording.display().to_string(), file.display().to_string());
+    assert!(mcp_sim(&["fit", &rec, "-o", &path]).status.success());
+    let out = mcp_sim(&[
+        "sweep",
+        "--around",
+        &path,
+        "--seeds",
+        "0..100",
+        "--lane",
+        "memory",
+        "--hypotheses",
+        "server",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "hypotheses fail nothing");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let nearest = v["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["hypothesis"] == "respond_after_cancel")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let seed = nearest["perturb_seed"].as_u64().unwrap().to_string();
+    let server = sdk.dir.join("ts_slow_server.mjs").display().to_string();
+    let node = sdk.node.display().to_string();
+    let out = mcp_sim(&[
+        "probe",
+        "--scenario",
+        &path,
+        "--perturb-seed",
+        &seed,
+        "--hypothesis",
+        "respond_after_cancel",
+        "--attempts",
+        "5",
+        "--format",
+        "json",
+        "--",
+        &node,
+        &server,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("confirmed response-after-cancel on attempt"),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON verdict");
+    assert_eq!(v["era"], "2025-11-25", "{v:#}");
+}
+
+/// The acceptance case of a race, behind `MCP_SIM_RACE=1` (minutes of wall clock, and a race:
+/// `cargo bench -p mcp-sim-cli --bench race` measures how long it takes): PyPI mcp-proxy 0.13.0
+/// in client mode, from the committed check-proxy session of seed 3 where the race did not
+/// fire, through `fit`, `sweep --around` (1 ms tick, cancels moved) and `check-proxy
+/// --scenario` on the nearest neighbour that breaks `progress-after-completion`, scanning its
+/// cancels ±20 ms over 41 attempts.
+#[test]
+fn the_mcp_proxy_race_found_near_a_clean_session_is_confirmed_live() {
+    if std::env::var_os("MCP_SIM_RACE").is_none() {
+        eprintln!("SKIPPED: set MCP_SIM_RACE=1 to confirm mcp-proxy's race live (minutes)");
+        return;
+    }
+    let Some(proxy) = common::peers::python_mcp_proxy() else {
+        return;
+    };
+    let dir = scratch("scenario-race");
+    let recording = repo().join("tests/recordings/pypi-mcp-proxy-0.13.0-client-mode-seed3.jsonl");
+    let file = dir.join("scenario.json");
+    let (rec, path) = (recording.display().to_string(), file.display().to_string());
+    assert!(mcp_sim(&["fit", &rec, "-o", &path]).status.success());
+    let out = mcp_sim(&[
+        "sweep",
+        "--around",
+        &path,
+        "--seeds",
+        "0..1000",
+        "--jobs",
+        "2",
+        "--tick-ms",
+        "1",
+        "--perturb",
+        "cancel=±2s",
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let nearest = v["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r == "progress-after-completion")
+        })
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let seed = nearest["perturb_seed"].as_u64().unwrap().to_string();
+    let proxy = proxy.display().to_string();
+    let out = mcp_sim(&[
+        "check-proxy",
+        "--scenario",
+        &path,
+        "--perturb-seed",
+        &seed,
+        "--perturb",
+        "cancel=±2s",
+        "--attempts",
+        "41",
+        "--cancel-scan-ms",
+        "20",
+        "--",
+        &proxy,
+        "--transport",
+        "streamablehttp",
+        "{upstream-url}",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("confirmed progress-after-completion on attempt"),
+        "{stderr}"
+    );
 }

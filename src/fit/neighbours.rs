@@ -7,6 +7,8 @@ use std::ops::Range;
 
 use crate::diff::Class;
 use crate::lanes::Lane;
+use crate::model::mutant::{MutantSide, ALL};
+use crate::model::Mutant;
 use crate::oracle::OracleConfig;
 use crate::run;
 use crate::scenario::around::{self, Change, Neighbour, PerturbSpec};
@@ -162,5 +164,40 @@ fn words_of(change: &Change, scenario: &Scenario, trace: &Trace) -> String {
             }
         }
         _ => text,
+    }
+}
+
+/// The peer behaviours a session does not refute: the mutants of `sides` (the side of the
+/// real peer: the server a probe drove, the client `serve` met, the intermediary a check ran)
+/// that, added to `base`, break no rule `base` does not. A session that broke nothing names no
+/// mutant, yet its peer may have the bug its timing never met; each hypothesis is searched as
+/// the scenario's behaviour would be ([`search`] with it on), and only a live confirmation
+/// tells whether the real peer has it.
+pub fn hypotheses(base: &Scenario, sides: &[MutantSide], lane: Lane) -> Vec<Mutant> {
+    let base_rules = run::judge(base, lane).rules();
+    ALL.iter()
+        .copied()
+        .filter(|m| sides.contains(&m.info().side) && !base.mutants.has(*m))
+        .filter(|&m| {
+            let with = Scenario {
+                mutants: base.mutants.with(m),
+                ..base.clone()
+            };
+            run::judge(&with, lane)
+                .rules()
+                .iter()
+                .all(|r| base_rules.contains(r))
+        })
+        .collect()
+}
+
+/// `base` with `hypothesis` on (the scenario itself for none).
+pub fn assuming(base: &Scenario, hypothesis: Option<Mutant>) -> Scenario {
+    match hypothesis {
+        Some(m) => Scenario {
+            mutants: base.mutants.with(m),
+            ..base.clone()
+        },
+        None => base.clone(),
     }
 }

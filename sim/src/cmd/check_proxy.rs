@@ -101,9 +101,14 @@ pub fn run(args: &Args) -> ExitCode {
         mcp_sim,
         probe,
     };
-    let attempt = || match check_proxy(&check) {
+    let once = |check: &ProxyCheck| match check_proxy(check) {
         Ok(checked) => Ok(checked),
         Err(ProxyCheckError::Config(e) | ProxyCheckError::Unreachable(e)) => Err(usage(&e)),
+    };
+    let attempt = |from| {
+        let mut check = check.clone();
+        check.probe.from = Some(from);
+        once(&check)
     };
     let oracle = OracleConfig {
         complete: true,
@@ -112,7 +117,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let attempted = match &confirm {
         Some(c) => c.run(&oracle, attempt, |checked| &checked.judged),
-        None => attempt().map(|checked| (checked, None)),
+        None => once(&check).map(|checked| (checked, None)),
     };
     let (mut checked, unconfirmed) = match attempted {
         Ok(r) => r,
@@ -148,6 +153,9 @@ pub fn run(args: &Args) -> ExitCode {
             }
             if let Some(spec) = &args.options.perturb {
                 s.push_str(&format!(" --perturb {}", shell_quote(spec)));
+            }
+            if let Some(m) = args.options.hypothesis {
+                s.push_str(&format!(" --hypothesis {}", m.info().name));
             }
             s
         }

@@ -1,15 +1,22 @@
 //! `probe --scenario FILE [--perturb-seed N]` and `check-proxy --scenario ...`: a scenario's
 //! run, or one of its neighbours (`sweep --around`), sent to the real peer to confirm what the
 //! simulation predicts ([`mcp_sim::fit::live`]). A real run is on the wall clock, so a
-//! prediction gets up to `--attempts` runs: the first that breaks a predicted rule confirms
-//! it; none that does is reported as not reproduced (inconclusive, exit 3), never as a pass;
+//! prediction gets up to `--attempts` runs: the first run that breaks a predicted rule
+//! confirms that rule, and the attempts go on until every predicted rule is confirmed; one no
+//! run showed is reported as not reproduced (inconclusive, exit 3), never as a pass. The
+//! fitted timing is only as exact as the recording's clock and the simulation's tick, and a
+//! race's window can be a millisecond wide, so the attempts scan it: attempt `k` moves every
+//! planned cancel by the `k`-th of 0, +1, −1, +2, … ms within `--cancel-scan-ms` (each run says
+//! how far);
 //! a neighbour whose knobs the live tools cannot set is not executable live (exit 3).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use mcp_sim::fit::live::{self, LivePlan};
 use mcp_sim::lanes::live::probe::{findings::Finding, ProbeConfig, ProbeEra};
 use mcp_sim::lanes::Lane;
+use mcp_sim::model::recorded::Recording;
 use mcp_sim::model::Transport;
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::scenario::around::PerturbSpec;
@@ -30,6 +37,23 @@ pub(crate) struct Confirm {
     /// For the report: `FILE` or `FILE neighbour N`.
     pub(crate) what: String,
     pub(crate) attempts: u32,
+    /// Attempts move every planned cancel within this many ms either way.
+    pub(crate) scan_ms: u64,
+}
+
+/// The step of the cancel scan, in ms.
+const SCAN_STEP_MS: i64 = 1;
+
+/// How far attempt `k` (1-based) moves every planned cancel: 0, +1, −1, +2, −2, … ms, within
+/// `±scan_ms`, then over again.
+pub(crate) fn scan_offset(k: u32, scan_ms: u64) -> i64 {
+    let reach = scan_ms as i64 / SCAN_STEP_MS;
+    let i = i64::from(k.max(1) - 1) % (2 * reach + 1);
+    match i {
+        0 => 0,
+        i if i % 2 == 1 => SCAN_STEP_MS * (i + 1) / 2,
+        i => -SCAN_STEP_MS * i / 2,
+    }
 }
 
 /// `--scenario`'s plan against a target on `transport` (`tag`: number the tool calls, as
@@ -52,15 +76,20 @@ pub(crate) fn prepare(
         Some(Ok(spec)) => spec,
         None => PerturbSpec::default(),
     };
-    let file = ScenarioFile::read(path).map_err(|e| bad(e.to_string()))?;
-    let what = match options.perturb_seed {
+    let mut file = ScenarioFile::read(path).map_err(|e| bad(e.to_string()))?;
+    file.scenario = mcp_sim::fit::neighbours::assuming(&file.scenario, options.hypothesis);
+    let mut what = match options.perturb_seed {
         Some(n) => format!("{} neighbour {n}", path.display()),
         None => path.display().to_string(),
     };
-    // A two-hop scenario needs the intermediary, which only turmoil's lane has.
+    if let Some(m) = options.hypothesis {
+        what.push_str(&format!(" if the peer behaves as {}", m.info().name));
+    }
+    // A two-hop scenario needs the intermediary, which only turmoil's lane has; its finest
+    // tick, since an intermediary's race is a matter of milliseconds.
     let lane = if file.scenario.bridge {
         Lane::Turmoil {
-            tick: mcp_sim::repro::DEFAULT_TICK,
+            tick: std::time::Duration::from_millis(1),
         }
     } else {
         Lane::Memory
@@ -82,6 +111,7 @@ pub(crate) fn prepare(
                 plan,
                 what,
                 attempts: options.attempts.max(1),
+                scan_ms: options.cancel_scan_ms,
             }))
         }
         Err(not) => {
@@ -107,10 +137,10 @@ pub(crate) fn prepare(
 }
 
 impl Confirm {
-    /// Sets the plan on the probe's configuration: the calls, the era, and over HTTP the
-    /// relay's latency and proxy.
+    /// Sets the plan on the probe's configuration: the calls (as attempt 1 sends them), the
+    /// era, and over HTTP the relay's latency and proxy.
     pub(crate) fn configure(&self, config: &mut ProbeConfig) {
-        config.from = Some(std::sync::Arc::new(self.plan.recording.clone()));
+        config.from = Some(self.calls_of(1));
         config.era = match (self.plan.auto, self.plan.era) {
             (true, _) => ProbeEra::Auto,
             (false, Era::Modern) => ProbeEra::Modern,
@@ -124,12 +154,25 @@ impl Confirm {
         }
     }
 
-    /// Runs `attempt` until a run breaks a predicted rule or the attempts are spent; returns
-    /// the confirming run (else the last) and the finding to add when none confirmed.
+    /// The calls attempt `k` sends: the plan's, every cancel moved by [`scan_offset`].
+    pub(crate) fn calls_of(&self, k: u32) -> Arc<Recording> {
+        let by = scan_offset(k, self.scan_ms);
+        let mut recording = self.plan.recording.clone();
+        for c in &mut recording.calls {
+            if let Some(ms) = c.cancel_after_ms.as_mut() {
+                *ms = (*ms as i64 + by).max(1) as u64;
+            }
+        }
+        Arc::new(recording)
+    }
+
+    /// Runs `attempt` until every predicted rule has broken in some run, or the attempts are
+    /// spent; returns the run that confirmed the last of them (else the last run) and the
+    /// finding for the predictions no run showed.
     pub(crate) fn run<R>(
         &self,
         oracle: &OracleConfig,
-        mut attempt: impl FnMut() -> Result<R, ExitCode>,
+        mut attempt: impl FnMut(Arc<Recording>) -> Result<R, ExitCode>,
         trace_of: impl Fn(&R) -> &Trace,
     ) -> Result<(R, Option<Finding>), ExitCode> {
         let expected = &self.plan.expected;
@@ -138,45 +181,68 @@ impl Confirm {
         } else {
             self.attempts
         };
-        let mut k = 0;
-        loop {
-            k += 1;
-            let run = attempt()?;
+        let mut missing: Vec<&str> = expected.clone();
+        let mut kept: Option<R> = None;
+        for k in 1..=tries {
+            let run = attempt(self.calls_of(k))?;
+            let moved = match scan_offset(k, self.scan_ms) {
+                0 => String::new(),
+                by => format!(" (cancels moved {by:+} ms)"),
+            };
             let verdict = oracle::check(trace_of(&run), oracle);
-            let rules: Vec<&str> = verdict.violations.iter().map(|v| v.rule).collect();
-            let hit: Vec<&str> = expected
+            let hit: Vec<&str> = missing
                 .iter()
                 .copied()
-                .filter(|r| rules.contains(r))
+                .filter(|r| verdict.violations.iter().any(|v| v.rule == *r))
                 .collect();
-            if !hit.is_empty() {
+            if hit.is_empty() {
+                if !expected.is_empty() {
+                    eprintln!(
+                        "{}: attempt {k} of {tries}{moved} did not break {}",
+                        self.what,
+                        missing.join(", ")
+                    );
+                }
+                if missing.len() == expected.len() {
+                    kept = Some(run); // nothing confirmed yet: the latest run stands
+                }
+            } else {
                 eprintln!(
-                    "{}: confirmed {} on attempt {k} of at most {tries}",
+                    "{}: confirmed {} on attempt {k} of at most {tries}{moved}",
                     self.what,
                     hit.join(", ")
                 );
-                return Ok((run, None));
+                missing.retain(|r| !hit.contains(r));
+                kept = Some(run);
             }
-            if expected.is_empty() {
-                return Ok((run, None));
-            }
-            eprintln!(
-                "{}: attempt {k} of {tries} did not break {}",
-                self.what,
-                expected.join(", ")
-            );
-            if k >= tries {
-                let finding = Finding {
-                    finding: NOT_REPRODUCED,
-                    kind: "inconclusive",
-                    message: format!(
-                        "the simulation predicts {} for {}; not reproduced in {tries} attempt(s)",
-                        expected.join(", "),
-                        self.what
-                    ),
-                };
-                return Ok((run, Some(finding)));
+            if missing.is_empty() {
+                break;
             }
         }
+        let run = kept.expect("at least one attempt ran");
+        let finding = (!missing.is_empty()).then(|| Finding {
+            finding: NOT_REPRODUCED,
+            kind: "inconclusive",
+            message: format!(
+                "the simulation predicts {} for {}; not reproduced in {tries} attempt(s)",
+                missing.join(", "),
+                self.what
+            ),
+        });
+        Ok((run, finding))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scan_offset;
+
+    #[test]
+    fn the_scan_goes_out_both_ways_and_starts_over() {
+        let offsets: Vec<i64> = (1..=7).map(|k| scan_offset(k, 4)).collect();
+        assert_eq!(offsets, [0, 1, -1, 2, -2, 3, -3]);
+        assert_eq!(scan_offset(10, 4), 0);
+        assert!((1..=50).all(|k| scan_offset(k, 0) == 0));
+        assert!((1..=50).all(|k| scan_offset(k, 20).abs() <= 20));
     }
 }

@@ -115,10 +115,19 @@ pub(crate) struct Options {
     /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
     #[arg(long, requires = "perturb_seed")]
     pub(crate) perturb: Option<String>,
+    /// With `--scenario`: predict with this behaviour of the peer assumed (a hypothesis
+    /// `sweep --around --hypotheses` printed), to confirm live whether the peer has it.
+    #[arg(long, requires = "scenario", value_parser = crate::args::parse_mutant)]
+    pub(crate) hypothesis: Option<mcp_sim::model::Mutant>,
     /// With `--scenario`: run up to this many times until a predicted rule breaks (the wall
     /// clock decides a race); none that does is `not-reproduced` (exit 3).
     #[arg(long, default_value_t = 10, requires = "scenario")]
     pub(crate) attempts: u32,
+    /// With `--scenario`: attempt k moves every planned cancel by the k-th of 0, +1, -1, +2,
+    /// -2, ... ms within this many ms either way (a race's window can be a millisecond wide,
+    /// narrower than the fitted timing is exact); 0 sends the plan as it is every time.
+    #[arg(long, default_value_t = 10, requires = "scenario")]
+    pub(crate) cancel_scan_ms: u64,
     #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
     pub(crate) profile: ProfileArg,
     /// Window for inferring the server's observations and for stopping work, in ms.
@@ -339,7 +348,10 @@ pub fn run(args: &Args) -> ExitCode {
                 s.push_str(&format!("--perturb-seed {n} "));
             }
             if let Some(spec) = &options.perturb {
-                s.push_str(&format!("--perturb {spec} "));
+                s.push_str(&format!("--perturb '{spec}' "));
+            }
+            if let Some(m) = options.hypothesis {
+                s.push_str(&format!("--hypothesis {} ", m.info().name));
             }
             s
         }
@@ -356,17 +368,16 @@ pub fn run(args: &Args) -> ExitCode {
         complete: true,
         ..oracle_config(options.profile, options.grace_ms)
     };
-    let attempt = || match probe::probe(&target, &config) {
-        Ok(run) => Ok(run),
-        Err(ProbeError::Config(e)) => Err(usage(&format!("--{}: {}", e.setting, e.message))),
-        Err(ProbeError::Unreachable(e)) => {
-            eprintln!("mcp-sim probe: {e}");
-            Err(ExitCode::from(2))
-        }
+    let attempt = |from| {
+        let config = ProbeConfig {
+            from: Some(from),
+            ..config.clone()
+        };
+        attempt_probe(&target, &config)
     };
     let attempted = match &confirm {
         Some(c) => c.run(&oracle, attempt, |r| &r.run.trace),
-        None => attempt().map(|run| (run, None)),
+        None => attempt_probe(&target, &config).map(|run| (run, None)),
     };
     let (run, unconfirmed) = match attempted {
         Ok(r) => r,
@@ -391,6 +402,18 @@ pub fn run(args: &Args) -> ExitCode {
         intermediary_timeout_ms: None,
         extra,
     })
+}
+
+/// One probe run, its errors as the command's exit codes.
+fn attempt_probe(target: &Target, config: &ProbeConfig) -> Result<probe::ProbeRun, ExitCode> {
+    match probe::probe(target, config) {
+        Ok(run) => Ok(run),
+        Err(ProbeError::Config(e)) => Err(usage(&format!("--{}: {}", e.setting, e.message))),
+        Err(ProbeError::Unreachable(e)) => {
+            eprintln!("mcp-sim probe: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
 }
 
 /// The probe's verdict as one JSON object (`--format json`).

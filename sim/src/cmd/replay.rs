@@ -33,6 +33,10 @@ pub struct Args {
     /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
     #[arg(long, requires = "perturb_seed")]
     perturb: Option<String>,
+    /// With `--scenario`: assume this behaviour of the peer on top of the file's (a mutant's
+    /// name, as `sweep --around --hypotheses` prints it).
+    #[arg(long, requires = "scenario", value_parser = crate::args::parse_mutant)]
+    hypothesis: Option<mcp_sim::model::Mutant>,
     #[command(flatten)]
     overrides: Overrides,
     /// Also print the Mermaid sequence diagram of the violations.
@@ -93,6 +97,7 @@ fn run_file(args: &Args, path: &std::path::Path) -> ExitCode {
         path: path.to_owned(),
         perturb_seed: args.perturb_seed,
         perturb,
+        hypothesis: args.hypothesis,
         lane: args.overrides.lane.lane(),
     };
     let (scenario, digest) = match file.scenario() {
@@ -113,7 +118,7 @@ fn run_file(args: &Args, path: &std::path::Path) -> ExitCode {
     };
     let mut replay = file.replay_line();
     if let Some(spec) = &args.perturb {
-        replay.push_str(&format!(" --perturb {spec}"));
+        replay.push_str(&format!(" --perturb '{spec}'"));
     }
     finish(args, &r, &replay)
 }

@@ -55,6 +55,12 @@ pub struct Args {
     /// change that still breaks it, and say it in words.
     #[arg(long, requires = "around")]
     minimize: bool,
+    /// With `--around`: also search, one at a time, the behaviours of the real peer on these
+    /// sides (`server`, `client`, `intermediary`) that the scenario does not refute: a session
+    /// that broke nothing may hide a bug its timing never met. Hypotheses are listed, not
+    /// failed, until `probe --scenario ... --hypothesis M` confirms one live.
+    #[arg(long, requires = "around", value_delimiter = ',', value_parser = crate::args::parse_side)]
+    hypotheses: Vec<mcp_sim::model::mutant::MutantSide>,
 }
 
 /// `K/N` with `1 <= K <= N`.
@@ -224,6 +230,7 @@ pub fn run(args: &Args) -> ExitCode {
             seeds: a..b,
             perturb: args.perturb.as_deref(),
             minimize: args.minimize,
+            hypotheses: &args.hypotheses,
             lane: args.overrides.lane.lane(),
             jobs: args.jobs,
             format: args.format,

@@ -1,0 +1,198 @@
+//! How long it takes to see PyPI mcp-proxy 0.13.0's race again (in client mode its own answer
+//! to a cancel can overtake upstream progress already inside it, which it then passes on:
+//! `progress-after-completion`), two ways:
+//!
+//! - **by repetition**: `mcp-sim check-proxy --seed S` for S = 0, 1, 2, … until a run breaks
+//!   the rule, as one would without a simulation;
+//! - **from the session**: the committed check-proxy recording of seed 3, where the race did not
+//!   fire, `mcp-sim fit` into a scenario, `sweep --around` it (1 ms tick, cancels moved) for the
+//!   nearest neighbour that breaks the rule, and `check-proxy --scenario --perturb-seed N`
+//!   until that neighbour's prediction is confirmed live.
+//!
+//! The figure is the ratio of the two wall times. Both are on the wall clock, so each is
+//! repeated `RACE_REPEATS` times (default 3) and the medians compared.
+//!
+//! Needs mcp-proxy 0.13.0 in `target/peers/` (the intermediaries test installs it:
+//! `cargo test -p mcp-sim-cli --test intermediaries pypi_mcp_proxy_client_mode`).
+//! Run: `cargo bench -p mcp-sim-cli --bench race`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const MCP_SIM: &str = env!("CARGO_BIN_EXE_mcp-sim");
+const RACE: &str = "progress-after-completion";
+/// The most seeds the repetition tries before giving up.
+const MAX_SEEDS: u64 = 200;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_path_buf()
+}
+
+fn proxy_command(proxy: &Path) -> Vec<String> {
+    vec![
+        proxy.display().to_string(),
+        "--transport".into(),
+        "streamablehttp".into(),
+        "{upstream-url}".into(),
+    ]
+}
+
+fn broke_race(stdout: &[u8]) -> bool {
+    let v: Value = serde_json::from_slice(stdout).unwrap_or(Value::Null);
+    v["violations"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x["rule"] == RACE))
+}
+
+/// `check-proxy` over seeds from `first` until one breaks the rule: (seeds run, wall time).
+fn by_repetition(proxy: &Path, first: u64) -> Option<(u64, Duration)> {
+    let start = Instant::now();
+    for (n, seed) in (first..first + MAX_SEEDS).enumerate() {
+        let out = Command::new(MCP_SIM)
+            .args(["check-proxy", "--format", "json", "--seed"])
+            .arg(seed.to_string())
+            .args(["--era", "auto", "--calls", "4", "--cancel-percent", "100"])
+            .arg("--")
+            .args(proxy_command(proxy))
+            .output()
+            .expect("mcp-sim runs");
+        if broke_race(&out.stdout) {
+            return Some((n as u64 + 1, start.elapsed()));
+        }
+    }
+    None
+}
+
+/// fit + sweep --around + confirmation: (attempts live, wall time of each step).
+fn from_the_session(proxy: &Path, dir: &Path) -> Option<(u64, [Duration; 3])> {
+    let recording = repo().join("tests/recordings/pypi-mcp-proxy-0.13.0-client-mode-seed3.jsonl");
+    let scenario = dir.join("scenario.json");
+    let t = Instant::now();
+    let fit = Command::new(MCP_SIM)
+        .arg("fit")
+        .arg(&recording)
+        .arg("-o")
+        .arg(&scenario)
+        .output()
+        .expect("mcp-sim fit runs");
+    assert!(
+        fit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fit.stderr)
+    );
+    let fitted = t.elapsed();
+    let t = Instant::now();
+    let sweep = Command::new(MCP_SIM)
+        .args(["sweep", "--around"])
+        .arg(&scenario)
+        .args(["--seeds", "0..1000", "--jobs", "2", "--tick-ms", "1"])
+        .args(["--perturb", "cancel=±2s", "--format", "json"])
+        .output()
+        .expect("mcp-sim sweep runs");
+    let v: Value = serde_json::from_slice(&sweep.stdout).expect("sweep's JSON");
+    let nearest = v["found"].as_array()?.iter().find(|f| {
+        f["rules"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|x| x == RACE))
+    })?;
+    let seed = nearest["perturb_seed"].as_u64()?;
+    let swept = t.elapsed();
+    eprintln!(
+        "  nearest neighbour: perturb seed {seed}: {}",
+        nearest["changes"]
+    );
+    let t = Instant::now();
+    let confirm = Command::new(MCP_SIM)
+        .args(["check-proxy", "--scenario"])
+        .arg(&scenario)
+        .args([
+            "--perturb-seed",
+            &seed.to_string(),
+            "--perturb",
+            "cancel=±2s",
+        ])
+        .args(["--attempts", "41", "--cancel-scan-ms", "20"])
+        .arg("--")
+        .args(proxy_command(proxy))
+        .output()
+        .expect("mcp-sim check-proxy runs");
+    let stderr = String::from_utf8_lossy(&confirm.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&format!("confirmed {RACE}")))?;
+    let attempt: u64 = line
+        .split("on attempt ")
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
+    eprintln!("  {line}");
+    Some((attempt, [fitted, swept, t.elapsed()]))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let proxy = repo().join("target/peers/python-mcp-proxy-0.13.0/bin/mcp-proxy");
+    if !proxy.exists() {
+        eprintln!("race bench: SKIPPED: {} is not installed", proxy.display());
+        return;
+    }
+    let repeats: u64 = std::env::var("RACE_REPEATS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let dir = std::env::temp_dir().join(format!("mcp-sim-race-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    let (mut live, mut bridged) = (Vec::new(), Vec::new());
+    let mut first = 0;
+    for r in 1..=repeats {
+        match by_repetition(&proxy, first) {
+            Some((seeds, wall)) => {
+                println!(
+                    "repetition {r}: seeds {first}..{}: fired after {seeds} run(s), {:.1} s",
+                    first + seeds,
+                    wall.as_secs_f64()
+                );
+                first += seeds;
+                live.push(wall);
+            }
+            None => println!("repetition {r}: not fired in {MAX_SEEDS} seeds from {first}"),
+        }
+        match from_the_session(&proxy, &dir) {
+            Some((attempts, [fit, sweep, confirm])) => {
+                let total = fit + sweep + confirm;
+                println!(
+                    "from the session {r}: fit {:.2} s, sweep --around {:.1} s, confirmed on attempt {attempts} in {:.1} s: {:.1} s",
+                    fit.as_secs_f64(),
+                    sweep.as_secs_f64(),
+                    confirm.as_secs_f64(),
+                    total.as_secs_f64()
+                );
+                bridged.push(total);
+            }
+            None => println!("from the session {r}: not confirmed"),
+        }
+    }
+    if live.is_empty() || bridged.is_empty() {
+        println!("ratio: not measured (one way never reproduced the race)");
+        return;
+    }
+    let (a, b) = (median(live), median(bridged));
+    println!(
+        "median: by repetition {:.1} s, from the session {:.1} s; ratio {:.1}",
+        a.as_secs_f64(),
+        b.as_secs_f64(),
+        a.as_secs_f64() / b.as_secs_f64()
+    );
+}
