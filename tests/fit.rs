@@ -2,7 +2,8 @@
 //! fitted, and the fitted scenario run again (seed → trace → fit → scenario → trace). The
 //! verdicts, the outcome of each call and the knobs the wire shows are compared; with each
 //! mutant, which mutant `fit` names. `MCP_SIM_SEEDS` widens the round trip (default 200 seeds
-//! per era; `docs/performance.md` has the 1000-seed figures); `--nocapture` prints them.
+//! per era; `docs/performance.md` has the 1000-seed figures); `--nocapture` prints them;
+//! `MCP_SIM_FIT_LANE=turmoil` runs it on turmoil's lane.
 
 mod common;
 
@@ -28,30 +29,40 @@ struct Tally {
     cancels_exact: u64,
     policies_exact: u64,
     transport_era_exact: u64,
+    /// Seeds whose fitted transport or era differ.
+    transport_era_wrong: Vec<u64>,
 }
 
 /// The round trip over the seeds whose faults (if `faults`) or lack of them (if not) it
 /// measures: partitions and blackholes leave no trace of their own, so a recording cannot show
 /// them, and the two groups are told apart.
 fn round_trip(era: Era, seeds: u64, faults: bool) -> Tally {
+    let lane = round_trip_lane();
+    // What "exact" means on the lane's clock: to the ms, or to turmoil's tick (a send waits
+    // for the step it falls in).
+    let resolution = match lane {
+        #[cfg(feature = "turmoil")]
+        Lane::Turmoil { tick } => tick.as_millis(),
+        Lane::Memory => 1,
+    };
     let mut t = Tally::default();
     for seed in 0..seeds {
         let repro = Repro {
             era: EraChoice::Fixed(era),
-            ..Repro::seed(seed, Lane::Memory)
+            ..Repro::seed(seed, lane)
         };
         let s = repro.scenario();
         if s.faults.is_empty() == faults {
             continue;
         }
-        let original = run::judge(&s, Lane::Memory);
+        let original = run::judge(&s, lane);
         t.runs += 1;
-        let Ok(fitted) = fit(&original.run.trace, &FitOptions::default()) else {
+        let Ok(fitted) = fit(&original.run.trace, &FitOptions { lane }) else {
             continue;
         };
         t.fitted += 1;
         let f = &fitted.file.scenario;
-        let again = run::judge(f, Lane::Memory);
+        let again = run::judge(f, lane);
         t.same_verdict += u64::from(original.rules() == again.rules());
         // Per call, paired as `mcp-sim diff` pairs them (by params and occurrence).
         let d = mcp_sim::diff::diff(
@@ -81,15 +92,23 @@ fn round_trip(era: Era, seeds: u64, faults: bool) -> Tally {
         t.requests += tool_calls;
         t.requests_same += same;
         t.same_outcomes += u64::from(same == tool_calls);
-        t.transport_era_exact += u64::from(f.transport == s.transport && f.era == s.era);
+        // The era the run spoke, as the oracle read it: an auto-mode client may fall back (a
+        // proxy that strips the protocol's headers makes the server refuse the discovery).
+        let spoke = original.verdict.era.era;
+        let exact = f.transport == s.transport && f.era == spoke;
+        t.transport_era_exact += u64::from(exact);
+        if !exact {
+            t.transport_era_wrong.push(seed);
+        }
         // The knobs the wire shows, call by call in the order they started.
         let mut planned = s.calls.clone();
         planned.sort_by_key(|c| c.at);
         for (a, b) in planned.iter().zip(&f.calls) {
             t.calls += 1;
             // A start shows as the send, which the legacy handshake may hold back.
-            t.starts_exact += u64::from(a.at.abs_diff(b.at).as_millis() <= 1);
-            t.starts_held += u64::from(b.at > a.at + std::time::Duration::from_millis(1));
+            t.starts_exact += u64::from(a.at.abs_diff(b.at).as_millis() <= resolution);
+            t.starts_held +=
+                u64::from(b.at > a.at + std::time::Duration::from_millis(resolution as u64));
             t.policies_exact += u64::from(a.policy == b.policy);
             // A cancel shows on the wire only when its call was still running.
             // When the cancel happened, on the run's clock: the wire shows it from the send,
@@ -97,11 +116,23 @@ fn round_trip(era: Era, seeds: u64, faults: bool) -> Tally {
             // come before the handshake ends (the call then waits for it).
             if let (Some(c), Some(d)) = (a.cancel_after, b.cancel_after) {
                 t.cancels += 1;
-                t.cancels_exact += u64::from((a.at + c).abs_diff(b.at + d).as_millis() <= 1);
+                t.cancels_exact +=
+                    u64::from((a.at + c).abs_diff(b.at + d).as_millis() <= resolution);
             }
         }
     }
     t
+}
+
+/// The lane of the round trip: the in-memory one, or turmoil's with `MCP_SIM_FIT_LANE=turmoil`
+/// (HTTP over simulated TCP, hyper, the idle-cutting proxies).
+fn round_trip_lane() -> Lane {
+    match std::env::var("MCP_SIM_FIT_LANE").as_deref() {
+        #[cfg(feature = "turmoil")]
+        Ok("turmoil") => Lane::turmoil(),
+        Ok("memory") | Err(_) => Lane::Memory,
+        Ok(other) => panic!("MCP_SIM_FIT_LANE={other:?}: memory or turmoil"),
+    }
 }
 
 fn share(n: u64, of: u64) -> f64 {
@@ -238,4 +269,69 @@ fn fit_names_the_mutant_that_made_the_trace() {
         (diagonal + among) * 10 >= rows * 8,
         "{diagonal} + {among} of {rows}: {confused:#?}"
     );
+}
+
+/// The pinned real peers' sessions (probes of seed 1, as their baselines were taken, and the
+/// recorded Python SDK 1.30.0 session): each fits, the fitted run breaks exactly the rules the
+/// peer's baseline pins, and `fit` names the mutant of the peer's behaviour, or none for a
+/// clean peer.
+#[test]
+fn the_pinned_peers_sessions_fit_to_their_baselines() {
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        (
+            "ts-sdk-v1-1.32.2-server-seed1.jsonl",
+            "ts-sdk-v1-server.txt",
+            None,
+        ),
+        (
+            "ts-sdk-2.4.0-legacy-seed1.jsonl",
+            "ts-sdk-v2-legacy-server.txt",
+            // Progress of the running step after the cancel: the nearest model is a server
+            // that ignores the cancel (its calls' cancels end the same way on the wire).
+            Some("legacy_ignores_cancel"),
+        ),
+        (
+            "server-everything-2026.8.31-stdio-seed1.jsonl",
+            "server-everything-stdio.txt",
+            Some("legacy_ignores_cancel"),
+        ),
+        (
+            "python-sdk-1.30.0-stdio.jsonl",
+            "python-sdk-1-server.txt",
+            Some("legacy_cancel_answered"),
+        ),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    for &(recording, baseline, named) in cases {
+        let text = std::fs::read_to_string(dir.join("recordings").join(recording)).unwrap();
+        let trace = mcp_sim::trace::Trace::from_jsonl(&text).unwrap();
+        let fitted = fit(&trace, &FitOptions::default()).expect("a probe's session fits");
+        let pinned = std::fs::read_to_string(dir.join("baselines").join(baseline)).unwrap();
+        let pinned = mcp_sim::ci::Baseline::parse(&pinned, mcp_sim::ci::is_rule).unwrap();
+        let pinned: Vec<&str> = pinned.expected.iter().map(String::as_str).collect();
+        let f = &fitted.fidelity;
+        assert_eq!(
+            f.fitted_rules, pinned,
+            "{recording}: the fitted run breaks the baseline's rules"
+        );
+        assert!(
+            f.agrees(),
+            "{recording}:\n{}",
+            mcp_sim::fit::explain_text(&fitted)
+        );
+        let chosen: Vec<String> = fitted
+            .file
+            .scenario
+            .mutants
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        match named {
+            None => assert!(
+                chosen.is_empty(),
+                "{recording}: a clean peer names no mutant: {chosen:?}"
+            ),
+            Some(m) => assert!(chosen.iter().any(|c| c == m), "{recording}: {chosen:?}"),
+        }
+    }
 }

@@ -24,9 +24,14 @@ fn mcp_sim(args: &[&str]) -> Output {
         .expect("mcp-sim runs")
 }
 
-/// `mcp-sim fit` of the committed recording into `dir`.
+/// `mcp-sim fit` of the committed raw-server recording into `dir`.
 fn fitted(dir: &Path) -> PathBuf {
-    let recording = repo().join("tests/recordings/raw-answer-cancel-probe-seed1.jsonl");
+    fitted_from(dir, "raw-answer-cancel-probe-seed1.jsonl")
+}
+
+/// `mcp-sim fit` of the committed recording `name` into `dir`.
+fn fitted_from(dir: &Path, name: &str) -> PathBuf {
+    let recording = repo().join("tests/recordings").join(name);
     let file = dir.join("scenario.json");
     let out = mcp_sim(&[
         "fit",
@@ -189,11 +194,8 @@ fn sweep_around_lists_failing_neighbours_and_exits_by_them() {
 fn a_hypothesis_of_a_clean_session_is_confirmed_live() {
     let Some(sdk) = node_ts_sdk() else { return };
     let dir = scratch("scenario-hypothesis");
-    let recording =
-        repo().join("tests/recordings/ts-sdk-2.4.0-legacy-cancels-after-the-work.jsonl");
-    let file = dir.join("scenario.json");
-    let (rec, path) = (recording.display().to_string(), file.display().to_string());
-    assert!(mcp_sim(&["fit", &rec, "-o", &path]).status.success());
+    let path = fitted_from(&dir, "ts-sdk-2.4.0-legacy-cancels-after-the-work.jsonl");
+    let path = path.display().to_string();
     let out = mcp_sim(&[
         "sweep",
         "--around",
@@ -259,10 +261,8 @@ fn the_mcp_proxy_race_found_near_a_clean_session_is_confirmed_live() {
         return;
     };
     let dir = scratch("scenario-race");
-    let recording = repo().join("tests/recordings/pypi-mcp-proxy-0.13.0-client-mode-seed3.jsonl");
-    let file = dir.join("scenario.json");
-    let (rec, path) = (recording.display().to_string(), file.display().to_string());
-    assert!(mcp_sim(&["fit", &rec, "-o", &path]).status.success());
+    let path = fitted_from(&dir, "pypi-mcp-proxy-0.13.0-client-mode-seed3.jsonl");
+    let path = path.display().to_string();
     let out = mcp_sim(&[
         "sweep",
         "--around",

@@ -246,7 +246,9 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
     }
     let recorded: BTreeSet<&'static str> = counts.keys().copied().collect();
     let reference = run::judge(scenario, lane).rules();
-    let mut runs: BTreeMap<Mutant, Vec<&'static str>> = BTreeMap::new();
+    let recorded_profile = cancel_profile(trace);
+    // Each candidate's rules and how alike its calls' cancels went to the recording's.
+    let mut runs: BTreeMap<Mutant, (Vec<&'static str>, usize)> = BTreeMap::new();
     let mut explained = Vec::new();
     for (&rule, &count) in &counts {
         let by_reference = reference.contains(&rule);
@@ -258,10 +260,12 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
                 }
                 // With the mutants its bug needs beside it (a client that chokes on a late
                 // answer needs a server that sends one).
-                let rules = runs.entry(m).or_insert_with(|| {
+                let (rules, _) = runs.entry(m).or_insert_with(|| {
                     let mut s = scenario.clone();
                     s.mutants = m.environment().with(m);
-                    run::judge(&s, lane).rules()
+                    let judged = run::judge(&s, lane);
+                    let alike = likeness(&cancel_profile(&judged.run.trace), &recorded_profile);
+                    (judged.rules(), alike)
                 });
                 if rules.contains(&rule) {
                     mutants.push(m.to_string());
@@ -288,30 +292,77 @@ fn explain(trace: &Trace, scenario: &Scenario, lane: Lane) -> (Vec<Explained>, M
     while !uncovered.is_empty() {
         let best = runs
             .iter()
-            .map(|(m, rules)| {
+            .map(|(m, (rules, alike))| {
                 let covers = rules.iter().filter(|r| uncovered.contains(*r)).count();
                 let extra = rules.iter().filter(|r| !recorded.contains(*r)).count();
-                (*m, covers, extra)
+                (*m, covers, extra, *alike)
             })
-            .filter(|(_, covers, _)| *covers > 0)
-            .max_by_key(|&(m, covers, extra)| {
+            .filter(|(_, covers, _, _)| *covers > 0)
+            .max_by_key(|&(m, covers, extra, alike)| {
                 (
                     covers,
                     own_era(m),
+                    alike,
                     std::cmp::Reverse(extra),
                     std::cmp::Reverse(m),
                 )
             });
-        let Some((m, _, _)) = best else { break };
+        let Some((m, _, _, _)) = best else { break };
         for e in m.environment().iter() {
             chosen = chosen.with(e);
         }
         chosen = chosen.with(m);
-        for r in &runs[&m] {
+        for r in &runs[&m].0 {
             uncovered.remove(*r);
         }
     }
     (explained, chosen)
+}
+
+/// How the planned calls of a trace's front hop went after their cancels, as `mcp-sim diff`
+/// classes them (whether and how the cancel was answered, what the server still sent): sorted,
+/// so that two runs compare as multisets. Of the mutants that reproduce a recording's rules,
+/// the one whose run is most alike in this is named: an answered cancel and progress sent on
+/// after it break the same rule but are not the same bug.
+fn cancel_profile(trace: &Trace) -> Vec<String> {
+    let front = match trace.is_two_hop() {
+        true => trace.hop(Hop::Front).0,
+        false => trace.clone(),
+    };
+    let config = OracleConfig::default();
+    let calls = oracle::with_index(&front, &config, |ix, verdict| {
+        diff::calls::read(ix, verdict, config.grace_ms, false)
+    });
+    let mut profile: Vec<String> = calls
+        .calls
+        .iter()
+        .filter(|c| PLANNED_METHODS.contains(&c.method.as_str()))
+        .flat_map(|c| {
+            c.classes
+                .iter()
+                .filter(|(k, _)| matches!(k, Class::Cancel | Class::Tail))
+                .map(|(k, v)| format!("{}: {v}", k.as_str()))
+        })
+        .collect();
+    profile.sort();
+    profile
+}
+
+/// The size of the multiset intersection of two sorted profiles.
+fn likeness(a: &[String], b: &[String]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
 }
 
 /// The methods a scenario plans calls of (the plannable requests of the calls module).
@@ -339,26 +390,47 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
     let tolerance = 2 * scenario.latency.1.as_millis() as u64 + 50;
     // Only the calls a scenario plans count: the client's own housekeeping (`tools/list`, a
     // liveness `ping`) is the fitted client's to make, and the fit's notes say it left it out.
-    let planned = |k: usize| PLANNED_METHODS.contains(&d.base.calls[k].method.as_str());
-    let pairs: Vec<_> = d.pairs.iter().filter(|p| planned(p.base)).collect();
+    let planned_in = |calls: &[diff::Call]| -> Vec<usize> {
+        (0..calls.len())
+            .filter(|&k| PLANNED_METHODS.contains(&calls[k].method.as_str()))
+            .collect()
+    };
+    let (base_planned, new_planned) = (planned_in(&d.base.calls), planned_in(&d.new.calls));
+    // Paired as `diff` pairs them (by params); a recording whose requests the fitted client
+    // does not repeat word for word (a probe's numbered calls, another tool's arguments) is
+    // paired call by call in order, as the fit planned them.
+    let by_params: Vec<(usize, usize)> = d
+        .pairs
+        .iter()
+        .filter(|p| base_planned.contains(&p.base))
+        .map(|p| (p.base, p.new))
+        .collect();
+    let pairs: Vec<(usize, usize)> = match by_params.len() == base_planned.len() {
+        true => by_params,
+        false => base_planned
+            .iter()
+            .copied()
+            .zip(new_planned.iter().copied())
+            .collect(),
+    };
     let mut f = Fidelity {
         recorded_rules,
         fitted_rules,
-        calls: (0..d.base.calls.len()).filter(|&k| planned(k)).count(),
+        calls: base_planned.len(),
         aligned: pairs.len(),
         same_outcome: 0,
         timely: 0,
         max_duration_error_ms: 0,
         diverged: Vec::new(),
     };
-    for p in pairs {
-        let (a, b) = (&d.base.calls[p.base], &d.new.calls[p.new]);
+    for &(ka, kb) in &pairs {
+        let (a, b) = (&d.base.calls[ka], &d.new.calls[kb]);
         if outcome(a) == outcome(b) {
             f.same_outcome += 1;
         } else {
             f.diverged.push(format!(
                 "call {} ({}): {} in the recording, {} fitted",
-                p.base + 1,
+                ka + 1,
                 a.method,
                 outcome(a).unwrap_or_default(),
                 outcome(b).unwrap_or_default()
@@ -374,11 +446,14 @@ fn fidelity(front: &Trace, trace: &Trace, scenario: &Scenario, lane: Lane) -> Fi
             f.timely += 1;
         }
     }
-    for k in d.only_base.iter().filter(|&&k| planned(k)) {
+    for &k in base_planned
+        .iter()
+        .filter(|k| !pairs.iter().any(|p| p.0 == **k))
+    {
         f.diverged.push(format!(
             "call {} ({}): no partner in the fitted run",
             k + 1,
-            d.base.calls[*k].method
+            d.base.calls[k].method
         ));
     }
     let missing: Vec<&&str> = f

@@ -39,30 +39,25 @@ pub fn replay_from_env(lane: mcp_sim::lanes::Lane) {
     {
         let (scenario, digest) = file.scenario().unwrap_or_else(|e| panic!("{e}"));
         println!("scenario {digest:016x}: {scenario}");
-        let judged = mcp_sim::run::judge(&scenario, file.lane);
-        println!("trace digest {:016x}", judged.run.trace.digest());
-        println!("rules: {}", judged.rules().join(", "));
-        assert!(
-            !judged.fails(),
-            "{}\nreplay: {}",
-            mcp_sim::report::violations_text(&judged.verdict),
-            file.replay_line()
-        );
-        return;
+        return judge_clean(&scenario, file.lane, &file.replay_line());
     }
     let repro = ReproEnv::read()
         .and_then(|env| env.repro(lane))
         .unwrap_or_else(|e| panic!("{e}"));
     let scenario = repro.scenario();
     println!("{scenario}");
-    let judged = mcp_sim::run::judge(&scenario, repro.lane);
+    judge_clean(&scenario, repro.lane, &repro.replay_line());
+}
+
+/// Runs `scenario`, prints its digest and rules, and fails with `replay` if it breaks one.
+fn judge_clean(scenario: &Scenario, lane: mcp_sim::lanes::Lane, replay: &str) {
+    let judged = mcp_sim::run::judge(scenario, lane);
     println!("trace digest {:016x}", judged.run.trace.digest());
     println!("rules: {}", judged.rules().join(", "));
     assert!(
         !judged.fails(),
-        "{}\nreplay: {}",
-        mcp_sim::report::violations_text(&judged.verdict),
-        repro.replay_line()
+        "{}\nreplay: {replay}",
+        mcp_sim::report::violations_text(&judged.verdict)
     );
 }
 
