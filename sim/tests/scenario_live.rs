@@ -163,6 +163,28 @@ fn sweep_around_lists_failing_neighbours_and_exits_by_them() {
         text.contains("the scenario itself breaks: response-after-cancel"),
         "{text}"
     );
+    // A search in which nothing moves searched nothing: inconclusive, not a pass.
+    let out = mcp_sim(&[
+        "sweep",
+        "--around",
+        &path,
+        "--seeds",
+        "0..50",
+        "--perturb",
+        "proxy=alb",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a stdio scenario has no proxy to add"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing searched"));
+    let out = mcp_sim(&["sweep", "--around", &path, "--seeds", "7..7"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an empty range is refused as a usage error"
+    );
     // A bad knob is a usage error naming it.
     let out = mcp_sim(&["sweep", "--around", &path, "--perturb", "cancel=soon"]);
     assert_eq!(out.status.code(), Some(2));

@@ -21,7 +21,7 @@ use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::Mutant;
 use mcp_sim::oracle::{self, Level};
 use mcp_sim::repro::FileRepro;
-use mcp_sim::scenario::around::PerturbSpec;
+use mcp_sim::scenario::around::{self, PerturbSpec};
 use mcp_sim::scenario::file::ScenarioFile;
 use mcp_sim::scenario::Scenario;
 use serde_json::json;
@@ -70,6 +70,20 @@ pub fn run(args: AroundArgs<'_>) -> ExitCode {
         }
     };
     let base = &file.scenario;
+    // A search in which no neighbour differs from the scenario searched nothing, and says so.
+    let moved = args
+        .seeds
+        .clone()
+        .filter(|&seed| !around::neighbour(base, seed, &spec).changes.is_empty())
+        .count();
+    if moved == 0 {
+        eprintln!(
+            "mcp-sim sweep --around: nothing searched: no neighbour of seeds {}..{} differs from \
+             the scenario (--perturb moves no knob this scenario has)",
+            args.seeds.start, args.seeds.end
+        );
+        return ExitCode::from(3);
+    }
     let mut assumed: Vec<Option<Mutant>> = vec![None];
     if !args.hypotheses.is_empty() {
         assumed.extend(
@@ -130,7 +144,7 @@ pub fn run(args: AroundArgs<'_>) -> ExitCode {
         ),
     }
     // Only the scenario's own neighbours fail the run: a hypothesis is no finding until it is
-    // confirmed live.
+    // confirmed live. (A search of nothing ended above, exit 3.)
     match searches[0].around.found.is_empty() {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
