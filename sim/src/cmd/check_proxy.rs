@@ -83,7 +83,12 @@ pub fn run(args: &Args) -> ExitCode {
         Some(_) => Transport::Http,
         None => Transport::Stdio,
     };
-    let confirm = match super::confirm::prepare(&args.options, front, true) {
+    let confirm = match super::confirm::prepare(
+        &args.options.live_scenario,
+        args.options.format,
+        front,
+        true,
+    ) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -145,20 +150,8 @@ pub fn run(args: &Args) -> ExitCode {
         Some(ms) => format!("--intermediary-timeout-ms {ms} "),
         None => String::new(),
     };
-    let schedule = match &args.options.scenario {
-        Some(p) => {
-            let mut s = format!("--scenario {}", shell_quote(&p.display().to_string()));
-            if let Some(n) = args.options.perturb_seed {
-                s.push_str(&format!(" --perturb-seed {n}"));
-            }
-            if let Some(spec) = &args.options.perturb {
-                s.push_str(&format!(" --perturb {}", shell_quote(spec)));
-            }
-            if let Some(m) = args.options.hypothesis {
-                s.push_str(&format!(" --hypothesis {}", m.info().name));
-            }
-            s
-        }
+    let schedule = match args.options.live_scenario.flags() {
+        Some(flags) => flags,
         None => format!(
             "--seed {} --era {}",
             args.options.seed,

@@ -10,10 +10,12 @@
 //! how far);
 //! a neighbour whose knobs the live tools cannot set is not executable live (exit 3).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_sim::fit::live::{self, LivePlan};
+use mcp_sim::lanes::live::check_proxy::shell_quote;
 use mcp_sim::lanes::live::probe::{findings::Finding, ProbeConfig, ProbeEra};
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::recorded::Recording;
@@ -24,12 +26,62 @@ use mcp_sim::scenario::file::ScenarioFile;
 use mcp_sim::trace::Trace;
 use mcp_sim::wire::Era;
 
-use super::probe::Options;
+use crate::args::Format;
 
 /// The finding of a prediction no attempt showed.
 pub(crate) const NOT_REPRODUCED: &str = "not-reproduced";
 /// The finding of a neighbour the live tools cannot run.
 pub(crate) const NOT_EXECUTABLE: &str = "not-executable-live";
+
+/// The flags that run a scenario live, shared by `probe` and `check-proxy`.
+#[derive(clap::Args)]
+pub(crate) struct ScenarioOptions {
+    /// Run a scenario file's calls (`mcp-sim fit`'s output) instead of the seeded schedule,
+    /// in its era, over HTTP with its latency and proxy, to confirm live what the simulation
+    /// predicts; a knob the live tools cannot set (a fault at a moment, another transport)
+    /// makes it `not-executable-live`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) scenario: Option<PathBuf>,
+    /// With `--scenario`: run its neighbour drawn from this perturbation seed (as `sweep
+    /// --around` lists them), and look for the rules it breaks in simulation that the
+    /// scenario does not.
+    #[arg(long, requires = "scenario")]
+    pub(crate) perturb_seed: Option<u64>,
+    /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
+    #[arg(long, requires = "perturb_seed")]
+    pub(crate) perturb: Option<String>,
+    /// With `--scenario`: predict with this behaviour of the peer assumed (a hypothesis
+    /// `sweep --around --hypotheses` printed), to confirm live whether the peer has it.
+    #[arg(long, requires = "scenario", value_parser = crate::args::parse_mutant)]
+    pub(crate) hypothesis: Option<mcp_sim::model::Mutant>,
+    /// With `--scenario`: run up to this many times until a predicted rule breaks (the wall
+    /// clock decides a race); none that does is `not-reproduced` (exit 3).
+    #[arg(long, default_value_t = 10, requires = "scenario")]
+    pub(crate) attempts: u32,
+    /// With `--scenario`: attempt k moves every planned cancel by the k-th of 0, +1, -1, +2,
+    /// -2, ... ms within this many ms either way (a race's window can be a millisecond wide,
+    /// narrower than the fitted timing is exact); 0 sends the plan as it is every time.
+    #[arg(long, default_value_t = 10, requires = "scenario")]
+    pub(crate) cancel_scan_ms: u64,
+}
+
+impl ScenarioOptions {
+    /// The flags that name the run again in a replay line (`None` without `--scenario`).
+    pub(crate) fn flags(&self) -> Option<String> {
+        let path = self.scenario.as_ref()?;
+        let mut s = format!("--scenario {}", shell_quote(&path.display().to_string()));
+        if let Some(n) = self.perturb_seed {
+            s.push_str(&format!(" --perturb-seed {n}"));
+        }
+        if let Some(spec) = &self.perturb {
+            s.push_str(&format!(" --perturb {}", shell_quote(spec)));
+        }
+        if let Some(m) = self.hypothesis {
+            s.push_str(&format!(" --hypothesis {}", m.info().name));
+        }
+        Some(s)
+    }
+}
 
 /// A scenario's live plan and where it came from.
 pub(crate) struct Confirm {
@@ -60,7 +112,8 @@ pub(crate) fn scan_offset(k: u32, scan_ms: u64) -> i64 {
 /// check-proxy pairs the hops by them); `Ok(None)` without `--scenario`; `Err` with the exit
 /// code when the file is bad or the neighbour is not executable live (already reported).
 pub(crate) fn prepare(
-    options: &Options,
+    options: &ScenarioOptions,
+    format: Format,
     transport: Transport,
     tag: bool,
 ) -> Result<Option<Confirm>, ExitCode> {
@@ -115,8 +168,8 @@ pub(crate) fn prepare(
             }))
         }
         Err(not) => {
-            match options.format {
-                crate::args::Format::Json => println!(
+            match format {
+                Format::Json => println!(
                     "{}",
                     serde_json::json!({
                         "scenario": what,

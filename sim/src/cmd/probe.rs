@@ -101,33 +101,8 @@ pub(crate) struct Options {
     /// Write the trace (JSON Lines, format v1) to this file.
     #[arg(long)]
     pub(crate) trace: Option<PathBuf>,
-    /// Run a scenario file's calls (`mcp-sim fit`'s output) instead of the seeded schedule,
-    /// in its era, over HTTP with its latency and proxy, to confirm live what the simulation
-    /// predicts; a knob the live tools cannot set (a fault at a moment, another transport)
-    /// makes it `not-executable-live`.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) scenario: Option<PathBuf>,
-    /// With `--scenario`: run its neighbour drawn from this perturbation seed (as `sweep
-    /// --around` lists them), and look for the rules it breaks in simulation that the
-    /// scenario does not.
-    #[arg(long, requires = "scenario")]
-    pub(crate) perturb_seed: Option<u64>,
-    /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
-    #[arg(long, requires = "perturb_seed")]
-    pub(crate) perturb: Option<String>,
-    /// With `--scenario`: predict with this behaviour of the peer assumed (a hypothesis
-    /// `sweep --around --hypotheses` printed), to confirm live whether the peer has it.
-    #[arg(long, requires = "scenario", value_parser = crate::args::parse_mutant)]
-    pub(crate) hypothesis: Option<mcp_sim::model::Mutant>,
-    /// With `--scenario`: run up to this many times until a predicted rule breaks (the wall
-    /// clock decides a race); none that does is `not-reproduced` (exit 3).
-    #[arg(long, default_value_t = 10, requires = "scenario")]
-    pub(crate) attempts: u32,
-    /// With `--scenario`: attempt k moves every planned cancel by the k-th of 0, +1, -1, +2,
-    /// -2, ... ms within this many ms either way (a race's window can be a millisecond wide,
-    /// narrower than the fitted timing is exact); 0 sends the plan as it is every time.
-    #[arg(long, default_value_t = 10, requires = "scenario")]
-    pub(crate) cancel_scan_ms: u64,
+    #[command(flatten)]
+    pub(crate) live_scenario: super::confirm::ScenarioOptions,
     #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
     pub(crate) profile: ProfileArg,
     /// Window for inferring the server's observations and for stopping work, in ms.
@@ -316,10 +291,11 @@ pub fn run(args: &Args) -> ExitCode {
         Target::Http(_) => Transport::Http,
         Target::Stdio(_) => Transport::Stdio,
     };
-    let confirm = match super::confirm::prepare(options, transport, false) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let confirm =
+        match super::confirm::prepare(&options.live_scenario, options.format, transport, false) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
     if let Some(c) = &confirm {
         c.configure(&mut config);
     }
@@ -340,21 +316,9 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let label = target.label();
-    let from = match (&args.from, &options.scenario) {
+    let from = match (&args.from, options.live_scenario.flags()) {
         (Some(p), _) => format!("--from {} ", p.display()),
-        (None, Some(p)) => {
-            let mut s = format!("--scenario {} ", p.display());
-            if let Some(n) = options.perturb_seed {
-                s.push_str(&format!("--perturb-seed {n} "));
-            }
-            if let Some(spec) = &options.perturb {
-                s.push_str(&format!("--perturb '{spec}' "));
-            }
-            if let Some(m) = options.hypothesis {
-                s.push_str(&format!("--hypothesis {} ", m.info().name));
-            }
-            s
-        }
+        (None, Some(flags)) => format!("{flags} "),
         (None, None) => String::new(),
     };
     let replay = replay_line(
