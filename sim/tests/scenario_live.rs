@@ -73,6 +73,21 @@ fn probe_scenario(file: &Path, server: &[String]) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), v, stderr)
 }
 
+/// The perturbation seed of the nearest neighbour `sweep --around --format json` listed that
+/// `wanted` accepts.
+fn nearest_seed(out: &Output, wanted: impl Fn(&Value) -> bool) -> String {
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let found = v["found"].as_array().expect("a list of neighbours");
+    let nearest = found
+        .iter()
+        .find(|f| wanted(f))
+        .unwrap_or_else(|| panic!("no such neighbour: {v:#}"));
+    nearest["perturb_seed"]
+        .as_u64()
+        .expect("a seed")
+        .to_string()
+}
+
 fn findings(v: &Value) -> Vec<String> {
     v["findings"]
         .as_array()
@@ -194,7 +209,11 @@ fn sweep_around_lists_failing_neighbours_and_exits_by_them() {
         "sweep", "--around", &path, "--seeds", "0..40", "--lane", "memory", "--format", "json",
     ]);
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    assert_eq!(v["runs"], 40);
+    assert_eq!(v["drawn"], 40);
+    assert!(
+        v["runs"].as_u64().is_some_and(|n| n > 0 && n <= 40),
+        "{v:#}"
+    );
     let found = v["found"].as_array().unwrap();
     assert_eq!(
         out.status.code(),
@@ -232,14 +251,7 @@ fn a_hypothesis_of_a_clean_session_is_confirmed_live() {
         "json",
     ]);
     assert_eq!(out.status.code(), Some(0), "hypotheses fail nothing");
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    let nearest = v["found"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["hypothesis"] == "respond_after_cancel")
-        .unwrap_or_else(|| panic!("{v:#}"));
-    let seed = nearest["perturb_seed"].as_u64().unwrap().to_string();
+    let seed = nearest_seed(&out, |f| f["hypothesis"] == "respond_after_cancel");
     let server = sdk.dir.join("ts_slow_server.mjs").display().to_string();
     let node = sdk.node.display().to_string();
     let out = mcp_sim(&[
@@ -300,20 +312,11 @@ fn the_mcp_proxy_race_found_near_a_clean_session_is_confirmed_live() {
         "--format",
         "json",
     ]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    let nearest = v["found"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| {
-            f["rules"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|r| r == "progress-after-completion")
-        })
-        .unwrap_or_else(|| panic!("{v:#}"));
-    let seed = nearest["perturb_seed"].as_u64().unwrap().to_string();
+    let seed = nearest_seed(&out, |f| {
+        f["rules"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r == "progress-after-completion"))
+    });
     let proxy = proxy.display().to_string();
     let out = mcp_sim(&[
         "check-proxy",

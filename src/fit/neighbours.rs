@@ -31,7 +31,10 @@ pub struct Found {
 pub struct Around {
     /// The rules the scenario itself breaks.
     pub base_rules: Vec<&'static str>,
-    /// Neighbours run.
+    /// Neighbours drawn.
+    pub drawn: u64,
+    /// Neighbours run: those drawn that differ from the scenario (one that does not would only
+    /// run the scenario again).
     pub runs: u64,
     /// Those that broke a rule the scenario does not, nearest first (then by seed).
     pub found: Vec<Found>,
@@ -47,9 +50,13 @@ pub fn search(
     jobs: usize,
 ) -> Around {
     let base_rules = run::judge(base, lane).rules();
-    let seeds: Vec<u64> = seeds.collect();
+    let drawn = seeds.end.saturating_sub(seeds.start);
+    let moved: Vec<Neighbour> = seeds
+        .map(|seed| around::neighbour(base, seed, spec))
+        .filter(|n| !n.changes.is_empty())
+        .collect();
     let jobs = jobs.clamp(1, 64);
-    let chunks: Vec<&[u64]> = seeds.chunks(seeds.len().div_ceil(jobs).max(1)).collect();
+    let chunks: Vec<&[Neighbour]> = moved.chunks(moved.len().div_ceil(jobs).max(1)).collect();
     let mut found: Vec<Found> = std::thread::scope(|scope| {
         let handles: Vec<_> = chunks
             .iter()
@@ -58,8 +65,7 @@ pub fn search(
                 scope.spawn(move || {
                     chunk
                         .iter()
-                        .filter_map(|&seed| {
-                            let neighbour = around::neighbour(base, seed, spec);
+                        .filter_map(|neighbour| {
                             let judged = run::judge(&neighbour.scenario, lane);
                             let new_rules: Vec<&'static str> = judged
                                 .rules()
@@ -68,7 +74,7 @@ pub fn search(
                                 .collect();
                             (!new_rules.is_empty()).then(|| Found {
                                 digest: judged.run.trace.digest(),
-                                neighbour,
+                                neighbour: neighbour.clone(),
                                 new_rules,
                             })
                         })
@@ -89,7 +95,8 @@ pub fn search(
     });
     Around {
         base_rules,
-        runs: seeds.len() as u64,
+        drawn,
+        runs: moved.len() as u64,
         found,
     }
 }
