@@ -99,7 +99,11 @@ impl Judging {
             }
             None if self.format == ReportFormat::Json => {}
             None if stdout_free => print!("{text}"),
-            None => eprint!("{text}"),
+            // A closed stderr (a client that closed the pipe it gave) loses the text, not the run.
+            None => {
+                use std::io::Write as _;
+                let _ = write!(std::io::stderr(), "{text}");
+            }
         }
     }
 }

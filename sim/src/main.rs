@@ -9,6 +9,24 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `eprintln!` that survives a closed stderr: a client that launched `serve` or `record` may
+/// close the pipe it gave for stderr before the verdict is said (mcp-go's stdio transport
+/// does), and the files they write must still be written.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// `eprint!` that survives a closed stderr, as [`say!`].
+macro_rules! say_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($t)*);
+    }};
+}
+
 mod args;
 mod cmd;
 

@@ -342,3 +342,264 @@ fn the_mcp_proxy_race_found_near_a_clean_session_is_confirmed_live() {
         "{stderr}"
     );
 }
+
+/// The session `tests/recordings/late-answer-client-stdio-clean.jsonl` recorded by `serve`:
+/// `tests/peers/dropping_client.mjs` with this plan (the second call cancelled by the
+/// application 1.5 s after it went out, while the third runs), under this declared policy.
+const CLIENT_PLAN: &str = r#"[{"steps":3,"step_ms":100,"at":0},{"steps":25,"step_ms":200,"at":300,"cancel_at":1800},{"steps":30,"step_ms":200,"at":600}]"#;
+const CLIENT_POLICY: &str = "timeout=1500,reset";
+/// Its neighbour that moves the second call's cancel onto its result: found by `sweep --around
+/// --seeds 0..3000 --lane memory --hypotheses client --perturb 'cancel=±4s'` (nearest first).
+const CLIENT_NEIGHBOUR: &str = "1934";
+/// A neighbour that also cancels the third call, which the client never did.
+const CLIENT_NEIGHBOUR_NOT_LIVE: &str = "2544";
+
+/// `serve --scenario FILE --perturb-seed N --hypothesis late_response_is_fatal --attempt K`
+/// launched by the dropping client (tolerant or not): the report's JSON.
+fn serve_scenario(
+    node: &Path,
+    file: &Path,
+    seed: &str,
+    tolerant: bool,
+    k: u32,
+    dir: &Path,
+) -> Value {
+    let report = dir.join(format!("report-{seed}-{tolerant}-{k}.json"));
+    let mut client = Command::new(node);
+    client.arg(repo().join("tests/peers/dropping_client.mjs"));
+    if tolerant {
+        client.arg("--tolerant");
+    }
+    let out = client
+        .args([
+            "--plan",
+            CLIENT_PLAN,
+            "--",
+            env!("CARGO_BIN_EXE_mcp-sim"),
+            "serve",
+        ])
+        .args(["--client-policy", CLIENT_POLICY, "--scenario"])
+        .arg(file)
+        .args(["--perturb-seed", seed, "--perturb", "cancel=±4s"])
+        .args(["--hypothesis", "late_response_is_fatal", "--attempt"])
+        .arg(k.to_string())
+        .args(["--format", "json", "--report"])
+        .arg(&report)
+        .output()
+        .expect("the client runs");
+    let text = std::fs::read_to_string(&report).unwrap_or_else(|e| {
+        panic!(
+            "{e}: no report\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(&text).expect("a JSON report")
+}
+
+/// A client's session in both halves, through `serve --scenario`: the committed, clean session
+/// of a hand-written legacy stdio client with the reference server. `sweep --around
+/// --hypotheses client` finds that a client that drops its connection on an answer to a
+/// request it cancelled (`late_response_is_fatal`, claude-code #51073) would break
+/// `race-not-graceful` had the second call's cancel come as its result did. `serve
+/// --scenario` plays that neighbour's server to the real client, the cancel's move turned into
+/// the server's (the client's cancel is its own): the dropping client breaks the rule
+/// (confirmed within 5 attempts), the tolerant one does not (`not-reproduced`, exit 3, never a
+/// pass), and a neighbour that adds a cancel the client never made is not executable live.
+#[test]
+fn a_clients_neighbour_is_confirmed_through_serve() {
+    let Some(sdk) = common::peers::node_ts_sdk_v1() else {
+        return;
+    };
+    let dir = scratch("scenario-serve");
+    let file = fitted_from(&dir, "late-answer-client-stdio-clean.jsonl");
+    let path = file.display().to_string();
+    let next = (CLIENT_NEIGHBOUR.parse::<u64>().unwrap() + 1).to_string();
+    let seeds = format!("{CLIENT_NEIGHBOUR}..{next}");
+    let out = mcp_sim(&[
+        "sweep",
+        "--around",
+        &path,
+        "--seeds",
+        &seeds,
+        "--lane",
+        "memory",
+        "--hypotheses",
+        "client",
+        "--perturb",
+        "cancel=±4s",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        nearest_seed(&out, |f| f["hypothesis"] == "late_response_is_fatal"
+            && f["rules"] == serde_json::json!(["race-not-graceful"])),
+        CLIENT_NEIGHBOUR
+    );
+    let confirmed = (1..=5).find_map(|k| {
+        let v = serve_scenario(&sdk.node, &file, CLIENT_NEIGHBOUR, false, k, &dir);
+        let scenario = &v["playback"]["scenario"];
+        assert_eq!(
+            scenario["predicted"],
+            serde_json::json!(["race-not-graceful"]),
+            "{v:#}"
+        );
+        (scenario["confirmed"] == serde_json::json!(["race-not-graceful"])).then_some(v)
+    });
+    let v = confirmed.expect("the dropping client confirmed within 5 attempts");
+    assert_eq!(v["exit_code"], 1, "{v:#}");
+    let v = serve_scenario(&sdk.node, &file, CLIENT_NEIGHBOUR, true, 1, &dir);
+    assert_eq!(v["exit_code"], 3, "{v:#}");
+    assert_eq!(
+        v["playback"]["scenario"]["not_reproduced"],
+        serde_json::json!(["race-not-graceful"]),
+        "{v:#}"
+    );
+    // Refused before the client's first request: serve exits, and writes no report.
+    let out = Command::new(&sdk.node)
+        .arg(repo().join("tests/peers/dropping_client.mjs"))
+        .args([
+            "--plan",
+            CLIENT_PLAN,
+            "--",
+            env!("CARGO_BIN_EXE_mcp-sim"),
+            "serve",
+        ])
+        .arg("--scenario")
+        .arg(&file)
+        .args([
+            "--perturb-seed",
+            CLIENT_NEIGHBOUR_NOT_LIVE,
+            "--perturb",
+            "cancel=±4s",
+        ])
+        .output()
+        .expect("the client runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not-executable-live (inconclusive)")
+            && stderr.contains("cancelling call 3")
+            && stderr.contains("the client under test decides it"),
+        "{stderr}"
+    );
+}
+
+/// A neighbour's stream reset runs live, planned per call: a probe of the reference server
+/// over HTTP is fitted, and its neighbour 0 under `--perturb reset=0..1` (one reset of one
+/// call's stream at a moment of its work) is sent with `probe --scenario`, twice. Each run's
+/// relay resets the post of the call the neighbour names, carrying its progress token
+/// (`p-K` for the plan's K-th call), as long after the post opened as the plan says, and no
+/// other; the same call and delay on both runs.
+#[test]
+fn a_planned_stream_reset_meets_its_call_on_every_run() {
+    let dir = scratch("scenario-reset");
+    let server =
+        common::serve::Listening::start(&["serve".into(), "--http".into(), "127.0.0.1:0".into()]);
+    let url = format!("{}/mcp", server.url.trim_end_matches("/mcp"));
+    let recording = dir.join("probe.jsonl");
+    let out = mcp_sim(&[
+        "probe",
+        "--seed",
+        "1",
+        "--url",
+        &url,
+        "--trace",
+        &recording.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.join("scenario.json");
+    let out = mcp_sim(&[
+        "fit",
+        &recording.display().to_string(),
+        "-o",
+        &file.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seen = Vec::new();
+    for run in 0..2 {
+        let trace_path = dir.join(format!("run{run}.jsonl"));
+        let out = mcp_sim(&[
+            "probe",
+            "--scenario",
+            &file.display().to_string(),
+            "--perturb-seed",
+            "0",
+            "--perturb",
+            "reset=0..1",
+            "--attempts",
+            "1",
+            "--trace",
+            &trace_path.display().to_string(),
+            "--url",
+            &url,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("not-executable-live"), "{stderr}");
+        // "resetting call K's stream at X s"
+        let k: usize = stderr
+            .split("resetting call ")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .and_then(|k| k.parse().ok())
+            .unwrap_or_else(|| panic!("the change is named: {stderr}"));
+        let trace =
+            mcp_sim::trace::Trace::from_jsonl(&std::fs::read_to_string(&trace_path).unwrap())
+                .unwrap();
+        let resets: Vec<(u64, u64, u64)> = trace
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                mcp_sim::trace::EventKind::Fault {
+                    fault,
+                    stream: Some(s),
+                    ms: Some(ms),
+                } if fault == "reset" => Some((*s, *ms, e.t)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(resets.len(), 1, "one planned reset: {resets:?}");
+        let (stream, ms, posted) = resets[0];
+        let token = trace.events.iter().find_map(|e| match &e.kind {
+            mcp_sim::trace::EventKind::Send(w) if w.stream == Some(stream) => w
+                .msg
+                .as_ref()
+                .and_then(|m| m.pointer("/params/_meta/progressToken").cloned()),
+            _ => None,
+        });
+        assert_eq!(
+            token,
+            Some(Value::from(format!("p-{k}"))),
+            "the reset post carries call {k}"
+        );
+        let cut = trace.events.iter().find_map(|e| match &e.kind {
+            mcp_sim::trace::EventKind::Close {
+                stream: Some(s),
+                reason: Some(r),
+                ..
+            } if *s == stream && r == "reset" => Some(e.t),
+            _ => None,
+        });
+        // Unless the call ended first (then there was nothing left to reset).
+        if let Some(cut) = cut {
+            let late = cut - posted;
+            assert!(
+                late + 50 >= ms && late <= ms + 500,
+                "reset {late} ms after the post, planned {ms}"
+            );
+        }
+        seen.push((k, ms));
+    }
+    server.stop();
+    assert_eq!(
+        seen[0], seen[1],
+        "the same call meets the same reset on every run"
+    );
+}

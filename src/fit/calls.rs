@@ -109,6 +109,16 @@ pub(super) fn fit_calls(
                     ));
                     Some(Duration::from_millis(ms))
                 }
+                (None, false) => seen_cancel(c, &policy).map(|ms| {
+                    provenance.push((
+                        format!("{at}/cancel_after_ms"),
+                        Provenance::inferred(format!(
+                            "the server read the cancel {ms} ms after the request (the \
+                             client's side was not recorded), not at its policy's deadline"
+                        )),
+                    ));
+                    Duration::from_millis(ms)
+                }),
                 _ => None,
             };
             let args = c.params.get("arguments").cloned().unwrap_or(Value::Null);
@@ -202,6 +212,26 @@ fn task_cancel(recording: &Recording, c: &RecordedCall) -> Option<u64> {
         .find(|o| o.params.get("taskId").and_then(Value::as_str) == Some(task))
         .map(|o| o.start_ms - c.start_ms)
 }
+
+/// How long after the request the server read the cancel of `c`, when only the server's side
+/// was recorded (`serve`) and the cancel is not its client's timer: a cancel read within
+/// [`TIMER_SLACK_MS`] after the deadline of a policy that progress does not reset is the
+/// timer's, which the fitted policy sends by itself.
+fn seen_cancel(c: &RecordedCall, policy: &TimeoutPolicy) -> Option<u64> {
+    let seen = c.cancel_seen_ms?;
+    let timer = policy
+        .timeout
+        .filter(|_| !policy.reset_timeout_on_progress)
+        .map(|t| t.as_millis() as u64);
+    match timer {
+        Some(t) if seen >= t && seen <= t + TIMER_SLACK_MS => None,
+        _ => Some(seen),
+    }
+}
+
+/// How late after a deadline a server may read the timer's cancel, in ms: the way there and
+/// a loaded machine's timer.
+const TIMER_SLACK_MS: u64 = 50;
 
 /// Whether the client's timer gave the call up: a `timeout` event for it, or the application
 /// told it timed out (a task's timer ends in `tasks/cancel`, with no timeout of the request).

@@ -136,7 +136,7 @@ pub fn minimize(base: &Scenario, found: &Found, rule: &'static str, lane: Lane) 
 /// A change in words; a cancel also says how far from its call's result it lands in the run.
 fn words_of(change: &Change, scenario: &Scenario, trace: &Trace) -> String {
     let text = change.describe();
-    let Change::Cancel { call, to, .. } = *change else {
+    let (Change::Cancel { call, to, .. } | Change::Deadline { call, to, .. }) = *change else {
         return text;
     };
     // The planned calls in start order are the tool calls of the run in send order.

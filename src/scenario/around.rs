@@ -160,6 +160,17 @@ pub enum Change {
         /// The offset after.
         to: Duration,
     },
+    /// Call `call`'s timeout (a call its client's own timer gave up): the deadline moved
+    /// `from` one offset `to` another, so that the timer's cancel moves as an application's
+    /// cancel would.
+    Deadline {
+        /// Index into [`Scenario::calls`].
+        call: usize,
+        /// The timeout before.
+        from: Duration,
+        /// The timeout after.
+        to: Duration,
+    },
     /// Call `call` starts `by_ms` later (earlier when negative).
     Start {
         /// Index into [`Scenario::calls`].
@@ -202,6 +213,9 @@ impl Change {
                 );
                 rel(to.as_millis() as f64 - from, spec.cancel).min(2.0)
             }
+            Change::Deadline { from, to, .. } => {
+                rel(to.as_millis() as f64 - from.as_millis() as f64, spec.cancel).min(2.0)
+            }
             Change::Start { by_ms, .. } => rel(by_ms as f64, spec.start),
             Change::Latency { factor } => factor.log2().abs() / 3.0,
             Change::Proxy(_) | Change::Reset { .. } | Change::Crash { .. } => 1.0,
@@ -232,6 +246,12 @@ impl Change {
             } => {
                 format!("cancelling call {} {} after its start", call + 1, s(to))
             }
+            Change::Deadline { call, from, to } => format!(
+                "moving the deadline of call {} (its client's timeout) from {} to {}",
+                call + 1,
+                s(from),
+                s(to)
+            ),
             Change::Start { call, by_ms } if by_ms >= 0 => {
                 format!("starting call {} {by_ms} ms later", call + 1)
             }
@@ -269,6 +289,14 @@ impl Change {
                     to: Duration::from_millis(ms.round() as u64),
                 })
             }
+            Change::Deadline { call, from, to } => {
+                let ms = lerp(from.as_millis() as f64, to.as_millis() as f64);
+                Some(Change::Deadline {
+                    call,
+                    from,
+                    to: Duration::from_millis(ms.round() as u64),
+                })
+            }
             Change::Start { call, by_ms } => Some(Change::Start {
                 call,
                 by_ms: lerp(0.0, by_ms as f64).round() as i64,
@@ -298,6 +326,19 @@ pub struct Neighbour {
 fn work_ms(s: &Scenario, call: usize) -> u64 {
     let c = &s.calls[call];
     u64::from(c.steps) * c.step.as_millis() as u64 + 2 * s.latency.1.as_millis() as u64
+}
+
+/// The deadline of the timer that gives call `call` up before its work ends, when that is how
+/// it ends: no cancel of the application's, a timeout that progress does not reset, shorter
+/// than the work. Moving such a cancel is moving the timeout (a real client's timer is its
+/// own; what a live run can move is the server's answer toward it).
+fn timer_deadline(s: &Scenario, call: usize) -> Option<Duration> {
+    let c = &s.calls[call];
+    let timeout = c.policy.timeout?;
+    let fires = c.cancel_after.is_none()
+        && !c.policy.reset_timeout_on_progress
+        && (timeout.as_millis() as u64) < work_ms(s, call);
+    fires.then_some(timeout)
 }
 
 /// How wide the window around a call's planned event is that a cancel drawn at the event
@@ -349,9 +390,14 @@ pub fn neighbour(base: &Scenario, perturb_seed: u64, spec: &PerturbSpec) -> Neig
                     let call = below(calls) as usize;
                     let range = spec.cancel.as_millis() as u64;
                     let from = base.calls[call].cancel_after;
-                    // Toward or across the call's result: around the old offset, or around
-                    // where the work ends for a call that was not cancelled.
-                    let centre = from.map_or(work_ms(base, call), |f| f.as_millis() as u64);
+                    let deadline = timer_deadline(base, call);
+                    // Toward or across the call's result: around the old offset (the cancel's,
+                    // or the deadline of the timer that gave the call up), or around where the
+                    // work ends for a call that was not cancelled.
+                    let centre = match (from, deadline) {
+                        (Some(f), _) | (None, Some(f)) => f.as_millis() as u64,
+                        (None, None) => work_ms(base, call),
+                    };
                     let steps = u64::from(base.calls[call].steps);
                     // Or just before one of the call's planned events as the client would see
                     // it (a progress notification or the result): a cancel then races what is
@@ -363,10 +409,10 @@ pub fn neighbour(base: &Scenario, perturb_seed: u64, spec: &PerturbSpec) -> Neig
                     } else {
                         centre.saturating_sub(range) + below(2 * range + 1)
                     };
-                    Change::Cancel {
-                        call,
-                        from,
-                        to: Duration::from_millis(to),
+                    let to = Duration::from_millis(to);
+                    match deadline {
+                        Some(from) => Change::Deadline { call, from, to },
+                        None => Change::Cancel { call, from, to },
                     }
                 }
                 1 => {
@@ -429,7 +475,8 @@ pub fn neighbour(base: &Scenario, perturb_seed: u64, spec: &PerturbSpec) -> Neig
 fn same_knob(a: &Change, b: &Change) -> bool {
     use Change::*;
     match (a, b) {
-        (Cancel { call: x, .. }, Cancel { call: y, .. })
+        (Cancel { call: x, .. } | Deadline { call: x, .. }, Cancel { call: y, .. })
+        | (Cancel { call: x, .. } | Deadline { call: x, .. }, Deadline { call: y, .. })
         | (Start { call: x, .. }, Start { call: y, .. }) => x == y,
         (Latency { .. }, Latency { .. }) | (Proxy(_), Proxy(_)) | (Transport(_), Transport(_)) => {
             true
@@ -444,6 +491,7 @@ pub fn apply(base: &Scenario, changes: &[Change]) -> Scenario {
     for change in changes {
         match *change {
             Change::Cancel { call, to, .. } => s.calls[call].cancel_after = Some(to),
+            Change::Deadline { call, to, .. } => s.calls[call].policy.timeout = Some(to),
             Change::Start { call, by_ms } => {
                 let at = s.calls[call].at.as_millis() as i64 + by_ms;
                 s.calls[call].at = Duration::from_millis(at.max(0) as u64);
@@ -524,6 +572,7 @@ pub fn minimize(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TimeoutPolicy;
 
     #[test]
     fn the_same_seed_draws_the_same_neighbour_and_others_differ() {
@@ -563,6 +612,30 @@ mod tests {
                 "{n:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_call_its_timer_gave_up_has_its_deadline_moved_not_a_cancel_added() {
+        let mut base = Scenario::calls_only(7);
+        for c in &mut base.calls {
+            c.cancel_after = None;
+            c.policy = TimeoutPolicy::fixed(Duration::from_millis(1));
+        }
+        let spec = PerturbSpec::parse("cancel=300ms").unwrap();
+        let mut deadlines = 0;
+        for seed in 0..100 {
+            let n = neighbour(&base, seed, &spec);
+            for c in &n.changes {
+                let Change::Deadline { call, from, to } = *c else {
+                    panic!("{c:?}");
+                };
+                assert_eq!(from, Duration::from_millis(1));
+                assert_eq!(n.scenario.calls[call].policy.timeout, Some(to));
+                assert_eq!(n.scenario.calls[call].cancel_after, None);
+                deadlines += 1;
+            }
+        }
+        assert!(deadlines > 100, "{deadlines}");
     }
 
     #[test]

@@ -4,7 +4,12 @@
 // tests/recordings/python-sdk-1.30.0-stdio.jsonl: three slow_op calls, the second cancelled
 // 1.5 s after it went out, the third sent with that cancel.
 //
-// Usage: node dropping_client.mjs -- COMMAND ARGS...
+// With --tolerant before the `--`, it is the correct client of the same session: an answer to
+// a request it cancelled is ignored, as the spec asks. With --plan JSON, the session is
+// another: a list of {"steps", "step_ms", "at", "cancel_at"?}, each call sent `at` ms after
+// the handshake and cancelled at `cancel_at` (cancels before calls due at the same moment).
+//
+// Usage: node dropping_client.mjs [--tolerant] [--plan JSON] -- COMMAND ARGS...
 // Prints one JSON line per call: {"call": k, "outcome": "result" | "error" | "cancelled" |
 // "dropped"}. No dependencies: the wire is written by hand.
 
@@ -13,18 +18,25 @@ import { createInterface } from 'node:readline';
 
 const sep = process.argv.indexOf('--');
 if (sep < 0 || sep + 1 >= process.argv.length) {
-  console.error('usage: node dropping_client.mjs -- COMMAND ARGS...');
+  console.error('usage: node dropping_client.mjs [--tolerant] [--plan JSON] -- COMMAND ARGS...');
   process.exit(2);
 }
+const options = process.argv.slice(2, sep);
+const tolerant = options.includes('--tolerant');
+const planAt = options.indexOf('--plan');
 const [command, ...args] = process.argv.slice(sep + 1);
 const server = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
 const write = (msg) => server.stdin.write(JSON.stringify({ jsonrpc: '2.0', ...msg }) + '\n');
 
-const calls = [
-  { steps: 3, step_ms: 100 },
-  { steps: 25, step_ms: 200 },
-  { steps: 2, step_ms: 100 },
-];
+const plan =
+  planAt >= 0
+    ? JSON.parse(options[planAt + 1])
+    : [
+        { steps: 3, step_ms: 100, at: 0 },
+        { steps: 25, step_ms: 200, at: 300, cancel_at: 1800 },
+        { steps: 2, step_ms: 100, at: 1800 },
+      ];
+const calls = plan.map(({ steps, step_ms }) => ({ steps, step_ms }));
 const outcomes = new Map(); // call index -> outcome
 const cancelled = new Set(); // request ids cancelled
 let dropped = false;
@@ -65,20 +77,39 @@ createInterface({ input: server.stdout }).on('line', (line) => {
   if (msg.id === 0 && !initialized) {
     initialized = true;
     write({ method: 'notifications/initialized' });
-    call(1);
-    setTimeout(() => call(2), 300);
-    setTimeout(() => {
-      cancelled.add(2);
-      report(2, 'cancelled');
-      write({ method: 'notifications/cancelled', params: { requestId: 2, reason: 'timeout' } });
-      call(3);
-    }, 1800);
+    // Each moment's steps in one timer: its cancels, then its calls, in plan order.
+    const moments = new Map();
+    const at = (t, step) => moments.set(t, [...(moments.get(t) ?? []), step]);
+    plan.forEach((c, i) => {
+      if (c.cancel_at !== undefined) at(c.cancel_at, { cancel: i + 1 });
+    });
+    plan.forEach((c, i) => at(c.at, { call: i + 1 }));
+    for (const [t, steps] of moments) {
+      const run = () => {
+        for (const step of steps) {
+          if (step.cancel !== undefined) {
+            if (outcomes.has(step.cancel)) continue;
+            cancelled.add(step.cancel);
+            report(step.cancel, 'cancelled');
+            write({
+              method: 'notifications/cancelled',
+              params: { requestId: step.cancel, reason: 'timeout' },
+            });
+          } else {
+            call(step.call);
+          }
+        }
+      };
+      if (t === 0) run();
+      else setTimeout(run, t);
+    }
     return;
   }
   if (msg.id === undefined || msg.method !== undefined) return;
   if (cancelled.has(msg.id)) {
     // The bug: an answer to a cancelled request is taken as a broken connection.
-    return drop();
+    if (!tolerant) return drop();
+    return;
   }
   report(msg.id, msg.error ? 'error' : 'result');
   done();

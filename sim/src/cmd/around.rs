@@ -191,7 +191,8 @@ fn text_of(
             .count();
         let _ = writeln!(
             out,
-            "{unrefuted} behaviour(s) of the peer the session does not refute, {fruitful} with              neighbours that break a rule (--format json names them all)"
+            "{unrefuted} behaviour(s) of the peer the session does not refute, {fruitful} with \
+             neighbours that break a rule (--format json names them all)"
         );
     }
     for search in searches {

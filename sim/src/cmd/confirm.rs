@@ -9,6 +9,11 @@
 //! planned cancel by the `k`-th of 0, +1, −1, +2, … ms within `--cancel-scan-ms` (each run says
 //! how far);
 //! a neighbour whose knobs the live tools cannot set is not executable live (exit 3).
+//!
+//! `serve --scenario FILE [--perturb-seed N] [--attempt K]` is the same for a client's
+//! session: the server plays the neighbour's simulated server to the real client
+//! ([`live::serve_plan`]). The client is launched once per run (it launches `serve`, or
+//! connects to it), so a run is one attempt and the caller repeats it with `--attempt`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,8 +43,9 @@ pub(crate) const NOT_EXECUTABLE: &str = "not-executable-live";
 pub(crate) struct ScenarioOptions {
     /// Run a scenario file's calls (`mcp-sim fit`'s output) instead of the seeded schedule,
     /// in its era, over HTTP with its latency and proxy, to confirm live what the simulation
-    /// predicts; a knob the live tools cannot set (a fault at a moment, another transport)
-    /// makes it `not-executable-live`.
+    /// predicts (an HTTP stream reset goes with its call's post, at its planned moment in the
+    /// call); a knob the live tools cannot set (a crash or partition at a moment, another
+    /// transport) makes it `not-executable-live`.
     #[arg(long, value_name = "FILE")]
     pub(crate) scenario: Option<PathBuf>,
     /// With `--scenario`: run its neighbour drawn from this perturbation seed (as `sweep
@@ -80,6 +86,126 @@ impl ScenarioOptions {
             s.push_str(&format!(" --hypothesis {}", m.info().name));
         }
         Some(s)
+    }
+}
+
+/// The flags that play a client session's scenario with `serve` (`serve --scenario`).
+#[derive(clap::Args)]
+pub(crate) struct ServeScenarioOptions {
+    /// Play the server's side of a scenario file's run (`mcp-sim fit` of a client's session)
+    /// to the real client, to confirm live what the simulation predicts of the client; the
+    /// client's requests find their calls by their params, and what the scenario does not
+    /// hold is answered as the reference server would.
+    #[arg(long, value_name = "FILE", conflicts_with = "from")]
+    pub(crate) scenario: Option<PathBuf>,
+    /// With `--scenario`: play its neighbour drawn from this perturbation seed (as `sweep
+    /// --around` lists them): a cancel or deadline it moves moves the server's messages the
+    /// other way, since the client's cancels are its own.
+    #[arg(long, requires = "scenario")]
+    pub(crate) perturb_seed: Option<u64>,
+    /// With `--perturb-seed`: the knobs that may move, as `sweep --around --perturb` took them.
+    #[arg(long, requires = "perturb_seed")]
+    pub(crate) perturb: Option<String>,
+    /// With `--scenario`: predict with this behaviour of the client assumed (a hypothesis
+    /// `sweep --around --hypotheses client` printed).
+    #[arg(long, requires = "scenario", value_parser = crate::args::parse_mutant)]
+    pub(crate) hypothesis: Option<mcp_sim::model::Mutant>,
+    /// With `--scenario`: which attempt of the cancel scan this run is (1, 2, ...): attempt k
+    /// plays every cancelled call's messages as if its cancel moved by the k-th of 0, +1, -1,
+    /// +2, ... ms (the client is launched once per run, so a caller repeats the run).
+    #[arg(long, default_value_t = 1, requires = "scenario")]
+    pub(crate) attempt: u32,
+    /// With `--scenario`: the reach of the cancel scan, in ms either way.
+    #[arg(long, default_value_t = 10, requires = "scenario")]
+    pub(crate) cancel_scan_ms: u64,
+}
+
+/// How early a real client's cancel may come and still cross what the simulated server had
+/// sent when it read the moved one (`serve --scenario`): the cancel scan's reach and a loaded
+/// machine's timer.
+pub(crate) const CROSSING: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `serve --scenario`'s plan: what the server plays and what the run should show.
+pub(crate) struct ServeConfirm {
+    pub(crate) plan: live::ServePlan,
+    /// For the report: `FILE` or `FILE neighbour N`, and the attempt.
+    pub(crate) what: String,
+}
+
+impl ServeConfirm {
+    /// The predicted rules the run broke, and those it did not.
+    pub(crate) fn judge(
+        &self,
+        verdict: &mcp_sim::oracle::Verdict,
+    ) -> (Vec<&'static str>, Vec<&'static str>) {
+        self.plan
+            .expected
+            .iter()
+            .partition(|r| verdict.violations.iter().any(|v| v.rule == **r))
+    }
+}
+
+/// `serve --scenario`'s plan against a client on `transport`; `Ok(None)` without
+/// `--scenario`; `Err` with the exit code when the file is bad or the neighbour is not
+/// executable live (already reported).
+pub(crate) fn prepare_serve(
+    options: &ServeScenarioOptions,
+    transport: Transport,
+) -> Result<Option<ServeConfirm>, ExitCode> {
+    let Some(path) = &options.scenario else {
+        return Ok(None);
+    };
+    let bad = |e: String| {
+        eprintln!("mcp-sim: {e}");
+        ExitCode::from(2)
+    };
+    let spec = match options.perturb.as_deref().map(PerturbSpec::parse) {
+        Some(Err(e)) => return Err(bad(format!("--perturb: {e}"))),
+        Some(Ok(spec)) => spec,
+        None => PerturbSpec::default(),
+    };
+    let mut file = ScenarioFile::read(path).map_err(|e| bad(e.to_string()))?;
+    file.scenario = mcp_sim::fit::neighbours::assuming(&file.scenario, options.hypothesis);
+    let mut what = match options.perturb_seed {
+        Some(n) => format!("{} neighbour {n}", path.display()),
+        None => path.display().to_string(),
+    };
+    if let Some(m) = options.hypothesis {
+        what.push_str(&format!(" if the client behaves as {}", m.info().name));
+    }
+    if let Some(n) = options.perturb_seed {
+        eprintln!("{what}: {}", live::changes(&file, n, &spec).join("; "));
+    }
+    let attempt = options.attempt.max(1);
+    let by = scan_offset(attempt, options.cancel_scan_ms);
+    what.push_str(&match by {
+        0 => format!(", attempt {attempt}"),
+        by => format!(", attempt {attempt} (cancels moved {by:+} ms)"),
+    });
+    match live::serve_plan(
+        &file,
+        options.perturb_seed,
+        &spec,
+        transport,
+        by,
+        Lane::Memory,
+    ) {
+        Ok(plan) => {
+            for note in &plan.notes {
+                eprintln!("{what}: {note}");
+            }
+            let predicted = match plan.expected.is_empty() {
+                true => "no rule of the client's".to_string(),
+                false => plan.expected.join(", "),
+            };
+            eprintln!("{what}: the simulation predicts {predicted}");
+            Ok(Some(ServeConfirm { plan, what }))
+        }
+        Err(not) => {
+            // stdout is the protocol's under stdio: the finding goes to stderr.
+            eprintln!("{what}: {NOT_EXECUTABLE} (inconclusive): {not}");
+            Err(ExitCode::from(3))
+        }
     }
 }
 
@@ -205,6 +331,7 @@ impl Confirm {
         if let Some(proxy) = self.plan.proxy {
             config.proxy = Some(proxy);
         }
+        config.planned_resets = self.plan.resets.clone();
     }
 
     /// The calls attempt `k` sends: the plan's, every cancel moved by [`scan_offset`].

@@ -69,7 +69,7 @@ fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("mcp-sim record: {msg}");
+    say!("mcp-sim record: {msg}");
     ExitCode::from(2)
 }
 
@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> ExitCode {
                 Err(e) => return usage(&format!("cannot listen on {listen}: {e}")),
             };
             if let Ok(a) = listener.local_addr() {
-                eprintln!("mcp-sim record: listening on http://{a}, passing on to {upstream}");
+                say!("mcp-sim record: listening on http://{a}, passing on to {upstream}");
             }
             record::record_http(
                 listener,
@@ -131,7 +131,7 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
     let verdict = oracle::check(trace, &config);
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
-            eprintln!("mcp-sim record: cannot write {}: {e}", path.display());
+            say!("mcp-sim record: cannot write {}: {e}", path.display());
         }
     }
     let diff = baseline.map(|b| b.compare_verdict(&verdict, &[], &[]));
@@ -165,7 +165,7 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
         exit_code,
         None,
     );
-    eprintln!(
+    say!(
         "record: {} events, {} messages ({} requests), {} bytes to the server, {} back{}",
         trace.events.len(),
         r.run.stats.messages,
@@ -178,12 +178,12 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
             String::new()
         }
     );
-    eprintln!("era: {}", verdict.describe_era());
-    eprintln!("violations: {}", verdict.violations.len());
-    eprint!("{}", report::violations_text(&verdict));
+    say!("era: {}", verdict.describe_era());
+    say!("violations: {}", verdict.violations.len());
+    say_raw!("{}", report::violations_text(&verdict));
     if let Some(diff) = &diff {
-        eprint!("{}", diff.text());
-        eprintln!(
+        say_raw!("{}", diff.text());
+        say!(
             "baseline: {}",
             if diff.is_clean() {
                 "agrees"
@@ -193,8 +193,8 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
         );
     }
     match (&args.http, r.exit) {
-        (None, Some(status)) => eprintln!("server: {status}"),
-        (None, None) => eprintln!("server: killed when the tap stopped"),
+        (None, Some(status)) => say!("server: {status}"),
+        (None, None) => say!("server: killed when the tap stopped"),
         (Some(_), _) => {}
     }
     ExitCode::from(exit_code)

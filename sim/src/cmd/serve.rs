@@ -33,6 +33,8 @@ use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
 use crate::args::Judging;
 
+use crate::cmd::confirm::{ServeConfirm, NOT_REPRODUCED};
+
 /// `serve --era`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ServeEra {
@@ -70,6 +72,8 @@ pub struct Args {
     /// the reference server would (`reference`).
     #[arg(long, value_enum, default_value_t = OnMissArg::Error, requires = "from")]
     on_miss: OnMissArg,
+    #[command(flatten)]
+    scenario: crate::cmd::confirm::ServeScenarioOptions,
     /// Serve Streamable HTTP on this address (`127.0.0.1:8080`; port 0 picks a free one and
     /// prints it to stderr) instead of stdio.
     #[arg(long)]
@@ -117,7 +121,7 @@ pub struct Args {
     keepalive_ms: Option<u64>,
     #[command(flatten)]
     judging: Judging,
-    /// Expected findings, one rule (or `nothing-exercised`) per line, `#` comments: the exit
+    /// Expected findings, one rule (or `nothing-exercised`, `not-reproduced`) per line, `#` comments: the exit
     /// code then fails only on a MUST rule or a broken declared policy the file does not
     /// list, or on a listed one that no longer occurs. Read before the server starts.
     #[arg(long)]
@@ -137,7 +141,7 @@ pub struct Args {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("mcp-sim serve: {msg}");
+    say!("mcp-sim serve: {msg}");
     ExitCode::from(2)
 }
 
@@ -184,7 +188,7 @@ fn mutants(names: &[String]) -> Result<MutantSet, String> {
 }
 
 /// What `serve --baseline` may list besides the rules.
-const SERVE_FINDINGS: &[&str] = &["nothing-exercised"];
+const SERVE_FINDINGS: &[&str] = &["nothing-exercised", NOT_REPRODUCED];
 
 /// `--match`.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -244,9 +248,23 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
-    let playback = match playback(args) {
-        Ok(p) => p,
-        Err(e) => return usage(&e),
+    let transport = match args.http {
+        Some(_) => mcp_sim::model::Transport::Http,
+        None => mcp_sim::model::Transport::Stdio,
+    };
+    let confirm = match crate::cmd::confirm::prepare_serve(&args.scenario, transport) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let playback = match (&confirm, playback(args)) {
+        (Some(c), _) => Some(Playback {
+            recording: std::sync::Arc::new(c.plan.recording.clone()),
+            matching: MatchMode::Params,
+            on_cancel: OnCancel::AsPlanned(crate::cmd::confirm::CROSSING),
+            on_miss: OnMiss::Reference,
+        }),
+        (None, Ok(p)) => p,
+        (None, Err(e)) => return usage(&e),
     };
     let known = |name: &str| mcp_sim::ci::is_rule(name) || SERVE_FINDINGS.contains(&name);
     let baseline = match crate::args::read_baseline(args.baseline.as_deref(), known) {
@@ -284,7 +302,7 @@ pub fn run(args: &Args) -> ExitCode {
         Some(addr) => match std::net::TcpListener::bind(addr) {
             Ok(l) => {
                 if let Ok(a) = l.local_addr() {
-                    eprintln!("mcp-sim serve: listening on http://{a}/mcp");
+                    say!("mcp-sim serve: listening on http://{a}/mcp");
                 }
                 Listen::Http(l)
             }
@@ -305,7 +323,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(&format!("cannot start: {e}")),
     };
-    finish(&served, args, baseline.as_ref())
+    finish(&served, args, baseline.as_ref(), confirm.as_ref())
 }
 
 /// The rules about what the client declared: its deadlines, and a declared reset on progress
@@ -327,7 +345,12 @@ fn breaks_declared_policy_rule(rule: &str) -> bool {
     .contains(&rule)
 }
 
-fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -> ExitCode {
+fn finish(
+    served: &Served,
+    args: &Args,
+    baseline: Option<&mcp_sim::ci::Baseline>,
+    confirm: Option<&ServeConfirm>,
+) -> ExitCode {
     let trace = &served.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
@@ -341,7 +364,7 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
         let written =
             std::fs::write(&part, trace.to_jsonl()).and_then(|()| std::fs::rename(&part, path));
         if let Err(e) = written {
-            eprintln!("mcp-sim serve: cannot write {}: {e}", path.display());
+            say!("mcp-sim serve: cannot write {}: {e}", path.display());
         }
     }
     // Counted in the era the client spoke (as the oracle read it).
@@ -377,7 +400,7 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             _ => {}
         }
     }
-    eprintln!(
+    say!(
         "serve: ended because {}; {} events, {} requests received, {} tool calls, {} results and {} progress sent, {} cancels seen (notifications, and in 2026-07-28 stream closes){}",
         served.end.describe(),
         trace.events.len(),
@@ -392,9 +415,9 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             String::new()
         }
     );
-    eprintln!("era: {}", verdict.describe_era());
+    say!("era: {}", verdict.describe_era());
     if let Some(p) = &served.playback {
-        eprintln!(
+        say!(
             "playback: {} requests matched a recorded call, {} did not; messages sent: {} \
              recorded, {} extrapolated; {} recorded messages not sent; {} requests of the \
              recorded server's own sent, {} answered",
@@ -411,7 +434,7 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
     match &args.client_policy {
         Some(declared) => {
             for (method, p) in declared.entries() {
-                eprintln!(
+                say!(
                     "declared client policy for {}: {}",
                     method.unwrap_or("every request"),
                     serde_json::to_string(&mcp_sim::trace::PolicyRecord::from(p))
@@ -419,10 +442,25 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
                 );
             }
         }
-        None => eprintln!("declared client policy: none given, so deadlines are not judged"),
+        None => say!("declared client policy: none given, so deadlines are not judged"),
     }
-    eprintln!("violations: {}", verdict.violations.len());
-    eprint!("{}", report::violations_text(&verdict));
+    say!("violations: {}", verdict.violations.len());
+    say_raw!("{}", report::violations_text(&verdict));
+    // Under `--scenario`, a predicted rule of the client's that the run did not show is not
+    // a pass: the run is inconclusive unless something fails it anyway.
+    let (confirmed, missing) = confirm.map(|c| c.judge(&verdict)).unwrap_or_default();
+    if let Some(c) = confirm {
+        if !confirmed.is_empty() {
+            say!("{}: confirmed {}", c.what, confirmed.join(", "));
+        }
+    }
+    let not_reproduced = confirm.filter(|_| !missing.is_empty()).map(|c| {
+        format!(
+            "{NOT_REPRODUCED}: the simulation predicts {} for {}; this run did not break it",
+            missing.join(", "),
+            c.what
+        )
+    });
     let nothing = "nothing-exercised: no tools/call reached the server";
     let (word, code, outcome) = if verdict.has_must() {
         ("violations", 1, None)
@@ -438,8 +476,15 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             "the client broke the timeout policy it declares (--client-policy)"
         };
         ("policy-broken", 1, Some(RunOutcome::Failed(why.into())))
+    } else if let Some(why) = &not_reproduced {
+        say!("finding: {why} (inconclusive)");
+        (
+            "inconclusive",
+            3,
+            Some(RunOutcome::Inconclusive(why.clone())),
+        )
     } else if calls == 0 {
-        eprintln!("finding: {nothing} (inconclusive)");
+        say!("finding: {nothing} (inconclusive)");
         (
             "inconclusive",
             3,
@@ -447,7 +492,7 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
         )
     } else if matched_nothing {
         let why = "nothing-matched: no request matched a call of the recording";
-        eprintln!("finding: {why} (inconclusive)");
+        say!("finding: {why} (inconclusive)");
         (
             "inconclusive",
             3,
@@ -460,6 +505,10 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
     // broken declared policy) fails it only when unlisted, and a listed finding that no longer
     // occurs fails it too; an inconclusive run stays inconclusive unless listed.
     let inconclusive = code == 3;
+    let finding = match not_reproduced {
+        Some(_) => NOT_REPRODUCED,
+        None => "nothing-exercised",
+    };
     let diff = baseline.map(|b| {
         let policy = verdict
             .violations
@@ -472,19 +521,19 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             .filter(|v| v.level == Level::Must)
             .map(|v| v.rule)
             .chain(policy);
-        let other = inconclusive.then_some("nothing-exercised");
+        let other = inconclusive.then_some(finding);
         let seen = verdict.violations.iter().map(|v| v.rule).chain(other);
         b.compare(failing, seen)
     });
     let listed = |name: &str| baseline.is_some_and(|b| b.expected.contains(name));
     let (code, outcome) = match &diff {
         Some(d) if !d.is_clean() => (1, outcome),
-        Some(_) if inconclusive && !listed("nothing-exercised") => (3, outcome),
+        Some(_) if inconclusive && !listed(finding) => (3, outcome),
         Some(_) => (0, None),
         None => (code, outcome),
     };
     if let Some(d) = &diff {
-        eprint!("{}", d.text());
+        say_raw!("{}", d.text());
     }
     let run = CiRun {
         name: format!("client ({})", served.end.describe()),
@@ -505,6 +554,10 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
             "own_requests": p.own_requests,
             "own_answered": p.own_answered,
         });
+        let counts = match confirm {
+            Some(c) => with_scenario(counts, c, &confirmed, &missing),
+            None => counts,
+        };
         ("playback", counts)
     });
     args.judging.write_report(
@@ -515,6 +568,22 @@ fn finish(served: &Served, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>
         code,
         playback,
     );
-    eprintln!("verdict: {word} (exit {code})");
+    say!("verdict: {word} (exit {code})");
     ExitCode::from(code)
+}
+
+/// The playback counts with `--scenario`'s prediction and what the run showed of it.
+fn with_scenario(
+    mut counts: serde_json::Value,
+    c: &ServeConfirm,
+    confirmed: &[&str],
+    missing: &[&str],
+) -> serde_json::Value {
+    counts["scenario"] = serde_json::json!({
+        "what": c.what,
+        "predicted": c.plan.expected,
+        "confirmed": confirmed,
+        "not_reproduced": missing,
+    });
+    counts
 }

@@ -33,6 +33,12 @@ pub enum OnCancel {
     Recorded,
     /// Stop, as a correct server does.
     Correct,
+    /// As [`OnCancel::Recorded`], after sending at once what the recording sent before its
+    /// cancel and the new run has due within this long of the new cancel's receipt: the
+    /// recorded server had sent it when it read its cancel, so the new client's cancel
+    /// crosses it as the recorded one did, even when the wall clock brings the cancel a few
+    /// ms early (`serve --scenario`, which plays a neighbour's crossing).
+    AsPlanned(Duration),
 }
 
 /// What the server does for what the recording does not hold.
@@ -345,11 +351,17 @@ impl Server {
     /// The new client cancelled call `key`: the recorded tail after the recorded cancel, or
     /// nothing more.
     pub(super) fn playback_cancelled(&mut self, now: Time, key: &JobKey) {
+        let Some(on_cancel) = self.player.as_ref().map(|p| p.playback.on_cancel) else {
+            return;
+        };
+        if let OnCancel::AsPlanned(within) = on_cancel {
+            self.cross(now, key, within);
+        }
         let Some(player) = self.player.as_mut() else {
             return;
         };
         let recording = Arc::clone(&player.playback.recording);
-        let recorded = player.playback.on_cancel == OnCancel::Recorded;
+        let recorded = on_cancel != OnCancel::Correct;
         let Some(p) = player.calls.get_mut(key) else {
             return;
         };
@@ -372,6 +384,39 @@ impl Server {
             .map(|e| now + Duration::from_millis(e.offset_ms));
         if p.due.is_none() {
             player.calls.remove(key);
+        }
+    }
+
+    /// Sends now what call `key`'s recording sent before its cancel and is due within
+    /// `within` of `now` ([`OnCancel::AsPlanned`]).
+    fn cross(&mut self, now: Time, key: &JobKey, within: Duration) {
+        let recording = match &self.player {
+            Some(p) => Arc::clone(&p.playback.recording),
+            None => return,
+        };
+        loop {
+            let Some(p) = self.player.as_ref().and_then(|p| p.calls.get(key)) else {
+                return;
+            };
+            let call = &recording.calls[p.call];
+            if p.cancelled || p.answered || p.next >= call.before_cancel {
+                return;
+            }
+            let Some(due) = p.due.filter(|&d| d <= now + within) else {
+                return;
+            };
+            // The one after it keeps its planned time.
+            let following = call
+                .server
+                .get(p.next + 1)
+                .map(|e| due + Duration::from_millis(e.offset_ms));
+            self.emit(now, key);
+            let player = self.player.as_mut().expect("playing");
+            if let Some(p) = player.calls.get_mut(key) {
+                if p.next < call.before_cancel && !p.answered {
+                    p.due = following;
+                }
+            }
         }
     }
 

@@ -26,6 +26,9 @@ pub struct ConnFaults {
     pub latency_ms: u64,
     /// Reset the connection once the first bytes of the response body have passed.
     pub reset: bool,
+    /// Reset the connection this long after the request's first bytes arrived, if it is
+    /// still open then (a scenario's stream reset at a planned moment of its call).
+    pub reset_after_ms: Option<u64>,
 }
 
 /// Why the relay ended a connection, when it was its doing.
@@ -110,7 +113,8 @@ enum RelayEnd {
 /// What passes, what is held and how the idle clock ends the connection is the one
 /// intermediary's ([`ByteIntermediary`]): the relay adds its I/O and the probe's faults. Latency delays each chunk by the post's `latency_ms`, each way,
 /// in order; a reset sets `SO_LINGER` to zero and drops the client's connection once the first
-/// body bytes have passed, so the client reads a connection reset.
+/// body bytes have passed (or at the moment a scenario planned), so the client reads a
+/// connection reset.
 pub(crate) struct Relay {
     peer_port: u16,
     server: SocketAddr,
@@ -294,6 +298,8 @@ impl Relay {
         // The post registers its faults before it writes the request, so they are known by
         // the time the first bytes from the client arrive.
         let mut faults: Option<ConnFaults> = None;
+        // When a reset planned at a moment is due, from the request's first bytes.
+        let mut reset_at: Option<Instant> = None;
         let mut gate = FrontGate::new(self.front.policy.clone(), self.front.limits);
         // The intermediary, when the relay copies a preset.
         let mut conn = self.proxy.map(|p| ByteIntermediary::new(p, Instant::now()));
@@ -405,7 +411,11 @@ impl Relay {
                         }
                         return RelayEnd::Refused(refusal);
                     }
-                    let f = *faults.get_or_insert_with(|| self.faults());
+                    let f = *faults.get_or_insert_with(|| {
+                        let f = self.faults();
+                        reset_at = f.reset_after_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+                        f
+                    });
                     if let Some(c) = &mut conn {
                         c.client_sent(Instant::now());
                     }
@@ -413,6 +423,9 @@ impl Relay {
                         let at = Instant::now() + Duration::from_millis(f.latency_ms);
                         to_up.push_back((at, gated.pass));
                     }
+                }
+                _ = tokio::time::sleep_until(reset_at.unwrap_or(far)), if reset_at.is_some() => {
+                    return RelayEnd::Reset;
                 }
                 _ = tokio::time::sleep_until(idle_at), if conn.is_some() => {
                     return RelayEnd::Idle(conn.as_ref().map_or(Expiry::Cut, |c| c.expiry()));

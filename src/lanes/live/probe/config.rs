@@ -93,6 +93,9 @@ pub struct ProbeConfig {
     /// Send a recorded client's calls instead of the seeded schedule (`probe --from`): no
     /// calibration, each call as recorded ([`crate::recording`]).
     pub from: Option<std::sync::Arc<crate::model::recorded::Recording>>,
+    /// HTTP, with `from`: the relay resets the post of call `k` (its index in `from`) this
+    /// many ms after it opened: a scenario's stream resets, per planned call.
+    pub planned_resets: std::collections::BTreeMap<usize, u64>,
 }
 
 /// The era a probe speaks (docs/spec/mcp-2025-11-25.md §1).
@@ -171,6 +174,7 @@ impl Default for ProbeConfig {
             clock_origin: None,
             origin_check: true,
             from: None,
+            planned_resets: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -241,7 +245,10 @@ impl ProbeConfig {
                 "must be fewer than calls (a restart goes between calls)".into(),
             );
         }
-        let http_only = self.proxy.is_some() || self.latency_ms.is_some() || self.reset_percent > 0;
+        let http_only = self.proxy.is_some()
+            || self.latency_ms.is_some()
+            || self.reset_percent > 0
+            || !self.planned_resets.is_empty();
         let stdio_only = self.stall_percent > 0 || self.restarts > 0;
         match target {
             Target::Stdio(command) if command.is_empty() => {

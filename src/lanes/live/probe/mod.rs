@@ -150,6 +150,9 @@ struct Probe {
     checks: Vec<(RequestId, String, u64)>,
     /// Checks the server left unanswered.
     hangs: Vec<Hang>,
+    /// The call just started and the reset a scenario planned for its post, ms after it
+    /// opens: set at its start, taken by the post that carries it.
+    pending_reset: Option<(RequestId, u64)>,
 }
 
 impl Probe {
@@ -194,7 +197,11 @@ impl Probe {
                 msg,
                 headers,
             } => {
-                let faults = self.draw_faults(stream);
+                let carries = match &msg {
+                    crate::wire::Message::Request(r) => Some(r.id.clone()),
+                    _ => None,
+                };
+                let faults = self.draw_faults(stream, carries.as_ref());
                 if let Conn::Http(http) = &mut self.conn {
                     http.send(stream, Method::Post, Some(msg), headers, faults);
                 }
@@ -224,7 +231,7 @@ impl Probe {
     }
 
     /// The relay's faults for a new post, drawn from the seed and recorded.
-    fn draw_faults(&mut self, stream: StreamId) -> ConnFaults {
+    fn draw_faults(&mut self, stream: StreamId, carries: Option<&RequestId>) -> ConnFaults {
         let latency_ms = self
             .config
             .latency_ms
@@ -244,7 +251,23 @@ impl Probe {
                 ms: None,
             });
         }
-        ConnFaults { latency_ms, reset }
+        // A scenario's reset of this post's call at a planned moment.
+        let planned = self
+            .pending_reset
+            .take_if(|(id, _)| carries.is_some_and(|c| c == id))
+            .map(|(_, ms)| ms);
+        if let Some(ms) = planned {
+            self.record(EventKind::Fault {
+                fault: "reset".into(),
+                stream: Some(stream.0),
+                ms: Some(ms),
+            });
+        }
+        ConnFaults {
+            latency_ms,
+            reset,
+            reset_after_ms: planned,
+        }
     }
 
     /// Bytes from the server's stdout: split into lines, record each, hand messages over.
@@ -546,7 +569,7 @@ fn drive(probe: &mut Probe) -> RunSummary {
     }
     // Under `--from` the recorded client's calls are the schedule: no calibration.
     if let Some(recording) = args.from.clone() {
-        summary.plan = workload::from_recording(&recording, *policy);
+        summary.plan = workload::from_recording(&recording, *policy, &args.planned_resets);
         run_schedule(probe, &mut summary, &startup, hard_end);
         return summary;
     }
@@ -679,6 +702,7 @@ fn run_schedule(
                         CallSpec::tool(&args.tool, arguments(args, summary.started + 1), policy)
                     });
                     let id = probe.driver.start_request(now, spec);
+                    probe.pending_reset = plan[k].reset_after_ms.map(|ms| (id.clone(), ms));
                     calls.insert(k, CallState { id, checked: false });
                     summary.started += 1;
                     if let Some(after) = plan[k].cancel_after_ms {
@@ -710,7 +734,8 @@ fn run_schedule(
                         probe.stall(ms);
                     }
                 }
-                // The probe plans neither (a scenario's stream resets and crashes).
+                // The probe plans neither at a moment of the schedule: a scenario's stream
+                // reset goes with its call's post ([`Planned::reset_after_ms`]).
                 Step::Reset(_) | Step::Crash(_) => {}
             }
         }
@@ -801,6 +826,7 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
         fault_rng: ChaCha8Rng::seed_from_u64(config.seed ^ 0x6661_756c_7473),
         checks: Vec::new(),
         hangs: Vec::new(),
+        pending_reset: None,
     }
 }
 
@@ -837,7 +863,9 @@ fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
     })?;
     let relay = RelayConfig {
         proxy: config.proxy,
-        faults: config.latency_ms.is_some() || config.reset_percent > 0,
+        faults: config.latency_ms.is_some()
+            || config.reset_percent > 0
+            || !config.planned_resets.is_empty(),
     };
     let (tx, rx) = mpsc::channel();
     let rebinding =

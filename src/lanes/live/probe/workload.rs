@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::model::recorded::Recording;
+use std::collections::BTreeMap;
 
 /// One call of the schedule.
 #[derive(Debug, Clone)]
@@ -21,17 +22,26 @@ pub(super) struct Planned {
     /// Started once the answer to call `j` arrived, `ms` after it (a recorded client's call
     /// that followed that answer), instead of at `start_ms`.
     pub(super) after: Option<(usize, u64)>,
+    /// HTTP: the relay resets this call's post this long after it opened (a scenario's
+    /// stream reset, planned per call so that the same call meets it on every run).
+    pub(super) reset_after_ms: Option<u64>,
 }
 
 /// The recorded client's calls as the schedule: each request as recorded (its params, whether
 /// it asked for progress, its recorded timeout policy, else `policy`), started at its recorded
 /// offset or, when it followed an answer, that long after the same answer arrives in this run;
-/// cancelled at its recorded offset from its actual start. No stalls and no restarts.
-pub(super) fn from_recording(recording: &Recording, policy: TimeoutPolicy) -> Vec<Planned> {
+/// cancelled at its recorded offset from its actual start; over HTTP, call `k`'s post reset
+/// `resets[k]` ms after it opened. No stalls and no restarts.
+pub(super) fn from_recording(
+    recording: &Recording,
+    policy: TimeoutPolicy,
+    resets: &BTreeMap<usize, u64>,
+) -> Vec<Planned> {
     recording
         .calls
         .iter()
-        .map(|c| Planned {
+        .enumerate()
+        .map(|(k, c)| Planned {
             start_ms: c.start_ms,
             cancel_after_ms: c.cancel_after_ms,
             stall: None,
@@ -45,6 +55,7 @@ pub(super) fn from_recording(recording: &Recording, policy: TimeoutPolicy) -> Ve
                 task: false,
             }),
             after: c.after,
+            reset_after_ms: resets.get(&k).copied(),
         })
         .collect()
 }
@@ -80,6 +91,7 @@ pub(super) fn schedule(args: &ProbeConfig, window: (u64, u64)) -> Vec<Planned> {
                 restart_before: false,
                 request: None,
                 after: None,
+                reset_after_ms: None,
             }
         })
         .collect();
