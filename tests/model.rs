@@ -1006,6 +1006,40 @@ fn an_auto_client_falls_back_to_initialize_when_discover_is_refused() {
     );
 }
 
+/// Auto mode against a server whose `server/discover` result lists only the legacy revisions
+/// (go-sdk's stateful HTTP handler, which then refuses 2026-07-28 requests): the client falls
+/// back to `initialize` as on a refusal, instead of sending its call in an era the server did
+/// not offer.
+#[test]
+fn an_auto_client_falls_back_when_discover_offers_no_modern_version() {
+    let mut c = auto_client(Transport::Stdio);
+    let call = c.start_request(
+        ms(0),
+        tool_call(TimeoutPolicy::fixed(Duration::from_secs(60))),
+    );
+    let (t, _) = drain_client(&mut c);
+    let ClientTransmit::Line(Message::Request(probe)) = &t[0] else {
+        panic!("{t:?}");
+    };
+    assert_eq!(probe.method, "server/discover");
+    let mut answer = wire::ResultResponse::complete(probe.id.clone());
+    answer.result.insert(
+        "supportedVersions".into(),
+        serde_json::json!(["2025-11-25", "2025-06-18"]),
+    );
+    answer
+        .result
+        .insert("capabilities".into(), serde_json::json!({"tools": {}}));
+    c.handle_message(ms(2), None, Message::Result(answer));
+    let (t, _) = drain_client(&mut c);
+    let [ClientTransmit::Line(Message::Request(init))] = &t[..] else {
+        panic!("initialize alone, not the call: {t:?}");
+    };
+    assert_eq!(init.method, "initialize");
+    assert_eq!(c.era(), wire::Era::LEGACY);
+    assert!(c.is_outstanding(&call), "the call waits behind the handshake");
+}
+
 /// Auto mode against a server that ignores `server/discover` (fastmcp 3.x): after
 /// [`client::DISCOVER_TIMEOUT`] the probe times out, is cancelled as a modern request is (the
 /// notification on stdio, the stream's close on HTTP), and the client falls back.

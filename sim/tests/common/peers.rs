@@ -24,6 +24,13 @@
 //!   platform's binary from the npm registry): `<target>/peers/node-conformance-0.2.0-alpha.12/`,
 //!   from `tests/peers/conformance/`.
 //!
+//! - The official Go SDK (`github.com/modelcontextprotocol/go-sdk` v1.8.0) and mark3labs
+//!   `mcp-go` v1.2.1: `<target>/peers/go-sdks-v1.8.0-v1.2.1/`, where the module of
+//!   `tests/peers/go/` (its `go.mod` and committed `go.sum` pin both) is built with the
+//!   machine's `go` (1.25 or later) into `bin/server` and `bin/client`; the modules come from
+//!   the Go module proxy into `<target>/peers/go-mod/`, checked against `go.sum`, and the
+//!   build cache is `<target>/peers/go-build/`.
+//!
 //! `<target>` is the build folder the test binaries were built into (`CARGO_TARGET_DIR` or
 //! `target/`). Each install runs once, under an exclusive lock on `<target>/peers/NAME.lock`
 //! (concurrent test threads and binaries wait for it), and ends by writing `NAME/.installed`,
@@ -33,8 +40,8 @@
 //!
 //! When an interpreter is missing (`python3`, or its `venv`/`ensurepip` modules; `node` 20 or
 //! later, or `npm`), the test prints why and passes without running, except when the
-//! environment has `CI=true`: then it fails. `MCP_SIM_SKIP_PYTHON=1` and `MCP_SIM_SKIP_NODE=1`
-//! skip the tests of one ecosystem on purpose.
+//! environment has `CI=true`: then it fails. `MCP_SIM_SKIP_PYTHON=1`, `MCP_SIM_SKIP_NODE=1` and
+//! `MCP_SIM_SKIP_GO=1` skip the tests of one ecosystem on purpose.
 
 // Each test binary uses the peers it needs.
 #![allow(dead_code)]
@@ -71,6 +78,11 @@ pub const MATURIN_VERSION: &str = "1.16.0";
 pub const PYTEST_VERSION: &str = "9.2.0";
 /// The pinned conformance suite, as in `tests/peers/conformance/package.json`.
 pub const CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
+
+/// The pinned official Go SDK, as in `tests/peers/go/go.mod`.
+pub const GO_SDK_VERSION: &str = "v1.8.0";
+/// The pinned mark3labs `mcp-go`, as in `tests/peers/go/go.mod`.
+pub const MCP_GO_VERSION: &str = "v1.2.1";
 
 const STAMP: &str = ".installed";
 
@@ -249,6 +261,83 @@ fn python_venv(
         );
     });
     Some(venv_python)
+}
+
+/// The two programs of `tests/peers/go/`, built against both Go SDKs.
+pub struct GoPeers {
+    /// `server -sdk go-sdk|mcp-go [-http ADDR] [-stateless] [-propagate]`.
+    pub server: PathBuf,
+    /// `client -sdk go-sdk|mcp-go [-era auto|legacy] [-connect-timeout MS] PLAN ...`.
+    pub client: PathBuf,
+}
+
+/// The Go peers built at their pinned versions, or `None` when the test is to be skipped (the
+/// reason is printed; with `CI=true` it panics instead).
+pub fn go_peers() -> Option<GoPeers> {
+    let what = "Go SDKs";
+    if skipped_on_purpose("MCP_SIM_SKIP_GO", what) {
+        return None;
+    }
+    let go = PathBuf::from("go");
+    let version = match run(Command::new(&go).args(["env", "GOVERSION"])) {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        Err(e) => {
+            return unavailable(
+                what,
+                &format!("go cannot be run: {e}; install Go 1.25 or later"),
+            )
+        }
+    };
+    let source = repo().join("tests/peers/go");
+    let files = ["go.mod", "go.sum", "server/main.go", "client/main.go"];
+    let texts: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let path = source.join(f);
+            fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+        })
+        .collect();
+    for (module, version) in [
+        ("github.com/modelcontextprotocol/go-sdk", GO_SDK_VERSION),
+        ("github.com/mark3labs/mcp-go", MCP_GO_VERSION),
+    ] {
+        assert!(
+            texts[0].contains(&format!("{module} {version}")),
+            "tests/peers/go/go.mod must pin {module} {version}"
+        );
+    }
+    let dir = peers_dir().join(format!("go-sdks-{GO_SDK_VERSION}-{MCP_GO_VERSION}"));
+    let stamp = format!("go {version}\n{}", texts.join("\n"));
+    install_once(&dir, &stamp, |dir| {
+        for (f, text) in files.iter().zip(&texts) {
+            let path = dir.join("src").join(f);
+            fs::create_dir_all(path.parent().expect("a folder")).expect("create a source folder");
+            fs::write(&path, text).expect("write a source file");
+        }
+        fs::create_dir_all(dir.join("bin")).expect("create the bin folder");
+        let mut build = Command::new(&go);
+        build
+            .args(["build", "-o"])
+            .arg(dir.join("bin"))
+            .args(["./server", "./client"])
+            .current_dir(dir.join("src"))
+            .env("GOMODCACHE", peers_dir().join("go-mod"))
+            .env("GOCACHE", peers_dir().join("go-build"))
+            .env("GOPATH", peers_dir().join("go-path"))
+            // The committed go.sum decides; the machine's own Go, whatever go.mod would ask.
+            .env("GOFLAGS", "-mod=readonly -modcacherw -buildvcs=false")
+            .env("GOTOOLCHAIN", "local")
+            .env("CGO_ENABLED", "0");
+        check(
+            &mut build,
+            &format!("building against the {what} (go build)"),
+        );
+    });
+    Some(GoPeers {
+        server: dir.join("bin").join("server"),
+        client: dir.join("bin").join("client"),
+    })
 }
 
 /// Node.js and the folder holding the TypeScript SDK and the server scripts of

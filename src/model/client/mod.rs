@@ -377,7 +377,11 @@ impl Client {
     /// A result: for a call, a final result, an `input_required` round or a task; for a poll,
     /// the task's state.
     fn handle_result(&mut self, now: Time, stream: Option<StreamId>, r: ResultResponse) {
-        if self.handshake_answered(now, &r.id, true) {
+        // A discover result whose `supportedVersions` leaves out the version this client
+        // speaks is no modern server for it: the auto mode falls back as on a refusal
+        // (go-sdk's stateful HTTP handler lists only the legacy revisions there).
+        let ok = !self.opening_discover(&r.id) || opening::offers(&r, &self.era);
+        if self.handshake_answered(now, &r.id, ok) {
             return;
         }
         let Some(pending) = self.pending.get(&r.id) else {

@@ -289,6 +289,14 @@ impl Client {
         true
     }
 
+    /// Whether `id` is the auto mode's `server/discover`, still awaited.
+    pub(super) fn opening_discover(&self, id: &RequestId) -> bool {
+        matches!(
+            &self.opening,
+            Handshake::Awaiting { id: d, awaits: Awaits::DiscoverResult, .. } if d == id
+        )
+    }
+
     /// What waited behind the opening goes on the wire now, and its timers count from now.
     pub(super) fn release(&mut self, now: Time, queued: VecDeque<(RequestId, ClientTransmit)>) {
         for (queued_id, transmit) in queued {
@@ -328,5 +336,14 @@ impl Client {
                 outcome: Outcome::Lost,
             });
         }
+    }
+}
+
+/// Whether a discover result offers `era`'s version: its `supportedVersions` names it, or it
+/// has none to say otherwise.
+pub(super) fn offers(r: &ResultResponse, era: &Era) -> bool {
+    match r.result.get("supportedVersions").and_then(Value::as_array) {
+        Some(versions) => versions.iter().any(|v| v.as_str() == Some(era.version())),
+        None => true,
     }
 }

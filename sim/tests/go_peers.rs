@@ -1,0 +1,418 @@
+//! The Go SDKs as peers: the official Go SDK (`github.com/modelcontextprotocol/go-sdk`
+//! v1.8.0) and mark3labs `mcp-go` v1.2.1, built by the tests at their pinned versions
+//! (`common::peers::go_peers`, from `tests/peers/go/`), each judged by the rules of the
+//! revision it speaks and held to a pinned baseline of its findings (`tests/baselines/*.txt`).
+//!
+//! Servers (`tests/peers/go/server`: `slow_op` reports progress and stops when its context is
+//! done, as each SDK's guide shows) through `probe`, on both transports, `--era auto` and the
+//! legacy era pinned:
+//!
+//! | server | transport | era spoken | baseline |
+//! | --- | --- | --- | --- |
+//! | go-sdk | stdio | 2026-07-28 (auto), 2025-11-25 | `response-after-cancel`: it answers every cancelled request (go-sdk #1235, #1259); a MUST in 2026-07-28, a SHOULD in the legacy era |
+//! | go-sdk, stateful HTTP | HTTP | 2025-11-25 (auto falls back: its `server/discover` lists only the legacy revisions) | `origin-validated` (a foreign `Origin` is served), `priming-event` |
+//! | go-sdk, `Stateless: true` | HTTP | 2026-07-28 (auto), 2025-11-25 | `origin-validated`; legacy also `priming-event` |
+//! | mcp-go | stdio | 2026-07-28 (auto), 2025-11-25 | `response-after-cancel`; `progress-after-completion` on some seeds (its progress goes through a queue of its own while the answer is written at once) |
+//! | mcp-go | HTTP | 2026-07-28 (auto), 2025-11-25 | `origin-validated`; legacy also `priming-event`, `progress-on-get-stream` |
+//!
+//! A 2026-07-28 go-sdk HTTP server keeps running a handler whose stream the client closed,
+//! unless `PropagateRequestCancellation` is set (go-sdk #1093): invisible on the wire, so the
+//! server's own log of its handlers' stops is the evidence.
+//!
+//! Clients (`tests/peers/go/client`: a per-call context deadline, neither SDK having a request
+//! timeout of its own) through `serve`, both transports and both eras, under the declared
+//! policy their deadline sets (`timeout=1500`): both cancel at their deadline on stdio
+//! (mcp-go v1.2.1 sends `notifications/cancelled` there, which its v1.0 did not) and in
+//! 2026-07-28 over HTTP (go-sdk also POSTs `notifications/cancelled` beside closing the
+//! stream), clean; over legacy HTTP mcp-go sends no cancel, it only closes the POST's stream,
+//! which a legacy server must not take for one: `declared-deadline`. Through `record` with a connect deadline against a silent server, neither
+//! cancels `initialize` (the go-sdk cancel of `initialize` read in its code is not on the
+//! wire: the connection is closed first).
+//!
+//! Each probe case runs the seeds of `MCP_SIM_PEER_SEEDS` (default `1`); a baseline is held over
+//! them: a MUST finding it does not list fails, and so does a listed finding no seed showed,
+//! except the timing-dependent ones named in [`RACES`], which are counted and printed.
+//! `MCP_SIM_PEER_SEEDS=1..21` is the 20-seed sweep.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::peers::{go_peers, GoPeers};
+use common::probe::cancelling_schedule as schedule;
+use common::repo;
+use common::serve::*;
+use mcp_sim::trace::{EventKind, Side};
+use mcp_sim::wire::{DecodeOptions, Message};
+
+const SLOW_OP: &str = r#"{"steps":6,"step_ms":200}"#;
+
+/// Findings whose occurrence on a seed is decided by the wall clock: pinned (so never
+/// unexpected) but not required on every seed set.
+const RACES: &[(&str, &str)] = &[("mcp-go-server-stdio", "progress-after-completion")];
+
+fn baseline(name: &str) -> PathBuf {
+    repo().join("tests/baselines").join(format!("{name}.txt"))
+}
+
+/// The rules a baseline file lists.
+fn listed(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(baseline(name)).expect("the baseline reads");
+    let b = mcp_sim::ci::Baseline::parse(&text, mcp_sim::ci::is_rule).expect("a valid baseline");
+    b.expected.into_iter().collect()
+}
+
+/// Probes the server (`target`: `--url URL`, or none and the command in `server`) in `era`
+/// over every seed; each run must speak `speaks` and meet running work with a cancel. The
+/// baseline `name` is held over the seeds. Returns each rule's count of seeds, printed.
+fn probe_peer(
+    name: &str,
+    era: &str,
+    speaks: &str,
+    target: &[&str],
+    server: &[&str],
+) -> BTreeMap<String, usize> {
+    let expected = listed(name);
+    let seeds = common::peer_seeds();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in &seeds {
+        let mut args = vec!["--seed", seed, "--era", era];
+        let s = schedule("slow_op", SLOW_OP);
+        args.extend_from_slice(&s);
+        args.extend_from_slice(target);
+        let (_, v) = common::probe::probe_json(&args, server);
+        assert_eq!(v["era"], speaks, "{name} {era} seed {seed}: {v:#}");
+        assert!(
+            v["coverage"]["cancels_met_running_work"].as_u64() > Some(0),
+            "{name} {era} seed {seed}: {v:#}"
+        );
+        let mut rules: Vec<(String, String)> = v["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .map(|x| {
+                (
+                    x["rule"].as_str().unwrap_or("?").to_owned(),
+                    x["level"].as_str().unwrap_or("?").to_owned(),
+                )
+            })
+            .collect();
+        rules.sort();
+        rules.dedup_by(|a, b| a.0 == b.0);
+        for (rule, level) in &rules {
+            assert!(
+                level != "MUST" || expected.contains(rule),
+                "{name} {era} seed {seed}: {rule} (MUST) is not in the baseline: {v:#}"
+            );
+            *seen.entry(rule.clone()).or_default() += 1;
+        }
+    }
+    let family = name.trim_end_matches("-modern").trim_end_matches("-legacy");
+    for rule in &expected {
+        let race = RACES.contains(&(family, rule.as_str()));
+        assert!(
+            race || seen.contains_key(rule),
+            "{name} {era}: the baseline lists {rule}, which no seed of {seeds:?} showed"
+        );
+    }
+    eprintln!(
+        "{name} ({era}, spoke {speaks}) over {} seed(s): {seen:?}",
+        seeds.len()
+    );
+    seen
+}
+
+fn server_command(go: &GoPeers, sdk: &str) -> Vec<String> {
+    vec![go.server.display().to_string(), "-sdk".into(), sdk.into()]
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The server over HTTP on a free port, with `flags`.
+fn http_server(go: &GoPeers, sdk: &str, flags: &[&str]) -> Upstream {
+    let mut command = Command::new(&go.server);
+    command.args(["-sdk", sdk]).args(flags);
+    Upstream::start(command, |c, port| {
+        c.args(["-http", &format!("127.0.0.1:{port}")]);
+    })
+}
+
+#[test]
+fn go_sdk_server_over_stdio_answers_cancelled_requests_in_both_eras() {
+    let Some(go) = go_peers() else { return };
+    let server = server_command(&go, "go-sdk");
+    let modern = probe_peer(
+        "go-sdk-server-stdio-modern",
+        "auto",
+        "2026-07-28",
+        &[],
+        &strs(&server),
+    );
+    assert!(modern.contains_key("response-after-cancel"));
+    probe_peer(
+        "go-sdk-server-stdio-legacy",
+        "legacy",
+        "2025-11-25",
+        &[],
+        &strs(&server),
+    );
+}
+
+#[test]
+fn mcp_go_server_over_stdio_answers_cancelled_requests_in_both_eras() {
+    let Some(go) = go_peers() else { return };
+    let server = server_command(&go, "mcp-go");
+    probe_peer(
+        "mcp-go-server-stdio-modern",
+        "auto",
+        "2026-07-28",
+        &[],
+        &strs(&server),
+    );
+    probe_peer(
+        "mcp-go-server-stdio-legacy",
+        "legacy",
+        "2025-11-25",
+        &[],
+        &strs(&server),
+    );
+}
+
+/// go-sdk's default (stateful) HTTP handler lists only the legacy revisions in its
+/// `server/discover` result and refuses 2026-07-28 requests: the auto-mode probe falls back
+/// to `initialize`, as a dual-era client must.
+#[test]
+fn go_sdk_stateful_http_server_is_judged_legacy() {
+    let Some(go) = go_peers() else { return };
+    let server = http_server(&go, "go-sdk", &[]);
+    let url = server.url();
+    for era in ["auto", "legacy"] {
+        probe_peer(
+            "go-sdk-server-http-stateful",
+            era,
+            "2025-11-25",
+            &["--url", &url],
+            &[],
+        );
+    }
+}
+
+#[test]
+fn go_sdk_stateless_http_server_in_both_eras() {
+    let Some(go) = go_peers() else { return };
+    let server = http_server(&go, "go-sdk", &["-stateless"]);
+    let url = server.url();
+    probe_peer(
+        "go-sdk-server-http-stateless-modern",
+        "auto",
+        "2026-07-28",
+        &["--url", &url],
+        &[],
+    );
+    probe_peer(
+        "go-sdk-server-http-stateless-legacy",
+        "legacy",
+        "2025-11-25",
+        &["--url", &url],
+        &[],
+    );
+}
+
+#[test]
+fn mcp_go_http_server_in_both_eras() {
+    let Some(go) = go_peers() else { return };
+    let server = http_server(&go, "mcp-go", &[]);
+    let url = server.url();
+    probe_peer(
+        "mcp-go-server-http-modern",
+        "auto",
+        "2026-07-28",
+        &["--url", &url],
+        &[],
+    );
+    probe_peer(
+        "mcp-go-server-http-legacy",
+        "legacy",
+        "2025-11-25",
+        &["--url", &url],
+        &[],
+    );
+}
+
+/// go-sdk #1093: a 2026-07-28 go-sdk HTTP server runs a handler on after its client closed the
+/// request's stream (the 2026-07-28 cancel) unless `PropagateRequestCancellation` is set. No
+/// message can cross a closed stream, so the wire shows nothing; the server's own log of its
+/// handlers' stops does: none by default, one per cancel that met running work with the
+/// option.
+#[test]
+fn go_sdk_stateless_http_server_ignores_a_closed_stream_unless_told() {
+    let Some(go) = go_peers() else { return };
+    let dir = scratch("go-sdk-propagate");
+    let mut stops = Vec::new();
+    for propagate in [false, true] {
+        let log = dir.join(format!("stops-{propagate}.log"));
+        let mut flags = vec!["-stateless", "-log"];
+        let log_text = log.display().to_string();
+        flags.push(&log_text);
+        if propagate {
+            flags.push("-propagate");
+        }
+        let server = http_server(&go, "go-sdk", &flags);
+        let url = server.url();
+        let mut args = vec!["--seed", "1", "--era", "modern", "--url", &url];
+        let s = schedule("slow_op", SLOW_OP);
+        args.extend_from_slice(&s);
+        let (_, v) = common::probe::probe_json(&args, &[]);
+        assert_eq!(v["era"], "2026-07-28", "{v:#}");
+        let met = v["coverage"]["cancels_met_running_work"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(met > 0, "{v:#}");
+        // The handlers that ran on finish their steps (6 × 200 ms) before the log is read.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(server);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        stops.push((text.lines().count() as u64, met));
+    }
+    assert_eq!(
+        stops[0].0, 0,
+        "no handler stops without the option: {stops:?}"
+    );
+    assert_eq!(
+        stops[1].0, stops[1].1,
+        "each cancel stops its handler with it: {stops:?}"
+    );
+}
+
+/// A plan of three calls, the second given up at its 1.5 s deadline; the third keeps the
+/// session open past that deadline's grace, so a give-up without a cancel shows.
+const PLAN: &str = r#"[{"steps":3,"step_ms":100,"timeout_ms":1500},{"steps":25,"step_ms":200,"timeout_ms":1500},{"steps":12,"step_ms":100,"timeout_ms":1500}]"#;
+
+fn client(go: &GoPeers, sdk: &str, era: &str) -> Command {
+    let mut c = Command::new(&go.client);
+    c.args(["-sdk", sdk, "-era", era]);
+    c
+}
+
+/// Cancels the client POSTed as notifications (not stream closes).
+fn cancels_posted(case: &Case) -> usize {
+    case.trace
+        .events
+        .iter()
+        .filter(|e| e.side == Side::Server)
+        .filter(|e| match &e.kind {
+            EventKind::Recv(w) => matches!(
+                w.decode(&DecodeOptions::default()),
+                Ok(Message::Cancelled(_))
+            ),
+            _ => false,
+        })
+        .count()
+}
+
+#[test]
+fn go_clients_cancel_at_their_deadline_on_both_transports_in_both_eras() {
+    let Some(go) = go_peers() else { return };
+    for sdk in ["go-sdk", "mcp-go"] {
+        for era in ["auto", "legacy"] {
+            let speaks = if era == "auto" {
+                "2026-07-28"
+            } else {
+                "2025-11-25"
+            };
+            let dir = scratch(&format!("go-client-{sdk}-{era}-stdio"));
+            let mut c = client(&go, sdk, era);
+            c.arg(PLAN);
+            let case = against_stdio_serve(c, &dir, "timeout=1500", &[]);
+            let what = format!("{sdk} {era} stdio: {}", case.describe());
+            assert_eq!(
+                case.outcome_names(),
+                ["result", "timeout", "result"],
+                "{what}"
+            );
+            assert_eq!(case.report["era"], speaks, "{what}");
+            assert_eq!(case.rules(), Vec::<String>::new(), "{what}");
+            assert_eq!(cancels_posted(&case), 1, "{what}");
+
+            let dir = scratch(&format!("go-client-{sdk}-{era}-http"));
+            let mut c = client(&go, sdk, era);
+            c.arg(PLAN);
+            let (case, code) = against_http_serve(c, &dir, "timeout=1500");
+            let what = format!("{sdk} {era} http: {}", case.describe());
+            assert_eq!(
+                case.outcome_names(),
+                ["result", "timeout", "result"],
+                "{what}"
+            );
+            assert_eq!(case.report["era"], speaks, "{what}");
+            // In 2026-07-28 closing the stream is the cancel; go-sdk POSTs a notification
+            // beside it, mcp-go does not. In the legacy era the notification is the cancel,
+            // and mcp-go over HTTP sends none: it closes the POST's stream, which a legacy
+            // server must not take for a cancel, so the call runs on past the declared
+            // deadline (a policy finding, exit 1).
+            let (posted, rules, exit) = match (sdk, era) {
+                ("mcp-go", "auto") => (0, &[][..], 0),
+                ("mcp-go", _) => (0, &["declared-deadline"][..], 1),
+                _ => (1, &[][..], 0),
+            };
+            assert_eq!(code, exit, "{what}");
+            assert_eq!(case.rules(), rules, "{what}");
+            assert_eq!(cancels_posted(&case), posted, "{what}");
+            // `cancels_seen` counts both: the notifications, and in 2026-07-28 the close.
+            let closes = usize::from(era == "auto");
+            assert_eq!(case.cancels_seen(), posted + closes, "{what}");
+        }
+    }
+}
+
+/// Neither Go client cancels `initialize` when its connect deadline passes (a legacy MUST
+/// NOT): each closes the connection without a word.
+#[test]
+fn go_clients_do_not_cancel_initialize_on_a_connect_deadline() {
+    let Some(go) = go_peers() else { return };
+    for sdk in ["go-sdk", "mcp-go"] {
+        let dir = scratch(&format!("go-client-{sdk}-connect"));
+        let trace = dir.join("trace.jsonl");
+        let out = client(&go, sdk, "legacy")
+            .args([
+                "-connect-timeout",
+                "1000",
+                "[]",
+                "--",
+                MCP_SIM,
+                "record",
+                "--trace",
+            ])
+            .arg(&trace)
+            // A server that reads everything and answers nothing, and exits when its input ends.
+            .args(["--", "python3", "-c", "import sys; sys.stdin.read()"])
+            .output()
+            .expect("the client runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(r#""connect":"timeout""#), "{sdk}: {stdout}");
+        let trace = mcp_sim::trace::Trace::from_jsonl(&read_when_written(&trace)).expect("a trace");
+        let verdict = mcp_sim::oracle::check(&trace, &mcp_sim::oracle::OracleConfig::default());
+        assert_eq!(
+            verdict.era.era.version(),
+            "2025-11-25",
+            "{sdk}: {}",
+            trace.to_jsonl()
+        );
+        assert!(verdict.violations.is_empty(), "{sdk}: {}", trace.to_jsonl());
+        let closed_by_client = trace.events.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::Close {
+                    by: Side::Client,
+                    stream: None,
+                    ..
+                }
+            )
+        });
+        assert!(closed_by_client, "{sdk}: {}", trace.to_jsonl());
+    }
+}
