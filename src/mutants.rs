@@ -47,6 +47,7 @@ impl Mutant {
             Mutant::TokenReuseCrosswire => &["progress-token-unique", "progress-token-reuse"],
             Mutant::RetryWithoutCancel => &["cancel-on-timeout"],
             Mutant::CancelBlockedByPendingPost => &["cancel-on-timeout"],
+            Mutant::CancelPostedOverHttp => &["cancel-over-http"],
             Mutant::TaskWithoutNegotiation => &["task-not-negotiated"],
             Mutant::TaskProgressAfterCreate => &["progress-after-completion"],
             Mutant::TaskTerminalChanges => &["task-work-after-cancelled"],
@@ -153,6 +154,7 @@ impl Mutant {
             | Mutant::WriteAfterClosePanics
             | Mutant::ProgressMisrouted
             | Mutant::CancelBlockedByPendingPost
+            | Mutant::CancelPostedOverHttp
             | Mutant::SseCrlfChunkSplit => scenario.with_transport(Transport::Http),
             Mutant::NoKeepalive => {
                 let mut s = scenario.with_transport(Transport::Http);

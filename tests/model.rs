@@ -1037,7 +1037,10 @@ fn an_auto_client_falls_back_when_discover_offers_no_modern_version() {
     };
     assert_eq!(init.method, "initialize");
     assert_eq!(c.era(), wire::Era::LEGACY);
-    assert!(c.is_outstanding(&call), "the call waits behind the handshake");
+    assert!(
+        c.is_outstanding(&call),
+        "the call waits behind the handshake"
+    );
 }
 
 /// Auto mode against a server that ignores `server/discover` (fastmcp 3.x): after

@@ -23,8 +23,8 @@
 //! timeout of its own) through `serve`, both transports and both eras, under the declared
 //! policy their deadline sets (`timeout=1500`): both cancel at their deadline on stdio
 //! (mcp-go v1.2.1 sends `notifications/cancelled` there, which its v1.0 did not) and in
-//! 2026-07-28 over HTTP (go-sdk also POSTs `notifications/cancelled` beside closing the
-//! stream), clean; over legacy HTTP mcp-go sends no cancel, it only closes the POST's stream,
+//! 2026-07-28 over HTTP, clean, except that go-sdk also POSTs `notifications/cancelled` beside
+//! closing the stream (`cancel-over-http`, host policy; the mutant `cancel_posted_over_http`); over legacy HTTP mcp-go sends no cancel, it only closes the POST's stream,
 //! which a legacy server must not take for one: `declared-deadline`. Through `record` with a connect deadline against a silent server, neither
 //! cancels `initialize` (the go-sdk cancel of `initialize` read in its code is not on the
 //! wire: the connection is closed first).
@@ -350,13 +350,15 @@ fn go_clients_cancel_at_their_deadline_on_both_transports_in_both_eras() {
             );
             assert_eq!(case.report["era"], speaks, "{what}");
             // In 2026-07-28 closing the stream is the cancel; go-sdk POSTs a notification
-            // beside it, mcp-go does not. In the legacy era the notification is the cancel,
-            // and mcp-go over HTTP sends none: it closes the POST's stream, which a legacy
-            // server must not take for a cancel, so the call runs on past the declared
-            // deadline (a policy finding, exit 1).
+            // beside it (`cancel-over-http`, host policy: the binding expects none), mcp-go
+            // does not. In the legacy era the notification is the cancel, and mcp-go over
+            // HTTP sends none: it closes the POST's stream, which a legacy server must not take
+            // for a cancel, so the call runs on past the declared deadline (a policy finding
+            // of what the client declared, exit 1).
             let (posted, rules, exit) = match (sdk, era) {
                 ("mcp-go", "auto") => (0, &[][..], 0),
                 ("mcp-go", _) => (0, &["declared-deadline"][..], 1),
+                (_, "auto") => (1, &["cancel-over-http"][..], 0),
                 _ => (1, &[][..], 0),
             };
             assert_eq!(code, exit, "{what}");

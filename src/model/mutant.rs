@@ -80,6 +80,8 @@ mutants! {
         "a timed-out call is retried under a new id without cancelling the first attempt";
     CancelBlockedByPendingPost = "cancel_blocked_by_pending_post", Client, "rust-sdk #1193 (PR #1194)",
         "an HTTP cancel waits until the POST's first SSE event arrives before it closes the stream";
+    CancelPostedOverHttp = "cancel_posted_over_http", Client, "spec-derived: docs/spec/mcp-2026-07-28.md §3.2, §9 C24 (as go-sdk v1.8.0's HTTP client does, seen on the wire)",
+        "in 2026-07-28 over HTTP the client closes a cancelled request's stream and POSTs notifications/cancelled for it too";
     TaskWithoutNegotiation = "task_without_negotiation", Server, "python-sdk PR #3005 (the per-request guard), go-sdk #755",
         "the server answers tool calls with a CreateTaskResult whether or not the request declared the Tasks extension";
     TaskProgressAfterCreate = "task_progress_after_create", Server, "typescript-sdk PR #2055, leehack/mcp_dart #127",

@@ -204,6 +204,8 @@ catalog! {
         "a client cancels only a request it sent and still believes in progress (not answered, not already cancelled)";
     CANCEL_ON_TIMEOUT = "cancel-on-timeout", Must, Should, "§3.2, §4, §9 C23, D35", "LD14, LC11: the notification on every transport",
         "a client that abandons a request (timeout or cancel) cancels it on the wire: stdio notifications/cancelled (MUST), HTTP closing its stream (SHOULD)";
+    CANCEL_OVER_HTTP = "cancel-over-http", Policy, No, "§3.2, §9 C24", "",
+        "in 2026-07-28 a client cancels over Streamable HTTP by closing the request's stream and POSTs no notifications/cancelled (the binding defines none from the client: \"not expected\")";
     TIMEOUT_MAXIMUM = "timeout-maximum", Should, Should, "§4, §9 D34, D37", "LD14",
         "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
     TIMEOUT_DEADLINE = "timeout-deadline", Policy, Policy, "§4, §9 D36", "LD14",

@@ -656,7 +656,15 @@ impl Client {
                     self.transmits.push_back(ClientTransmit::Close { stream });
                 }
             }
-            Some(stream) => self.transmits.push_back(ClientTransmit::Close { stream }),
+            Some(stream) => {
+                self.transmits.push_back(ClientTransmit::Close { stream });
+                if self.mutant(Mutant::CancelPostedOverHttp) {
+                    let mut cancel = Cancelled::new(id.clone());
+                    cancel.reason = Some(reason);
+                    let (_, post) = self.addressed(cancel.into());
+                    self.transmits.push_back(post);
+                }
+            }
             None => {
                 let mut cancel = Cancelled::new(id.clone());
                 cancel.reason = Some(reason);

@@ -6,7 +6,7 @@ use super::{outstanding_at, sender, Sink};
 use crate::model::{Outcome, Transport};
 use crate::oracle::index::{Index, Req};
 use crate::oracle::{Level, Profile};
-use crate::trace::{EventKind, Side};
+use crate::trace::{EventKind, Side, TransportName};
 use crate::wire::Message;
 
 pub(super) fn server_cancel_not_listen(s: &mut Sink<'_, '_>) {
@@ -65,6 +65,9 @@ pub(super) fn cancel_unknown_request(s: &mut Sink<'_, '_>, tasks: &super::tasks:
                     vec![resp, i],
                     format!("cancel of {} after its response arrived", c.request_id),
                 )),
+                // A 2026-07-28 notification POSTed after closing the stream (which was the
+                // cancel) is cancel-over-http's to report: it has no meaning in that binding.
+                (_, Some(&first)) if posted_in_modern(ix, i) && is_close(ix, first) => None,
                 (_, Some(&first)) => Some((
                     vec![first, i],
                     format!("{} was already cancelled", c.request_id),
@@ -75,6 +78,46 @@ pub(super) fn cancel_unknown_request(s: &mut Sink<'_, '_>, tasks: &super::tasks:
         if let Some((events, p)) = problem {
             s.flag(rule!("cancel-unknown-request"), Level::Must, events, p);
         }
+    }
+}
+
+/// Whether event `i` is a message sent over Streamable HTTP in the 2026-07-28 era.
+fn posted_in_modern(ix: &Index<'_>, i: usize) -> bool {
+    let http = match &ix.trace.events[i].kind {
+        EventKind::Send(w) | EventKind::Recv(w) => w.transport == TransportName::Http,
+        _ => false,
+    };
+    http && !ix.era.is_legacy()
+}
+
+fn is_close(ix: &Index<'_>, i: usize) -> bool {
+    matches!(ix.trace.events[i].kind, EventKind::Close { .. })
+}
+
+/// §3.2: over Streamable HTTP in 2026-07-28, closing the request's stream is the cancel, and
+/// "no `notifications/cancelled` message is required or expected": the binding defines no
+/// client-to-server notifications. A client that POSTs one anyway (go-sdk beside its stream
+/// close) relies on what the server need not read: host policy, not a MUST.
+pub(super) fn cancel_over_http(s: &mut Sink<'_, '_>) {
+    let ix = s.ix;
+    for i in 0..ix.trace.events.len() {
+        if sender(ix, i) != Some(Side::Client) || !posted_in_modern(ix, i) {
+            continue;
+        }
+        let Some(Message::Cancelled(c)) = ix.msg(i) else {
+            continue;
+        };
+        s.flag(
+            rule!("cancel-over-http"),
+            Level::Policy,
+            vec![i],
+            format!(
+                "the client POSTed notifications/cancelled for {} over Streamable HTTP: in \
+                 2026-07-28 closing the request's stream is the cancel, and the binding \
+                 expects no notification",
+                c.request_id
+            ),
+        );
     }
 }
 

@@ -28,8 +28,9 @@ use super::{Level, OracleConfig, Violation};
 use crate::trace::{EventKind, Side};
 use crate::wire::Era;
 use cancellation::{
-    after_cancel, cancel_on_timeout, cancel_unknown_request, late_response_delivered,
-    race_not_graceful, resource_leak, server_cancel_not_listen, single_outcome,
+    after_cancel, cancel_on_timeout, cancel_over_http, cancel_unknown_request,
+    late_response_delivered, race_not_graceful, resource_leak, server_cancel_not_listen,
+    single_outcome,
 };
 use http::{http_request_headers, http_status, origin_validated};
 use lifecycle::{
@@ -99,6 +100,7 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
     progress(&mut s);
     server_cancel_not_listen(&mut s);
     cancel_unknown_request(&mut s, &tasks);
+    cancel_over_http(&mut s);
     for r in 0..ix.requests.len() {
         let req = &ix.requests[r];
         duplicate_response(&mut s, req);
