@@ -145,6 +145,41 @@ impl ServeConfirm {
     }
 }
 
+/// The scenario flags both kinds of confirmation share.
+struct Picked<'a> {
+    path: &'a std::path::Path,
+    perturb: Option<&'a str>,
+    perturb_seed: Option<u64>,
+    hypothesis: Option<mcp_sim::model::Mutant>,
+}
+
+impl Picked<'_> {
+    /// The file (with the hypothesis on), the perturbation spec, and the run's name for the
+    /// report (`FILE [neighbour N] [if the ROLE behaves as M]`); `Err(2)` (reported) for a bad
+    /// file or spec.
+    fn read(&self, role: &str) -> Result<(ScenarioFile, PerturbSpec, String), ExitCode> {
+        let bad = |e: String| {
+            eprintln!("mcp-sim: {e}");
+            ExitCode::from(2)
+        };
+        let spec = match self.perturb.map(PerturbSpec::parse) {
+            Some(Err(e)) => return Err(bad(format!("--perturb: {e}"))),
+            Some(Ok(spec)) => spec,
+            None => PerturbSpec::default(),
+        };
+        let mut file = ScenarioFile::read(self.path).map_err(|e| bad(e.to_string()))?;
+        file.scenario = mcp_sim::fit::neighbours::assuming(&file.scenario, self.hypothesis);
+        let mut what = match self.perturb_seed {
+            Some(n) => format!("{} neighbour {n}", self.path.display()),
+            None => self.path.display().to_string(),
+        };
+        if let Some(m) = self.hypothesis {
+            what.push_str(&format!(" if the {role} behaves as {}", m.info().name));
+        }
+        Ok((file, spec, what))
+    }
+}
+
 /// `serve --scenario`'s plan against a client on `transport`; `Ok(None)` without
 /// `--scenario`; `Err` with the exit code when the file is bad or the neighbour is not
 /// executable live (already reported).
@@ -155,24 +190,13 @@ pub(crate) fn prepare_serve(
     let Some(path) = &options.scenario else {
         return Ok(None);
     };
-    let bad = |e: String| {
-        eprintln!("mcp-sim: {e}");
-        ExitCode::from(2)
+    let picked = Picked {
+        path,
+        perturb: options.perturb.as_deref(),
+        perturb_seed: options.perturb_seed,
+        hypothesis: options.hypothesis,
     };
-    let spec = match options.perturb.as_deref().map(PerturbSpec::parse) {
-        Some(Err(e)) => return Err(bad(format!("--perturb: {e}"))),
-        Some(Ok(spec)) => spec,
-        None => PerturbSpec::default(),
-    };
-    let mut file = ScenarioFile::read(path).map_err(|e| bad(e.to_string()))?;
-    file.scenario = mcp_sim::fit::neighbours::assuming(&file.scenario, options.hypothesis);
-    let mut what = match options.perturb_seed {
-        Some(n) => format!("{} neighbour {n}", path.display()),
-        None => path.display().to_string(),
-    };
-    if let Some(m) = options.hypothesis {
-        what.push_str(&format!(" if the client behaves as {}", m.info().name));
-    }
+    let (file, spec, mut what) = picked.read("client")?;
     if let Some(n) = options.perturb_seed {
         eprintln!("{what}: {}", live::changes(&file, n, &spec).join("; "));
     }
@@ -246,24 +270,13 @@ pub(crate) fn prepare(
     let Some(path) = &options.scenario else {
         return Ok(None);
     };
-    let bad = |e: String| {
-        eprintln!("mcp-sim: {e}");
-        ExitCode::from(2)
+    let picked = Picked {
+        path,
+        perturb: options.perturb.as_deref(),
+        perturb_seed: options.perturb_seed,
+        hypothesis: options.hypothesis,
     };
-    let spec = match options.perturb.as_deref().map(PerturbSpec::parse) {
-        Some(Err(e)) => return Err(bad(format!("--perturb: {e}"))),
-        Some(Ok(spec)) => spec,
-        None => PerturbSpec::default(),
-    };
-    let mut file = ScenarioFile::read(path).map_err(|e| bad(e.to_string()))?;
-    file.scenario = mcp_sim::fit::neighbours::assuming(&file.scenario, options.hypothesis);
-    let mut what = match options.perturb_seed {
-        Some(n) => format!("{} neighbour {n}", path.display()),
-        None => path.display().to_string(),
-    };
-    if let Some(m) = options.hypothesis {
-        what.push_str(&format!(" if the peer behaves as {}", m.info().name));
-    }
+    let (file, spec, what) = picked.read("peer")?;
     // A two-hop scenario needs the intermediary, which only turmoil's lane has; its finest
     // tick, since an intermediary's race is a matter of milliseconds.
     let lane = if file.scenario.bridge {
