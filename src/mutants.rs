@@ -48,6 +48,7 @@ impl Mutant {
             Mutant::RetryWithoutCancel => &["cancel-on-timeout"],
             Mutant::CancelBlockedByPendingPost => &["cancel-on-timeout"],
             Mutant::CancelPostedOverHttp => &["cancel-over-http"],
+            Mutant::DiscoverWithoutTimeout => &["discover-timeout"],
             Mutant::TaskWithoutNegotiation => &["task-not-negotiated"],
             Mutant::TaskProgressAfterCreate => &["progress-after-completion"],
             Mutant::TaskTerminalChanges => &["task-work-after-cancelled"],
@@ -180,6 +181,10 @@ impl Mutant {
                 s
             }
             Mutant::LegacyTimeoutSilent => scenario.in_era(crate::wire::Era::LEGACY),
+            // A client in auto mode before a legacy server that never answers its probe.
+            Mutant::DiscoverWithoutTimeout => scenario
+                .in_era(crate::wire::Era::LEGACY)
+                .opening(crate::scenario::Opening::Auto { silent: true }),
             // Calls the application cancels while they report progress.
             Mutant::LegacyIgnoresCancel => {
                 every_call(scenario.in_era(crate::wire::Era::LEGACY), |c| {

@@ -64,12 +64,16 @@ const fn timed(
 #[rustfmt::skip]
 const CASES: &[Case] = &[
     // message-shape: a result without resultType (both sides), a server request (black-box
-    // server), a client progress notification, a non-JSON line on stdout.
+    // server), a client progress notification, a non-JSON line on stdout, a 403's body that
+    // claims JSON-RPC but is not. Passing: a 403's body that is plain JSON, no JSON-RPC (the
+    // spec lets an HTTP error's body be anything: it "MAY" be a JSON-RPC error).
     case("message-shape-violates.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
     case("message-shape-violates-2.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
     case("message-shape-violates-3.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
     case("message-shape-violates-4.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
+    case("message-shape-violates-5.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
     case("message-shape-passes.jsonl", STRICT, true, &[]),
+    case("message-shape-passes-2.jsonl", STRICT, false, &[]),
 
     // progress-token-type: a boolean token on a request, a fractional token on progress.
     case("progress-token-type-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
@@ -182,6 +186,11 @@ const CASES: &[Case] = &[
     // in this binding. In the legacy era the POST is the cancel: legacy/cancel-on-timeout-passes.)
     case("cancel-over-http-violates.jsonl", STRICT, false, &[(rule::CANCEL_OVER_HTTP, POLICY)]),
     case("cancel-over-http-passes.jsonl", STRICT, false, &[]),
+
+    // discover-timeout: a server/discover nobody answers, waited on for 30 s until the client
+    // closed; passing: its timer gives up at 10 s with a cancel.
+    case("discover-timeout-violates.jsonl", STRICT, false, &[(rule::DISCOVER_TIMEOUT, SHOULD)]),
+    case("discover-timeout-passes.jsonl", STRICT, false, &[]),
 
     // timeout-maximum: the host ceiling without a policy; a recorded maximum that progress kept
     // extending (the timer also missed its deadline). Passing: the maximum fires despite progress.
@@ -929,6 +938,10 @@ const LEGACY_CASES: &[Case] = &[
     // request-before-initialized: tools/list before the result; a ping before it is fine.
     case("request-before-initialized-violates.jsonl", STRICT, false, &[(rule::REQUEST_BEFORE_INITIALIZED, SHOULD)]),
     case("request-before-initialized-passes.jsonl", STRICT, false, &[]),
+    // discover-timeout: an auto-mode client that falls back to initialize only 20 s after its
+    // unanswered server/discover; passing: it cancels the probe and falls back at 10 s.
+    case("discover-timeout-violates.jsonl", STRICT, false, &[(rule::DISCOVER_TIMEOUT, SHOULD)]),
+    case("discover-timeout-passes.jsonl", STRICT, false, &[]),
     // initialize-cancelled: a timed-out handshake cancelled; closing the connection instead.
     case("initialize-cancelled-violates.jsonl", STRICT, false, &[(rule::INITIALIZE_CANCELLED, MUST)]),
     case("initialize-cancelled-passes.jsonl", STRICT, false, &[]),

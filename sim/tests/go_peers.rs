@@ -37,12 +37,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::peers::{go_peers, GoPeers};
 use common::probe::cancelling_schedule as schedule;
-use common::repo;
 use common::serve::*;
 use mcp_sim::trace::{EventKind, Side};
 use mcp_sim::wire::{DecodeOptions, Message};
@@ -53,20 +51,7 @@ const SLOW_OP: &str = r#"{"steps":6,"step_ms":200}"#;
 /// unexpected) but not required on every seed set.
 const RACES: &[(&str, &str)] = &[("mcp-go-server-stdio", "progress-after-completion")];
 
-fn baseline(name: &str) -> PathBuf {
-    repo().join("tests/baselines").join(format!("{name}.txt"))
-}
-
-/// The rules a baseline file lists.
-fn listed(name: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(baseline(name)).expect("the baseline reads");
-    let b = mcp_sim::ci::Baseline::parse(&text, mcp_sim::ci::is_rule).expect("a valid baseline");
-    b.expected.into_iter().collect()
-}
-
-/// Probes the server (`target`: `--url URL`, or none and the command in `server`) in `era`
-/// over every seed; each run must speak `speaks` and meet running work with a cancel. The
-/// baseline `name` is held over the seeds. Returns each rule's count of seeds, printed.
+/// [`common::probe::probe_peer`] with this file's races.
 fn probe_peer(
     name: &str,
     era: &str,
@@ -74,54 +59,7 @@ fn probe_peer(
     target: &[&str],
     server: &[&str],
 ) -> BTreeMap<String, usize> {
-    let expected = listed(name);
-    let seeds = common::peer_seeds();
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for seed in &seeds {
-        let mut args = vec!["--seed", seed, "--era", era];
-        let s = schedule("slow_op", SLOW_OP);
-        args.extend_from_slice(&s);
-        args.extend_from_slice(target);
-        let (_, v) = common::probe::probe_json(&args, server);
-        assert_eq!(v["era"], speaks, "{name} {era} seed {seed}: {v:#}");
-        assert!(
-            v["coverage"]["cancels_met_running_work"].as_u64() > Some(0),
-            "{name} {era} seed {seed}: {v:#}"
-        );
-        let mut rules: Vec<(String, String)> = v["violations"]
-            .as_array()
-            .expect("violations")
-            .iter()
-            .map(|x| {
-                (
-                    x["rule"].as_str().unwrap_or("?").to_owned(),
-                    x["level"].as_str().unwrap_or("?").to_owned(),
-                )
-            })
-            .collect();
-        rules.sort();
-        rules.dedup_by(|a, b| a.0 == b.0);
-        for (rule, level) in &rules {
-            assert!(
-                level != "MUST" || expected.contains(rule),
-                "{name} {era} seed {seed}: {rule} (MUST) is not in the baseline: {v:#}"
-            );
-            *seen.entry(rule.clone()).or_default() += 1;
-        }
-    }
-    let family = name.trim_end_matches("-modern").trim_end_matches("-legacy");
-    for rule in &expected {
-        let race = RACES.contains(&(family, rule.as_str()));
-        assert!(
-            race || seen.contains_key(rule),
-            "{name} {era}: the baseline lists {rule}, which no seed of {seeds:?} showed"
-        );
-    }
-    eprintln!(
-        "{name} ({era}, spoke {speaks}) over {} seed(s): {seen:?}",
-        seeds.len()
-    );
-    seen
+    common::probe::probe_peer(name, era, speaks, (target, server), SLOW_OP, RACES)
 }
 
 fn server_command(go: &GoPeers, sdk: &str) -> Vec<String> {

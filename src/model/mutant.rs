@@ -82,6 +82,8 @@ mutants! {
         "an HTTP cancel waits until the POST's first SSE event arrives before it closes the stream";
     CancelPostedOverHttp = "cancel_posted_over_http", Client, "spec-derived: docs/spec/mcp-2026-07-28.md §3.2, §9 C24 (as go-sdk v1.8.0's HTTP client does, seen on the wire)",
         "in 2026-07-28 over HTTP the client closes a cancelled request's stream and POSTs notifications/cancelled for it too";
+    DiscoverWithoutTimeout = "discover_without_timeout", Client, "go-sdk #1177 (v1.8.0: the probe waits on the caller's context)",
+        "in auto mode the client waits on an unanswered server/discover for ever: no timer of its own falls back to initialize";
     TaskWithoutNegotiation = "task_without_negotiation", Server, "python-sdk PR #3005 (the per-request guard), go-sdk #755",
         "the server answers tool calls with a CreateTaskResult whether or not the request declared the Tasks extension";
     TaskProgressAfterCreate = "task_progress_after_create", Server, "typescript-sdk PR #2055, leehack/mcp_dart #127",
@@ -213,9 +215,11 @@ impl Mutant {
     }
 }
 
-/// A set of mutants (the reference has none).
+/// A set of mutants (the reference has none), one bit per mutant: room for 128.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct MutantSet(u64);
+pub struct MutantSet(u128);
+
+const _: () = assert!(ALL.len() <= 128, "MutantSet has one bit per mutant");
 
 impl MutantSet {
     /// No mutant: the reference behaviour.

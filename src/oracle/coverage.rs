@@ -264,9 +264,9 @@ pub const INVARIANTS: &[Invariant] = &[
     Invariant {
         id: "D34",
         invariant: "every request has a finite deadline",
-        rules: &["timeout-maximum", "intermediary-timeout"],
-        checked_by: "`timeout-maximum`; an intermediary's own deadline, as it documents it, `intermediary-timeout`",
-        evidence: "`timeout-maximum-violates`, `intermediary-timeout-violates-2` (an intermediary that never times a call out)",
+        rules: &["timeout-maximum", "intermediary-timeout", "discover-timeout"],
+        checked_by: "`timeout-maximum`; an intermediary's own deadline, as it documents it, `intermediary-timeout`; an unanswered `server/discover`'s, `discover-timeout`",
+        evidence: "`timeout-maximum-violates`, `intermediary-timeout-violates-2` (an intermediary that never times a call out), `discover-timeout-violates`",
     },
     Invariant {
         id: "D35",

@@ -210,6 +210,8 @@ catalog! {
         "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
     TIMEOUT_DEADLINE = "timeout-deadline", Policy, Policy, "§4, §9 D36", "LD14",
         "the client's timer honours the request's recorded policy: idle deadline from the send or the last valid progress, hard maximum from the send";
+    DISCOVER_TIMEOUT = "discover-timeout", Should, Should, "§4, §5.1 (the back-compat probe)", "the auto mode's fallback (digest §0)",
+        "a client's server/discover that gets no answer is given up (a fallback, a cancel, the connection closed) within a reasonable time: OracleConfig::discover_timeout_ms";
     HTTP_REQUEST_HEADERS = "http-request-headers", Must, No, "§5.2, §9 E41", "",
         "a request POST carries Accept with both media types, MCP-Protocol-Version equal to the body's protocolVersion, Mcp-Method equal to its method, and Mcp-Name where required";
     HTTP_STATUS = "http-status", Must, No, "§5.2, §8, §9 E41-E43, I63", "",
@@ -381,11 +383,17 @@ pub struct OracleConfig {
     /// `intermediary-timeout` holds it to; `None` when it documents none (it then may not cut
     /// a request the upstream still works on).
     pub intermediary_timeout_ms: Option<u64>,
+    /// Host policy: how long, in ms, a client may wait on a `server/discover` that gets no
+    /// answer before it gives up on it (`discover-timeout`). The spec asks only for "a
+    /// reasonable timeout"; the default is the longest of the SDKs' auto modes (rmcp's and
+    /// mcp-sim's own 10 s; mcp-go waits 5 s).
+    pub discover_timeout_ms: u64,
 }
 
 impl Default for OracleConfig {
     /// Strict; 1 s grace; 50 ms timer tolerance; 30 minutes ceiling (the longest real host
-    /// idle timeout, stdio in docs/spec/intermediaries.md §2); liveness checks off.
+    /// idle timeout, stdio in docs/spec/intermediaries.md §2); 10 s for an unanswered
+    /// `server/discover`; liveness checks off.
     fn default() -> Self {
         OracleConfig {
             profile: Profile::Strict,
@@ -396,6 +404,7 @@ impl Default for OracleConfig {
             decode: DecodeOptions::default(),
             era: None,
             intermediary_timeout_ms: None,
+            discover_timeout_ms: 10_000,
         }
     }
 }

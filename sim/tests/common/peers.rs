@@ -18,6 +18,8 @@
 //!   a venv from `tests/peers/mcp-proxy-requirements.txt` (every package pinned).
 //! - npm `mcp-proxy` 6.7.19 (an intermediary): `<target>/peers/node-mcp-proxy-npm-6.7.19/`,
 //!   from `tests/peers/mcp-proxy-npm/`.
+//! - FastMCP for TypeScript (`fastmcp` 4.20.16, on the TypeScript SDK v1, its HTTP front npm
+//!   `mcp-proxy`): `<target>/peers/node-fastmcp-4.20.16/`, from `tests/peers/fastmcp/`.
 //!
 //! - The official conformance suite, `@modelcontextprotocol/conformance` 0.2.0-alpha.12, with
 //!   the Node.js 22 it needs (npm `node` 22.23.3, whose install script fetches that
@@ -31,6 +33,13 @@
 //!   the Go module proxy into `<target>/peers/go-mod/`, checked against `go.sum`, and the
 //!   build cache is `<target>/peers/go-build/`.
 //!
+//! - The Java SDK (`io.modelcontextprotocol.sdk:mcp` 2.2.0, with an embedded Jetty 12 for its
+//!   servlet transports): `<target>/peers/java-sdk-2.2.0/`, where the Maven project of
+//!   `tests/peers/java/` (its `pom.xml` pins every dependency and plugin) is copied and built
+//!   with the machine's `mvn` and Java 17 or later into `build/classes`, with the run-time class
+//!   path in `build/classpath.txt`; the artifacts come from Maven Central into the local
+//!   repository `<target>/peers/maven-repo/`.
+//!
 //! `<target>` is the build folder the test binaries were built into (`CARGO_TARGET_DIR` or
 //! `target/`). Each install runs once, under an exclusive lock on `<target>/peers/NAME.lock`
 //! (concurrent test threads and binaries wait for it), and ends by writing `NAME/.installed`,
@@ -39,9 +48,10 @@
 //! failed install fails the test with the command and its output.
 //!
 //! When an interpreter is missing (`python3`, or its `venv`/`ensurepip` modules; `node` 20 or
-//! later, or `npm`), the test prints why and passes without running, except when the
-//! environment has `CI=true`: then it fails. `MCP_SIM_SKIP_PYTHON=1`, `MCP_SIM_SKIP_NODE=1` and
-//! `MCP_SIM_SKIP_GO=1` skip the tests of one ecosystem on purpose.
+//! later, or `npm`; `go`; `java` 17 or later, or `mvn`), the test prints why and passes without
+//! running, except when the environment has `CI=true`: then it fails. `MCP_SIM_SKIP_PYTHON=1`,
+//! `MCP_SIM_SKIP_NODE=1`, `MCP_SIM_SKIP_GO=1` and `MCP_SIM_SKIP_JAVA=1` skip the tests of one
+//! ecosystem on purpose.
 
 // Each test binary uses the peers it needs.
 #![allow(dead_code)]
@@ -83,6 +93,11 @@ pub const CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
 pub const GO_SDK_VERSION: &str = "v1.8.0";
 /// The pinned mark3labs `mcp-go`, as in `tests/peers/go/go.mod`.
 pub const MCP_GO_VERSION: &str = "v1.2.1";
+/// The pinned Java SDK (Maven `io.modelcontextprotocol.sdk:mcp`), as in
+/// `tests/peers/java/pom.xml`.
+pub const JAVA_SDK_VERSION: &str = "2.2.0";
+/// The pinned FastMCP for TypeScript (npm `fastmcp`), as in `tests/peers/fastmcp/package.json`.
+pub const FASTMCP_VERSION: &str = "4.20.16";
 
 const STAMP: &str = ".installed";
 
@@ -340,6 +355,132 @@ pub fn go_peers() -> Option<GoPeers> {
     })
 }
 
+/// The Java programs of `tests/peers/java/`, built against the Java SDK.
+pub struct JavaPeers {
+    /// The `java` command.
+    pub java: PathBuf,
+    /// Their class path: the compiled classes, then the SDK and its dependencies.
+    pub classpath: String,
+}
+
+impl JavaPeers {
+    /// `java -cp CLASSPATH dev.mcpsim.peers.CLASS`: `SlowServer -stack modern|legacy [-http
+    /// PORT] [-log FILE]` or `PlanClient -stack modern|legacy PLAN ...`.
+    pub fn command(&self, class: &str) -> Command {
+        let mut c = Command::new(&self.java);
+        c.args(["-cp", &self.classpath])
+            .arg(format!("dev.mcpsim.peers.{class}"));
+        c
+    }
+
+    /// The same command as words, for `probe -- COMMAND`.
+    pub fn argv(&self, class: &str) -> Vec<String> {
+        vec![
+            self.java.display().to_string(),
+            "-cp".into(),
+            self.classpath.clone(),
+            format!("dev.mcpsim.peers.{class}"),
+        ]
+    }
+}
+
+/// The Java peers built at their pinned versions, or `None` when the test is to be skipped
+/// (the reason is printed; with `CI=true` it panics instead).
+pub fn java_sdk() -> Option<JavaPeers> {
+    let what = "Java SDK";
+    if skipped_on_purpose("MCP_SIM_SKIP_JAVA", what) {
+        return None;
+    }
+    let java = PathBuf::from("java");
+    // `java -version` writes to stderr: `openjdk version "17.0.15" 2025-04-15`.
+    let java_version = match run(Command::new(&java).arg("-version")) {
+        Ok(out) => String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        Err(e) => {
+            return unavailable(
+                what,
+                &format!("java cannot be run: {e}; install Java 17 or later"),
+            )
+        }
+    };
+    let major: u32 = java_version
+        .split('"')
+        .nth(1)
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 17 {
+        return unavailable(
+            what,
+            &format!("java is {java_version:?}; the SDK needs Java 17 or later"),
+        );
+    }
+    let mvn = PathBuf::from(if cfg!(windows) { "mvn.cmd" } else { "mvn" });
+    let mvn_version = match run(Command::new(&mvn).args(["-B", "--version"])) {
+        Ok(out) => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        Err(e) => return unavailable(what, &format!("mvn cannot be run: {e}; install Maven")),
+    };
+    let source = repo().join("tests/peers/java");
+    let files = [
+        "pom.xml",
+        "src/main/java/dev/mcpsim/peers/SlowServer.java",
+        "src/main/java/dev/mcpsim/peers/PlanClient.java",
+    ];
+    let texts: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let path = source.join(f);
+            fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+        })
+        .collect();
+    assert!(
+        texts[0].contains(&format!("<mcp.version>{JAVA_SDK_VERSION}</mcp.version>")),
+        "tests/peers/java/pom.xml must pin io.modelcontextprotocol.sdk:mcp {JAVA_SDK_VERSION}"
+    );
+    let dir = peers_dir().join(format!("java-sdk-{JAVA_SDK_VERSION}"));
+    let stamp = format!("{java_version}\n{mvn_version}\n{}", texts.join("\n"));
+    install_once(&dir, &stamp, |dir| {
+        for (f, text) in files.iter().zip(&texts) {
+            let path = dir.join("src").join(f);
+            fs::create_dir_all(path.parent().expect("a folder")).expect("create a source folder");
+            fs::write(&path, text).expect("write a source file");
+        }
+        let mut build = Command::new(&mvn);
+        build
+            .args(["-B", "-q", "-f"])
+            .arg(dir.join("src/pom.xml"))
+            .arg(format!(
+                "-Dmaven.repo.local={}",
+                peers_dir().join("maven-repo").display()
+            ))
+            .arg(format!("-Dpeers.build={}", dir.join("build").display()))
+            .arg("compile");
+        check(
+            &mut build,
+            &format!("building against the {what} (mvn compile)"),
+        );
+    });
+    let libs = fs::read_to_string(dir.join("build/classpath.txt"))
+        .expect("the build wrote its class path");
+    let separator = if cfg!(windows) { ";" } else { ":" };
+    Some(JavaPeers {
+        java,
+        classpath: format!(
+            "{}{separator}{}",
+            dir.join("build/classes").display(),
+            libs.trim()
+        ),
+    })
+}
+
 /// Node.js and the folder holding the TypeScript SDK and the server scripts of
 /// `tests/peers/ts/`.
 pub struct NodeSdk {
@@ -368,6 +509,17 @@ pub fn node_ts_sdk_v1() -> Option<NodeSdk> {
         "TypeScript SDK v1",
         "@modelcontextprotocol/sdk",
         TS_SDK_V1_VERSION,
+    )
+}
+
+/// Node.js with FastMCP for TypeScript installed (`tests/peers/fastmcp/`), or `None` as for
+/// [`node_ts_sdk`].
+pub fn node_fastmcp() -> Option<NodeSdk> {
+    node_project(
+        "fastmcp",
+        "FastMCP for TypeScript",
+        "fastmcp",
+        FASTMCP_VERSION,
     )
 }
 

@@ -266,7 +266,7 @@ impl Client {
         match &self.opening {
             Handshake::Awaiting {
                 id: init, awaits, ..
-            } if init == id => Some(TimeoutPolicy::fixed(awaits.timeout())),
+            } if init == id => self.opening_timeout(*awaits).map(TimeoutPolicy::fixed),
             _ => self.pending.get(id).map(|p| p.spec.policy),
         }
     }
@@ -638,12 +638,9 @@ impl Client {
             Handshake::Awaiting {
                 broke: Some(at), ..
             } => Some(*at),
-            Handshake::Awaiting {
-                sent,
-                awaits: Awaits::DiscoverResult,
-                ..
-            } => Some(*sent + DISCOVER_TIMEOUT),
-            Handshake::Awaiting { sent, .. } => Some(*sent + HANDSHAKE_TIMEOUT),
+            Handshake::Awaiting { sent, awaits, .. } => {
+                self.opening_timeout(*awaits).map(|timeout| *sent + timeout)
+            }
             _ => None,
         };
         let resumes = self.pending.values().filter_map(|p| p.resume.at);

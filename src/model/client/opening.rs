@@ -34,6 +34,17 @@ impl Awaits {
     }
 }
 
+impl Client {
+    /// How long this client waits for the opening's answer: `None` for a discover under
+    /// `discover_without_timeout`, which waits for ever (go-sdk's probe has no timer of its
+    /// own but the caller's context).
+    pub(super) fn opening_timeout(&self, awaits: Awaits) -> Option<Duration> {
+        let untimed =
+            awaits == Awaits::DiscoverResult && self.mutant(Mutant::DiscoverWithoutTimeout);
+        (!untimed).then(|| awaits.timeout())
+    }
+}
+
 /// Where the opening of the current connection stands.
 #[derive(Debug, Clone, Default)]
 pub(super) enum Handshake {
@@ -177,8 +188,11 @@ impl Client {
             }
             return;
         }
-        let (awaits, stream) = (*awaits, *stream);
-        if now < *sent + awaits.timeout() {
+        let (awaits, stream, sent) = (*awaits, *stream, *sent);
+        if self
+            .opening_timeout(awaits)
+            .is_none_or(|timeout| now < sent + timeout)
+        {
             return;
         }
         let id = id.clone();

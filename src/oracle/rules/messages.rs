@@ -4,7 +4,7 @@ use super::{outstanding_at, sender, Sink};
 
 use crate::oracle::index::Req;
 use crate::oracle::Level;
-use crate::trace::Side;
+use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 
 pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
@@ -13,6 +13,7 @@ pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
         let Some(from) = sender(ix, i) else { continue };
         let Some(decoded) = &ix.msgs[i] else { continue };
         let msg = match decoded {
+            Err(_) if http_error_body(ix, i) => continue,
             Err(e) => {
                 let rule = if e.path.contains("progressToken") {
                     rule!("progress-token-type")
@@ -38,6 +39,30 @@ pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
             s.flag(rule!("message-shape"), Level::Must, vec![i], p.into());
         }
     }
+}
+
+/// Whether event `i` is the body of an HTTP error answer (a 4xx or 5xx status on its stream)
+/// that does not try to be JSON-RPC (no `jsonrpc` member, or no JSON at all): such a body "MAY
+/// be a JSON-RPC error" (§5.2; legacy §5 alike), so anything else there is allowed and is not
+/// a message to judge. One that claims to be JSON-RPC is judged as any message.
+fn http_error_body(ix: &crate::oracle::index::Index<'_>, i: usize) -> bool {
+    let Some(w) = ix.wire(i) else { return false };
+    let Some(stream) = w.stream else { return false };
+    if w.msg.as_ref().is_some_and(|m| m.get("jsonrpc").is_some()) {
+        return false;
+    }
+    ix.trace.events[..i]
+        .iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            EventKind::Status {
+                stream: Some(st),
+                status,
+                ..
+            } if st == stream => Some(status >= 400),
+            _ => None,
+        })
+        .unwrap_or(false)
 }
 
 /// What the modern era forbids of a well-formed message from `from` (§1.1-1.2).

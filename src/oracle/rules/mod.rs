@@ -48,7 +48,7 @@ use tasks::{
     cancel_targets_task, input_required_retry, input_required_shape, task_ack, task_not_negotiated,
     task_poll_interval, task_states, task_unknown, Tasks,
 };
-use timeouts::{declared_deadline, timeouts};
+use timeouts::{declared_deadline, discover_timeout, timeouts};
 use transport::{idle_stream_cut, wire_integrity};
 
 /// Collects violations for one check.
@@ -107,6 +107,7 @@ pub(super) fn check_all(ix: &Index<'_>, config: &OracleConfig) -> Vec<Violation>
         after_cancel(&mut s, req);
         cancel_on_timeout(&mut s, req);
         timeouts(&mut s, req);
+        discover_timeout(&mut s, req);
         declared_deadline(&mut s, req);
         reset_needs_token(&mut s, req);
         late_response_delivered(&mut s, req);

@@ -237,3 +237,57 @@ fn expected_deadline(
     }
     deadline
 }
+
+/// A client's `server/discover` that gets no answer is given up within
+/// [`OracleConfig::discover_timeout_ms`](crate::oracle::OracleConfig::discover_timeout_ms)
+/// plus the timer tolerance (§4: timeouts for all requests; the back-compat probe treats a
+/// discover "not answered within a reasonable timeout" as a legacy server's). Giving up is
+/// any sign that the client stopped waiting: its timer, a cancel (seen by either side), a
+/// later request (the fallback `initialize`), or the connection or the request's stream
+/// closed. A trace that ends sooner says nothing.
+pub(super) fn discover_timeout(s: &mut Sink<'_, '_>, r: &Req) {
+    let ix = s.ix;
+    if r.method != "server/discover" || !r.responses.is_empty() || r.client_response.is_some() {
+        return;
+    }
+    let created = r.created;
+    let later_request = ix
+        .requests
+        .iter()
+        .map(|q| q.created)
+        .filter(|&c| c > created)
+        .min();
+    let closed = (created + 1..ix.trace.events.len()).find(|&i| match ix.trace.events[i].kind {
+        EventKind::Close { stream: None, .. } => true,
+        EventKind::Close {
+            stream: Some(st), ..
+        } => r.stream == Some(ix.origin_stream(st)),
+        _ => false,
+    });
+    let given_up = [r.client_end(), r.server_cancel_seen, later_request, closed]
+        .into_iter()
+        .flatten()
+        .min();
+    let waited_until = given_up.map_or(ix.trace.end(), |g| s.t(g));
+    let bound = s.config.discover_timeout_ms;
+    let waited = waited_until.saturating_sub(s.t(created));
+    if waited > bound + s.config.timer_tolerance_ms {
+        let last = given_up.unwrap_or(ix.trace.events.len() - 1);
+        let msg = match given_up {
+            Some(_) => format!(
+                "the client waited {waited} ms on its unanswered server/discover ({}), past {bound} ms",
+                s.name(r)
+            ),
+            None => format!(
+                "the client was still waiting on its unanswered server/discover ({}) {waited} ms after sending it, past {bound} ms",
+                s.name(r)
+            ),
+        };
+        s.flag(
+            rule!("discover-timeout"),
+            Level::Should,
+            vec![created, last],
+            msg,
+        );
+    }
+}

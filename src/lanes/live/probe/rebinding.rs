@@ -187,5 +187,46 @@ fn post(
         .find(|h| h.name.eq_ignore_ascii_case("content-type"))
         .and_then(|h| std::str::from_utf8(h.value).ok())
         .map(|v| v.to_ascii_lowercase());
-    Ok((status, content_type, answer[len..].to_vec()))
+    let chunked = response.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding")
+            && String::from_utf8_lossy(h.value)
+                .to_ascii_lowercase()
+                .contains("chunked")
+    });
+    let body = &answer[len..];
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
+    Ok((status, content_type, body))
+}
+
+/// The payload of a chunked body (RFC 9112 §7.1); of one cut short, what arrived whole.
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::new();
+    while let Ok(httparse::Status::Complete((at, size))) = httparse::parse_chunk_size(rest) {
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let data = &rest[at..];
+        if size == 0 || data.len() < size {
+            break;
+        }
+        payload.extend_from_slice(&data[..size]);
+        rest = data[size..].strip_prefix(b"\r\n").unwrap_or(&data[size..]);
+    }
+    payload
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dechunk;
+
+    #[test]
+    fn a_chunked_answer_is_read_as_its_payload() {
+        let body = b"5\r\n{\"a\":\r\n3;ext=1\r\n1}\n\r\n0\r\n\r\n";
+        assert_eq!(dechunk(body), b"{\"a\":1}\n");
+        // A body cut inside a chunk keeps the chunks that arrived whole.
+        assert_eq!(dechunk(b"2\r\n{}\r\n9\r\n[1,"), b"{}");
+        assert_eq!(dechunk(b"not a size"), b"");
+    }
 }
