@@ -302,9 +302,9 @@ fn rmcp_http_server_passes_the_oracle_on_every_seed() {
     assert!(HANDLER_CANCELLED.with(Cell::get) > 0);
 }
 
-/// Without a `Host` header rmcp refuses every request: `400` with a `text/plain` body, which
-/// the oracle reports as `message-shape` (MUST: the body is not a JSON-RPC message) and the
-/// client as lost requests. rmcp is right to refuse.
+/// Without a `Host` header rmcp refuses every request: `400` with a `text/plain` body. rmcp
+/// is right to refuse, and the body of an HTTP error need not be JSON-RPC (it "MAY be a JSON-RPC
+/// error"), so the oracle reports nothing; the client counts every request as lost.
 #[test]
 fn rmcp_http_refuses_requests_without_a_host_header() {
     let server = ServerUnderTest::custom(|io| rmcp_http(io, SlowServer, true, None));
@@ -313,8 +313,11 @@ fn rmcp_http_refuses_requests_without_a_host_header() {
         assert!(text.contains("\"status\":400"), "seed {seed}");
         assert!(text.contains("missing Host header"), "seed {seed}");
         assert!(!text.contains("notifications/progress"), "seed {seed}");
-        assert_eq!(judged.rules(), ["message-shape"], "seed {seed}");
-        assert!(judged.fails());
+        assert!(
+            judged.rules().is_empty(),
+            "seed {seed}: {:?}",
+            judged.rules()
+        );
         let outcomes = &judged.run.stats.outcomes;
         assert_eq!(
             outcomes.keys().collect::<Vec<_>>(),

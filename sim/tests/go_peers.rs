@@ -356,3 +356,50 @@ fn go_clients_do_not_cancel_initialize_on_a_connect_deadline() {
         assert!(closed_by_client, "{sdk}: {}", trace.to_jsonl());
     }
 }
+
+/// go-sdk #1177: go-sdk's auto-mode client waits on an unanswered `server/discover` for as long
+/// as its caller's context lasts (here none): `discover-timeout`; mcp-go falls back to
+/// `initialize` after its 5 s. Each runs through `record` before a server that reads
+/// everything and answers nothing, and is stopped 13 s in.
+#[test]
+fn go_clients_against_a_server_that_never_answers_discover() {
+    let Some(go) = go_peers() else { return };
+    let runs: Vec<_> = ["go-sdk", "mcp-go"]
+        .into_iter()
+        .map(|sdk| {
+            let dir = scratch(&format!("go-client-{sdk}-silent-discover"));
+            let trace = dir.join("trace.jsonl");
+            let child = client(&go, sdk, "auto")
+                .args(["[]", "--", MCP_SIM, "record", "--trace"])
+                .arg(&trace)
+                .args(["--", "python3", "-c", "import sys; sys.stdin.read()"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("the client starts");
+            (sdk, child, trace)
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(13));
+    for (sdk, mut child, trace) in runs {
+        // SAFETY: SIGTERM to our own child, not yet reaped.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        child.wait().expect("the client ends");
+        let trace = mcp_sim::trace::Trace::from_jsonl(&read_when_written(&trace)).expect("a trace");
+        let verdict = mcp_sim::oracle::check(&trace, &mcp_sim::oracle::OracleConfig::default());
+        let rules: Vec<&str> = verdict.violations.iter().map(|v| v.rule).collect();
+        let (era, want): (_, &[&str]) = match sdk {
+            "go-sdk" => ("2026-07-28", &["discover-timeout"]),
+            _ => ("2025-11-25", &[]),
+        };
+        assert_eq!(
+            verdict.era.era.version(),
+            era,
+            "{sdk}: {}",
+            trace.to_jsonl()
+        );
+        assert_eq!(rules, want, "{sdk}: {}", trace.to_jsonl());
+    }
+}
