@@ -15,6 +15,11 @@
 //! | mcp-go | stdio | 2026-07-28 (auto), 2025-11-25 | `response-after-cancel`; `progress-after-completion` on some seeds (its progress goes through a queue of its own while the answer is written at once) |
 //! | mcp-go | HTTP | 2026-07-28 (auto), 2025-11-25 | `origin-validated`; legacy also `priming-event`, `progress-on-get-stream` |
 //!
+//! Two of mcp-go's HTTP habits are visible only by counting or by its own log: it loses the
+//! last progress notification of many calls (mcp-go PR #969; no rule, progress being
+//! best-effort), and in the legacy era it stops a handler whose response stream broke
+//! (`disconnect-taken-as-cancel`, SHOULD, LC11). go-sdk is the control for both.
+//!
 //! A 2026-07-28 go-sdk HTTP server keeps running a handler whose stream the client closed,
 //! unless `PropagateRequestCancellation` is set (go-sdk #1093): invisible on the wire, so the
 //! server's own log of its handlers' stops is the evidence.
@@ -401,5 +406,133 @@ fn go_clients_against_a_server_that_never_answers_discover() {
             trace.to_jsonl()
         );
         assert_eq!(rules, want, "{sdk}: {}", trace.to_jsonl());
+    }
+}
+
+/// The probe's arguments for six `slow_op` calls on seed 1 in `era` against `url`, none
+/// cancelled, then `extra`.
+fn seed_1_uncancelled(era: &str, url: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--seed", "1", "--era", era, "--url", url, "--tool", "slow_op",
+    ];
+    args.extend_from_slice(&["--args", SLOW_OP, "--calls", "6", "--cancel-percent", "0"]);
+    args.extend_from_slice(&["--max-seconds", "40", "--drain-ms", "800"]);
+    args.extend_from_slice(extra);
+    args.into_iter().map(String::from).collect()
+}
+
+/// For each answered `tools/call` the probe sent in `trace`: the steps it asked for and the
+/// progress notifications the probe received for it.
+fn progress_per_answered_call(trace: &mcp_sim::trace::Trace) -> Vec<(u64, usize)> {
+    let wire = |kind| {
+        trace
+            .events
+            .iter()
+            .filter_map(move |e| match (&e.kind, kind) {
+                (EventKind::Send(w), "send") | (EventKind::Recv(w), "recv") => w.msg.as_ref(),
+                _ => None,
+            })
+    };
+    let answered: Vec<&serde_json::Value> = wire("recv")
+        .filter(|m| m.get("result").is_some())
+        .filter_map(|m| m.get("id"))
+        .collect();
+    wire("send")
+        .filter(|m| m["method"] == "tools/call" && answered.contains(&&m["id"]))
+        .filter_map(|m| {
+            let token = m.pointer("/params/_meta/progressToken")?;
+            let steps = m.pointer("/params/arguments/steps")?.as_u64()?;
+            let got = wire("recv")
+                .filter(|p| {
+                    p["method"] == "notifications/progress"
+                        && &p["params"]["progressToken"] == token
+                })
+                .count();
+            Some((steps, got))
+        })
+        .collect()
+}
+
+/// mcp-go PR #969: over Streamable HTTP, mcp-go queues a handler's progress apart from its
+/// answer, and the stream closes with the answer, so the last notification (sent just before
+/// the handler returns) is lost on many calls (15 of 16 in 2026-07-28 and 7 of 16 in the
+/// legacy era, seeds 1-2 by hand). Losing a notification breaks no rule (progress is
+/// best-effort), so the oracle stays quiet; the count is the evidence. go-sdk, the control,
+/// delivers every one. Calls are not cancelled here, so each should see all its steps.
+#[test]
+fn mcp_go_http_server_loses_the_last_progress_of_calls() {
+    let Some(go) = go_peers() else { return };
+    let dir = scratch("go-http-progress");
+    for (sdk, flags) in [("mcp-go", &[][..]), ("go-sdk", &["-stateless"][..])] {
+        let server = http_server(&go, sdk, flags);
+        let url = server.url();
+        let mut calls = Vec::new();
+        for era in ["modern", "legacy"] {
+            let trace = dir.join(format!("{sdk}-{era}.jsonl"));
+            let trace_arg = trace.display().to_string();
+            let args = seed_1_uncancelled(era, &url, &["--trace", &trace_arg]);
+            let (_, v) = common::probe::probe_json(&strs(&args), &[]);
+            let trace = mcp_sim::trace::Trace::from_jsonl(
+                &std::fs::read_to_string(&trace).expect("a trace"),
+            )
+            .expect("a trace");
+            assert!(
+                v["coverage"]["results"].as_u64() >= Some(6),
+                "{sdk} {era}: {v:#}"
+            );
+            calls.extend(progress_per_answered_call(&trace));
+        }
+        assert!(calls.len() >= 12, "{sdk}: {calls:?}");
+        let short = calls
+            .iter()
+            .filter(|(steps, got)| (*got as u64) < *steps)
+            .count();
+        if sdk == "mcp-go" {
+            assert!(
+                calls.iter().all(|&(steps, got)| got as u64 + 1 >= steps),
+                "{sdk} loses at most the last: {calls:?}"
+            );
+            assert!(short > 0, "{sdk} lost no progress: {calls:?}");
+        } else {
+            assert_eq!(short, 0, "{sdk} delivers every step: {calls:?}");
+        }
+    }
+}
+
+/// mcp-go in the legacy era takes a broken response stream for a cancel: the probe's relay
+/// resets every POST mid-response, no `notifications/cancelled` is sent, and each handler
+/// stops after a step or two (its own log says so). A legacy stream's disconnect is not a
+/// cancel (LC11: `disconnect-taken-as-cancel`, SHOULD; the mutant `legacy_disconnect_cancels`
+/// models it). The wire cannot show it, since mcp-go keeps no events to resume, so the log is
+/// the evidence. go-sdk, the control, runs every handler to its end.
+#[test]
+fn mcp_go_legacy_http_server_takes_a_broken_stream_for_a_cancel() {
+    let Some(go) = go_peers() else { return };
+    let dir = scratch("go-http-disconnect");
+    for sdk in ["mcp-go", "go-sdk"] {
+        let log = dir.join(format!("{sdk}-stops.log"));
+        let log_text = log.display().to_string();
+        let server = http_server(&go, sdk, &["-log", &log_text]);
+        let url = server.url();
+        let args = seed_1_uncancelled("legacy", &url, &["--reset-percent", "100"]);
+        let (_, v) = common::probe::probe_json(&strs(&args), &[]);
+        assert_eq!(v["era"], "2025-11-25", "{sdk}: {v:#}");
+        assert_eq!(v["coverage"]["cancels"], 0, "{sdk}: {v:#}");
+        assert!(
+            v["coverage"]["faults"]["reset"].as_u64() >= Some(6),
+            "{sdk}: {v:#}"
+        );
+        // A handler that runs on finishes its steps (6 × 200 ms) before the log is read.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(server);
+        let stops = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count();
+        if sdk == "mcp-go" {
+            assert!(stops > 0, "{sdk}: no handler stopped on a reset: {v:#}");
+        } else {
+            assert_eq!(stops, 0, "{sdk}: a handler stopped on a reset");
+        }
     }
 }
