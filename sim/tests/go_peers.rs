@@ -48,7 +48,6 @@ use common::peers::{go_peers, GoPeers};
 use common::probe::cancelling_schedule as schedule;
 use common::serve::*;
 use mcp_sim::trace::{EventKind, Side};
-use mcp_sim::wire::{DecodeOptions, Message};
 
 const SLOW_OP: &str = r#"{"steps":6,"step_ms":200}"#;
 
@@ -241,22 +240,6 @@ fn client(go: &GoPeers, sdk: &str, era: &str) -> Command {
     c
 }
 
-/// Cancels the client POSTed as notifications (not stream closes).
-fn cancels_posted(case: &Case) -> usize {
-    case.trace
-        .events
-        .iter()
-        .filter(|e| e.side == Side::Server)
-        .filter(|e| match &e.kind {
-            EventKind::Recv(w) => matches!(
-                w.decode(&DecodeOptions::default()),
-                Ok(Message::Cancelled(_))
-            ),
-            _ => false,
-        })
-        .count()
-}
-
 #[test]
 fn go_clients_cancel_at_their_deadline_on_both_transports_in_both_eras() {
     let Some(go) = go_peers() else { return };
@@ -279,7 +262,7 @@ fn go_clients_cancel_at_their_deadline_on_both_transports_in_both_eras() {
             );
             assert_eq!(case.report["era"], speaks, "{what}");
             assert_eq!(case.rules(), Vec::<String>::new(), "{what}");
-            assert_eq!(cancels_posted(&case), 1, "{what}");
+            assert_eq!(cancels_posted(&case.trace), 1, "{what}");
 
             let dir = scratch(&format!("go-client-{sdk}-{era}-http"));
             let mut c = client(&go, sdk, era);
@@ -306,7 +289,7 @@ fn go_clients_cancel_at_their_deadline_on_both_transports_in_both_eras() {
             };
             assert_eq!(code, exit, "{what}");
             assert_eq!(case.rules(), rules, "{what}");
-            assert_eq!(cancels_posted(&case), posted, "{what}");
+            assert_eq!(cancels_posted(&case.trace), posted, "{what}");
             // `cancels_seen` counts both: the notifications, and in 2026-07-28 the close.
             let closes = usize::from(era == "auto");
             assert_eq!(case.cancels_seen(), posted + closes, "{what}");

@@ -305,14 +305,7 @@ pub fn go_peers() -> Option<GoPeers> {
     };
     let source = repo().join("tests/peers/go");
     let files = ["go.mod", "go.sum", "server/main.go", "client/main.go"];
-    let texts: Vec<String> = files
-        .iter()
-        .map(|f| {
-            let path = source.join(f);
-            fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-        })
-        .collect();
+    let texts = read_sources(&source, &files);
     for (module, version) in [
         ("github.com/modelcontextprotocol/go-sdk", GO_SDK_VERSION),
         ("github.com/mark3labs/mcp-go", MCP_GO_VERSION),
@@ -325,11 +318,7 @@ pub fn go_peers() -> Option<GoPeers> {
     let dir = peers_dir().join(format!("go-sdks-{GO_SDK_VERSION}-{MCP_GO_VERSION}"));
     let stamp = format!("go {version}\n{}", texts.join("\n"));
     install_once(&dir, &stamp, |dir| {
-        for (f, text) in files.iter().zip(&texts) {
-            let path = dir.join("src").join(f);
-            fs::create_dir_all(path.parent().expect("a folder")).expect("create a source folder");
-            fs::write(&path, text).expect("write a source file");
-        }
+        write_sources(&dir.join("src"), &files, &texts);
         fs::create_dir_all(dir.join("bin")).expect("create the bin folder");
         let mut build = Command::new(&go);
         build
@@ -433,14 +422,7 @@ pub fn java_sdk() -> Option<JavaPeers> {
         "src/main/java/dev/mcpsim/peers/SlowServer.java",
         "src/main/java/dev/mcpsim/peers/PlanClient.java",
     ];
-    let texts: Vec<String> = files
-        .iter()
-        .map(|f| {
-            let path = source.join(f);
-            fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-        })
-        .collect();
+    let texts = read_sources(&source, &files);
     assert!(
         texts[0].contains(&format!("<mcp.version>{JAVA_SDK_VERSION}</mcp.version>")),
         "tests/peers/java/pom.xml must pin io.modelcontextprotocol.sdk:mcp {JAVA_SDK_VERSION}"
@@ -448,11 +430,7 @@ pub fn java_sdk() -> Option<JavaPeers> {
     let dir = peers_dir().join(format!("java-sdk-{JAVA_SDK_VERSION}"));
     let stamp = format!("{java_version}\n{mvn_version}\n{}", texts.join("\n"));
     install_once(&dir, &stamp, |dir| {
-        for (f, text) in files.iter().zip(&texts) {
-            let path = dir.join("src").join(f);
-            fs::create_dir_all(path.parent().expect("a folder")).expect("create a source folder");
-            fs::write(&path, text).expect("write a source file");
-        }
+        write_sources(&dir.join("src"), &files, &texts);
         let mut build = Command::new(&mvn);
         build
             .args(["-B", "-q", "-f"])
@@ -688,6 +666,28 @@ fn lock_path(dir: &Path) -> PathBuf {
     let mut name = dir.file_name().expect("peer folder name").to_os_string();
     name.push(".lock");
     dir.with_file_name(name)
+}
+
+/// A peer's committed sources (`files` under `source`), read whole: their text goes into the
+/// install's stamp, so that a change to any of them rebuilds the peer.
+fn read_sources(source: &Path, files: &[&str]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| {
+            let path = source.join(f);
+            fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+        })
+        .collect()
+}
+
+/// The sources [`read_sources`] read, written under `dir` at their relative paths.
+fn write_sources(dir: &Path, files: &[&str], texts: &[String]) {
+    for (f, text) in files.iter().zip(texts) {
+        let path = dir.join(f);
+        fs::create_dir_all(path.parent().expect("a folder")).expect("create a source folder");
+        fs::write(&path, text).expect("write a source file");
+    }
 }
 
 /// Runs `install` into an emptied `dir` unless `dir/.installed` holds `stamp`, under the

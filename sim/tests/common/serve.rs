@@ -15,6 +15,23 @@ use serde_json::Value;
 
 pub const MCP_SIM: &str = env!("CARGO_BIN_EXE_mcp-sim");
 
+/// Cancels the client sent as `notifications/cancelled`, as the server read them (a stream's
+/// close, the 2026-07-28 HTTP cancel, is not counted: [`Case::cancels_seen`] counts both).
+pub fn cancels_posted(trace: &Trace) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.side == Side::Server)
+        .filter(|e| match &e.kind {
+            EventKind::Recv(w) => matches!(
+                w.decode(&DecodeOptions::default()),
+                Ok(Message::Cancelled(_))
+            ),
+            _ => false,
+        })
+        .count()
+}
+
 /// A fresh folder for one case's files.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-{name}"));
