@@ -80,7 +80,7 @@
 //! | 6 | [`diff`], [`recording`] | two runs compared by behaviour (calls aligned, classes, the verdicts' delta); a recorded session read as a script of both peers, and the matching of new requests to its calls |
 //! | 7 | [`scenario`] | every knob of a run as one value, drawn from a seed |
 //! | 8 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
-//! | 9 | [`run`] | run and judge one scenario on either lane |
+//! | 9 | [`run`], `virtual_run` | run and judge one scenario on either lane; seeded runs of a real program under the virtual clock (feature `live`), checked for determinism |
 //! | 10 | [`mutants`] | the conditions each mutant needs to show, and the hunt that gives the oracle's mutation score |
 //! | 11 | [`repro`] | the reproduction contract: the knobs that name a run, the `mcp-sim replay` and `cargo test` lines that rerun it, the strict reading of `MCP_SIM_SEED` and its siblings |
 //! | 12 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
@@ -128,4 +128,6 @@ pub mod run;
 pub mod scenario;
 pub mod time;
 pub mod trace;
+#[cfg(feature = "live")]
+pub mod virtual_run;
 pub mod wire;

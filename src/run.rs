@@ -118,6 +118,12 @@ pub fn judge_with_client(
     })
 }
 
+/// Judges `run`, made elsewhere (a virtual peer's, [`crate::lanes::memory::run_virtual`]), as
+/// [`judge`] judges its own: the oracle, and `liveness` for a run that did not settle.
+pub fn judge_run(scenario: &Scenario, run: RunResult) -> Judged {
+    judge_by(scenario, || Ok(run))
+}
+
 fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>) -> Judged {
     quiet_panics();
     QUIET.with(|q| q.set(true));

@@ -317,6 +317,8 @@ pub(crate) enum EraArg {
     One(EraChoice),
     /// The modern era and 2025-11-25.
     Both,
+    /// `server/discover` first, then `initialize`: a virtual run's client, as `probe`'s.
+    Auto,
 }
 
 impl std::str::FromStr for EraArg {
@@ -325,6 +327,7 @@ impl std::str::FromStr for EraArg {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "both" => Ok(EraArg::Both),
+            "auto" => Ok(EraArg::Auto),
             other => other.parse().map(EraArg::One).map_err(|_| {
                 format!("unknown era {other:?}: seed, both, modern, legacy or a revision's date (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)")
             }),
@@ -335,6 +338,9 @@ impl std::str::FromStr for EraArg {
 impl Overrides {
     /// Checks the names given on the command line.
     pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.era == EraArg::Auto {
+            return Err("--era auto is for --virtual runs (the reference client's era is drawn from the seed, or fixed)".into());
+        }
         let proxy = self.proxy()?;
         if matches!(proxy, ProxyChoice::Bridge | ProxyChoice::EraBridge)
             && matches!(self.lane.lane(), mcp_sim::lanes::Lane::Memory)
@@ -370,6 +376,7 @@ impl Overrides {
     pub(crate) fn eras(&self) -> Vec<EraChoice> {
         match self.era {
             EraArg::One(e) => vec![e],
+            EraArg::Auto => vec![EraChoice::FromSeed],
             EraArg::Both => vec![EraChoice::Fixed(Era::Modern), EraChoice::Fixed(Era::LEGACY)],
         }
     }
@@ -434,6 +441,7 @@ impl Overrides {
                 let _ = write!(out, " --era {}", era.version());
             }
             EraArg::Both => out.push_str(" --era both"),
+            EraArg::Auto => out.push_str(" --era auto"),
         }
         out
     }

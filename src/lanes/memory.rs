@@ -21,14 +21,15 @@ use rand_chacha::ChaCha8Rng;
 
 use super::client_driver::{ClientDriver, ClientOutput, EndedBy};
 use super::intermediary::{Expiry, FromServer, Intermediary};
+use super::memory_server::{process_gone, SimServer, SimServerOutput};
 use super::readers::{ExchangeItem, ResponseReader};
 use super::response_writer::{ResponsePart, ServerWrite};
-use super::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use super::server_driver::{ServerDriver, ServerRecording};
 use super::{RunResult, RunSink, RunStats};
 use crate::model::server::Playback;
-use crate::model::{Backend, Mutant, Server, StreamId, Transport, SLOW_TOOL};
+use crate::model::{Backend, Mutant, Server, StreamId, Transport};
 use crate::scenario::workload::{Crashes, Step, Workload};
-use crate::scenario::{Fault, ProxyConfig, Scenario};
+use crate::scenario::{Fault, ProxyConfig, Scenario, ToolCalls};
 use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
 use crate::wire;
@@ -223,8 +224,10 @@ fn new_server(scenario: &Scenario, playback: Option<&Playback>, t: Time) -> Serv
     }
 }
 
-struct Sim<'s> {
+struct Sim<'s, 'p> {
     scenario: &'s Scenario,
+    /// The tool and arguments of each planned call.
+    tool_calls: &'s ToolCalls,
     /// A recording the server plays back ([`run_playing`]).
     playback: Option<Playback>,
     /// The clock, the trace and the counters.
@@ -238,8 +241,8 @@ struct Sim<'s> {
     /// Channels that lost a message in a blackhole: TCP does not recover, nothing more passes.
     wedged: BTreeSet<Channel>,
     client: ClientDriver,
-    /// The server with its in-process backend.
-    server: ServerDriver,
+    /// The server: the model's with its in-process backend, or a virtual peer.
+    server: SimServer<'p>,
     epoch: u64,
     /// The server process the client's stdio pipe leads to, as the client knows it: until it
     /// sees the pipe break, what it writes goes into the dead process's pipe and is lost.
@@ -283,79 +286,138 @@ pub fn run_playing(scenario: &Scenario, playback: Playback) -> RunResult {
 
 fn run_serving(scenario: &Scenario, playback: Option<Playback>) -> RunResult {
     let server = new_server(scenario, playback.as_ref(), Time::ZERO);
-    let mut sim = Sim {
-        scenario,
-        playback,
-        rec: SimTrace {
-            now: Time::ZERO,
-            trace: Trace::new(),
-            stats: RunStats::default(),
-        },
-        seq: 0,
-        queue: BinaryHeap::new(),
-        rng: ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x6d63_702d_7369_6d00),
-        fifo: BTreeMap::new(),
-        partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
-        blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
-        wedged: BTreeSet::new(),
-        // The in-memory lane moves messages, not POSTs: no headers to record.
-        client: ClientDriver::for_scenario(scenario, false),
-        server: ServerDriver::new(
-            server,
-            Some(Backend::new()),
-            ServerRecording::default(),
-            scenario.no_buffering_header,
-        ),
-        epoch: 0,
-        client_pipe: 0,
-        client_streams: BTreeMap::new(),
-        open: OpenStreams::default(),
-        server_closed: BTreeSet::new(),
-        workload: Workload::of(scenario, Crashes::Included),
+    let server = SimServer::Model(ServerDriver::new(
+        server,
+        Some(Backend::new()),
+        ServerRecording::default(),
+        scenario.no_buffering_header,
+    ));
+    let tool_calls = ToolCalls::slow_op();
+    let sim = Sim::new(scenario, &tool_calls, playback, server);
+    sim.run()
+}
+
+/// What a run with a virtual server produced: the run, and what its program did that the
+/// shim could not hold deterministic, each with the virtual time it was seen.
+#[cfg(feature = "live")]
+#[derive(Debug, Clone)]
+pub struct VirtualRun {
+    /// The run.
+    pub run: RunResult,
+    /// The escapes seen ([`super::virtual_peer::Escape`]): a run with any is not replayable.
+    pub escapes: Vec<(Time, super::virtual_peer::Escape)>,
+}
+
+/// Runs `scenario` with a real program in the server's place: `peer`'s program under the
+/// lane's clock (the scenario's own server behaviour and mutants do not apply to it), called
+/// with `tool_calls`. Each process of the run draws its entropy from the scenario's seed, so
+/// the same scenario gives the same trace as long as the program did not escape. An error is
+/// the peer's failure (it would not start, or broke the control protocol), not the program's.
+#[cfg(feature = "live")]
+pub fn run_virtual(
+    scenario: &Scenario,
+    tool_calls: &ToolCalls,
+    peer: &mut super::virtual_peer::VirtualPeer,
+) -> Result<VirtualRun, super::virtual_peer::VirtualError> {
+    let server = super::virtual_peer::VirtualServer::new(peer, scenario.seed, scenario.transport);
+    let mut sim = Sim::new(scenario, tool_calls, None, SimServer::Virtual(server));
+    let run = sim.run_loop();
+    let SimServer::Virtual(server) = sim.server else {
+        unreachable!("made virtual above")
     };
-    let horizon = Time::ZERO + scenario.horizon();
-    loop {
-        let next_step = sim.workload.next_due();
-        let next_action = sim.queue.peek().map(|s| s.0.at);
-        let next_timer = sim.next_timer();
-        let Some(next) = [next_step, next_action, next_timer]
-            .into_iter()
-            .flatten()
-            .min()
-        else {
-            break;
-        };
-        if next > horizon {
-            break;
-        }
-        // A deadline already past (a model may name one: "call me now") never moves time back.
-        sim.rec.now = next.max(sim.rec.now);
-        // The workload's steps go before deliveries due at the same instant.
-        if next_step == Some(next) {
-            let step = sim.workload.poll(next).expect("due");
-            sim.step(step);
-        } else if next_action == Some(next) {
-            let Reverse(s) = sim.queue.pop().expect("peeked");
-            sim.apply(s.action);
-        } else {
-            sim.client.timers(sim.rec.now);
-            sim.server.timers(sim.rec.now);
-            sim.proxy_timeouts();
-        }
-        sim.drain();
-    }
-    let complete = sim.client.client().outstanding() == 0
-        && sim.server.server().active_jobs() == 0
-        && sim.server.backend_held() == 0;
-    sim.rec.stats.sim_ms = sim.rec.now.as_millis();
-    RunResult {
-        trace: sim.rec.trace,
-        complete,
-        stats: sim.rec.stats,
+    let (error, escapes) = server.finish();
+    match error {
+        Some(e) => Err(e),
+        None => Ok(VirtualRun { run, escapes }),
     }
 }
 
-impl Sim<'_> {
+impl<'s, 'p> Sim<'s, 'p> {
+    fn new(
+        scenario: &'s Scenario,
+        tool_calls: &'s ToolCalls,
+        playback: Option<Playback>,
+        server: SimServer<'p>,
+    ) -> Self {
+        Sim {
+            scenario,
+            tool_calls,
+            playback,
+            rec: SimTrace {
+                now: Time::ZERO,
+                trace: Trace::new(),
+                stats: RunStats::default(),
+            },
+            seq: 0,
+            queue: BinaryHeap::new(),
+            rng: ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x6d63_702d_7369_6d00),
+            fifo: BTreeMap::new(),
+            partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
+            blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
+            wedged: BTreeSet::new(),
+            // The in-memory lane moves messages, not POSTs: no headers to record.
+            client: ClientDriver::for_scenario(scenario, false),
+            server,
+            epoch: 0,
+            client_pipe: 0,
+            client_streams: BTreeMap::new(),
+            open: OpenStreams::default(),
+            server_closed: BTreeSet::new(),
+            workload: Workload::of(scenario, Crashes::Included),
+        }
+    }
+
+    fn run(mut self) -> RunResult {
+        self.run_loop()
+    }
+
+    /// Runs to the end (or the horizon, or until a virtual server must stop).
+    fn run_loop(&mut self) -> RunResult {
+        let sim = self;
+        let scenario = sim.scenario;
+        let horizon = Time::ZERO + scenario.horizon();
+        loop {
+            if sim.server.stopped() {
+                break;
+            }
+            let next_step = sim.workload.next_due();
+            let next_action = sim.queue.peek().map(|s| s.0.at);
+            let next_timer = sim.next_timer();
+            let Some(next) = [next_step, next_action, next_timer]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
+                break;
+            };
+            if next > horizon {
+                break;
+            }
+            // A deadline already past (a model may name one: "call me now") never moves time back.
+            sim.rec.now = next.max(sim.rec.now);
+            // The workload's steps go before deliveries due at the same instant.
+            if next_step == Some(next) {
+                let step = sim.workload.poll(next).expect("due");
+                sim.step(step);
+            } else if next_action == Some(next) {
+                let Reverse(s) = sim.queue.pop().expect("peeked");
+                sim.apply(s.action);
+            } else {
+                sim.client.timers(sim.rec.now);
+                sim.server.timers(sim.rec.now);
+                sim.proxy_timeouts();
+            }
+            sim.drain();
+        }
+        let complete = sim.client.client().outstanding() == 0 && sim.server.settled();
+        sim.rec.stats.sim_ms = sim.rec.now.as_millis();
+        RunResult {
+            trace: std::mem::take(&mut sim.rec.trace),
+            complete,
+            stats: std::mem::take(&mut sim.rec.stats),
+        }
+    }
+
     fn schedule_at(&mut self, at: Time, action: Action) {
         self.seq += 1;
         self.queue.push(Reverse(Scheduled {
@@ -399,7 +461,7 @@ impl Sim<'_> {
         let proxy = self.open.deadline();
         [
             self.client.client().poll_timeout(),
-            self.server.server().poll_timeout(),
+            self.server.poll_timeout(),
             proxy,
         ]
         .into_iter()
@@ -451,18 +513,8 @@ impl Sim<'_> {
                         // The proxy stands at the server's end of the one hop: the POST's
                         // bytes pass it as they reach the server (ALB counts them).
                         self.open.client_bytes(s, now);
-                        match method {
-                            Method::Post => {
-                                self.server.post(now, s, &bytes, headers, &mut self.rec)
-                            }
-                            m => self.server.open(
-                                now,
-                                s,
-                                m,
-                                headers.unwrap_or_default(),
-                                &mut self.rec,
-                            ),
-                        }
+                        self.server
+                            .request(now, s, method, &bytes, headers, &mut self.rec);
                     }
                 }
             }
@@ -500,7 +552,8 @@ impl Sim<'_> {
 
     fn start_call(&mut self, k: usize) {
         let call = self.scenario.calls[k];
-        let spec = call.call_spec(SLOW_TOOL, call.slow_op_arguments());
+        let arguments = self.tool_calls.arguments(self.scenario, k);
+        let spec = call.call_spec(self.tool_calls.tool(), arguments);
         self.client.start_call(self.rec.now, k, spec);
     }
 
@@ -532,29 +585,20 @@ impl Sim<'_> {
     /// The server process dies and restarts at once with no memory; the backend drops the
     /// dead process's sessions, releasing what they held.
     fn crash(&mut self) {
-        self.record(
-            Side::Server,
-            EventKind::Close {
-                stream: None,
-                by: Side::Server,
-                reason: None,
-            },
-        );
-        let released = self
-            .server
-            .backend_mut()
-            .map(Backend::release_all)
-            .unwrap_or_default();
+        self.record(Side::Server, process_gone());
+        let (scenario, playback, now) = (self.scenario, self.playback.as_ref(), self.rec.now);
+        let released = self.server.crash(|| new_server(scenario, playback, now));
         for request in released {
             self.record(Side::Backend, EventKind::Release { request });
         }
+        self.server_gone();
+    }
+
+    /// The server's process is gone (crashed, or a virtual server's program ended): the
+    /// client's pipe breaks, or each open stream is cut after what the proxy held.
+    fn server_gone(&mut self) {
         let open = self.open.ids();
         self.epoch += 1;
-        self.server.restart(new_server(
-            self.scenario,
-            self.playback.as_ref(),
-            self.rec.now,
-        ));
         match self.scenario.transport {
             Transport::Stdio => {
                 self.deliver(Channel::ToClient(None), Action::ClientSeesPipeClosed);
@@ -630,9 +674,11 @@ impl Sim<'_> {
             while let Some(out) = self.server.poll_io(self.rec.now, &mut self.rec) {
                 busy = true;
                 match out {
-                    ServerOutput::Write(w) => self.server_write(w),
-                    // The backend is in process: the driver keeps its ledger.
-                    ServerOutput::Backend(_) => {}
+                    SimServerOutput::Write(w) => self.server_write(w),
+                    SimServerOutput::Exited => {
+                        self.record(Side::Server, process_gone());
+                        self.server_gone();
+                    }
                 }
             }
             if !busy {

@@ -47,12 +47,15 @@ mod intermediary_table;
 #[cfg(feature = "live")]
 pub mod live;
 pub mod memory;
+mod memory_server;
 pub mod readers;
 pub(crate) mod recorder;
 pub(crate) mod response_writer;
 pub(crate) mod server_driver;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;
+#[cfg(feature = "live")]
+pub mod virtual_peer;
 #[cfg(any(feature = "turmoil", feature = "live"))]
 pub(crate) mod wiretap;
 

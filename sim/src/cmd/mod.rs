@@ -15,3 +15,4 @@ pub mod replay;
 pub mod rules;
 pub mod serve;
 pub mod sweep;
+pub mod virtual_peer;

@@ -51,6 +51,8 @@ pub struct Args {
     /// Where to write the report files.
     #[arg(long, default_value = "target/mcp-sim-reports")]
     report_dir: PathBuf,
+    #[command(flatten)]
+    virtual_peer: super::virtual_peer::VirtualOptions,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -58,6 +60,15 @@ pub fn run(args: &Args) -> ExitCode {
         return run_file(args, path);
     }
     let seed = args.seed.expect("clap requires --seed without --scenario");
+    if args.virtual_peer.on {
+        return super::virtual_peer::replay(
+            &args.virtual_peer,
+            &args.overrides,
+            seed,
+            &args.report_dir,
+            args.trace,
+        );
+    }
     if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim replay: {e}");
         return ExitCode::from(2);

@@ -61,6 +61,8 @@ pub struct Args {
     /// failed, until `probe --scenario ... --hypothesis M` confirms one live.
     #[arg(long, requires = "around", value_delimiter = ',', value_parser = crate::args::parse_side)]
     hypotheses: Vec<mcp_sim::model::mutant::MutantSide>,
+    #[command(flatten)]
+    virtual_peer: super::virtual_peer::VirtualOptions,
 }
 
 /// `K/N` with `1 <= K <= N`.
@@ -111,6 +113,17 @@ pub(crate) fn run_seed(
 
 /// Writes trace, diagram and summary of a failing run; returns the folder.
 pub(crate) fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Result<PathBuf> {
+    write_report_with(dir, r, replay, &r.scenario.to_string())
+}
+
+/// [`write_report`] with the scenario said as `scenario` (a virtual run's knobs are not the
+/// reference server's).
+pub(crate) fn write_report_with(
+    dir: &Path,
+    r: &SeedRun,
+    replay: &str,
+    scenario: &str,
+) -> std::io::Result<PathBuf> {
     let mut suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
     if let EraChoice::Fixed(era) = r.era {
         if era.is_legacy() {
@@ -126,14 +139,22 @@ pub(crate) fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Re
         folder.join("sequence.mmd"),
         report::mermaid(trace, &r.judged.verdict, &events),
     )?;
-    std::fs::write(folder.join("summary.txt"), summary_text(r, replay))?;
+    std::fs::write(
+        folder.join("summary.txt"),
+        summary_text_with(r, replay, scenario),
+    )?;
     Ok(folder)
 }
 
 pub(crate) fn summary_text(r: &SeedRun, replay: &str) -> String {
+    summary_text_with(r, replay, &r.scenario.to_string())
+}
+
+/// [`summary_text`] with the scenario said as `scenario`.
+pub(crate) fn summary_text_with(r: &SeedRun, replay: &str, scenario: &str) -> String {
     let (trace, report) = (&r.judged.run.trace, &r.judged.verdict);
     let mut out = String::new();
-    let _ = writeln!(out, "SEED={} {}", r.seed, r.scenario);
+    let _ = writeln!(out, "SEED={} {scenario}", r.seed);
     if let Some(c) = &r.judged.crash {
         let _ = writeln!(out, "CRASH: {c}");
     }
@@ -219,6 +240,20 @@ impl Summary {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    if args.virtual_peer.on {
+        if args.around.is_some() || args.shard.is_some() {
+            eprintln!("mcp-sim sweep: --virtual takes neither --around nor --shard");
+            return ExitCode::from(2);
+        }
+        return super::virtual_peer::sweep(
+            &args.virtual_peer,
+            &args.overrides,
+            args.seeds,
+            args.jobs,
+            &args.report_dir,
+            args.format,
+        );
+    }
     if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim sweep: {e}");
         return ExitCode::from(2);
@@ -301,6 +336,8 @@ pub fn run(args: &Args) -> ExitCode {
         violations: BTreeMap::new(),
         traces: 0,
         failing: Vec::new(),
+        not_replayable: Vec::new(),
+        inconclusive: 0,
     };
     for s in &results {
         totals.traces ^= run_digest(s.seed, s.transport, s.digest);
@@ -380,6 +417,27 @@ pub(crate) struct Totals {
     pub traces: u64,
     /// Every run that broke a MUST rule or crashed, in seed order.
     pub failing: Vec<FailingRun>,
+    /// Virtual runs that cannot be trusted to replay (an escape, or two runs that differed):
+    /// neither findings nor passes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_replayable: Vec<NotReplayableRun>,
+    /// Virtual runs that exercised nothing (no call ended with a result or was cancelled).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inconclusive: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A virtual run that is not replayable, and why.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct NotReplayableRun {
+    pub seed: u64,
+    /// The escape, or where two runs of the seed parted.
+    pub why: String,
+    /// The `mcp-sim replay` line.
+    pub replay: String,
 }
 
 /// One run's share of [`Totals::traces`]: its seed, transport and trace digest mixed into one
@@ -605,6 +663,17 @@ impl Totals {
                 let _ = writeln!(out, "  {rule:<28} {:<7} {}", c.level, c.runs);
             }
         }
+        if self.inconclusive > 0 {
+            let _ = writeln!(
+                out,
+                "inconclusive: {} runs exercised nothing (no tools/call ended with a result)",
+                self.inconclusive
+            );
+        }
+        for n in &self.not_replayable {
+            let _ = writeln!(out, "NOT-REPLAYABLE seed {}: {}", n.seed, n.why);
+            let _ = writeln!(out, "  replay: {}", n.replay);
+        }
         for f in &self.failing {
             let _ = writeln!(out, "FAIL seed {}: {}", f.seed, f.rules.join(", "));
             if let Some(folder) = &f.report {
@@ -612,7 +681,9 @@ impl Totals {
             }
             let _ = writeln!(out, "  digest: {}", f.digest);
             let _ = writeln!(out, "  replay: {}", f.replay);
-            let _ = writeln!(out, "  test:   {}", f.test);
+            if !f.test.is_empty() {
+                let _ = writeln!(out, "  test:   {}", f.test);
+            }
         }
         if !self.failing.is_empty() {
             let _ = writeln!(

@@ -1,0 +1,900 @@
+"""Run a real, unmodified Python MCP server under mcp-sim's virtual clock.
+
+mcp-sim starts this file with the server's own interpreter (``python virtual_peer.py
+server.py ARGS`` or ``python virtual_peer.py -m package ARGS``) and drives it over the
+process's stdin and stdout with one JSON object a line: the *control protocol*, the model's
+sans-IO contract spoken across a pipe. The server's own stdin, stdout and clock are virtual;
+its stderr is its own.
+
+Process layout
+--------------
+The first process is a *zygote*: it patches the clock and the entropy sources, imports what
+the program imports (read from its source, so the interpreter and the SDK load once), and
+then forks one child per run (``{"op": "spawn", "seed": S}``). A child runs the program as
+``python server.py`` would, under a fresh copy of that state, and talks on the zygote's pipe
+while the zygote waits for it; when it ends, the zygote reports ``{"reaped": STATUS}``.
+
+Control protocol (times are whole virtual milliseconds since the run began)
+-------------------------------------------------------------------------
+mcp-sim sends one command and reads one report, which the peer writes once it is
+*quiescent*: every ready callback has run, no worker thread is running, and nothing is left
+but timers and input.
+
+- ``{"op": "spawn", "seed": S, "transport": "stdio"|"http"}`` (to the zygote)
+- ``{"op": "deliver", "t": T, "data": TEXT}``: bytes on the server's stdin at T
+- ``{"op": "close", "t": T}``: the server's stdin ends at T
+- ``{"op": "advance", "t": T}``: the clock moves to T; timers due by then fire
+- ``{"op": "request", "t": T, "stream": N, "method": M, "path": P, "headers": {..},
+  "body": TEXT}``: an HTTP request handed to the server's ASGI app on stream N
+- ``{"op": "disconnect", "t": T, "stream": N}``: the client went away from stream N
+- ``{"op": "end"}``: the run is over; the child exits without a report
+
+A report: ``{"t": T, "out": [...], "next": MS|null, "escapes": [...], "exit": CODE?}``.
+``out`` holds what the server wrote, in order, each stamped with its virtual time:
+``{"t", "data"}`` on stdio; ``{"t", "stream", "status", "headers"}``, ``{"t", "stream",
+"body"}`` and ``{"t", "stream", "end": true}`` on HTTP. ``next`` is the server's next timer
+deadline (the loop's earliest timer, rounded up to the millisecond). ``escapes`` names what
+the shim could not hold deterministic, each with where it happened.
+
+Determinism
+-----------
+- The asyncio loop is a ``SelectorEventLoop`` whose ``time()`` is the virtual clock and
+  whose selector, when the loop would sleep, reports and waits for the next command instead.
+  asyncio's ready queue is FIFO, so every step is a function of the inputs.
+- Worker threads (anyio's ``to_thread.run_sync``, which the SDK uses for sync tools and for
+  the stdio transport's reads and writes, and ``loop.run_in_executor``) run one at a time, in
+  the order the loop submitted them, only while the loop waits in its selector; the clock
+  stays put while one runs, and the loop goes on only once the thread's result is posted. A
+  thread blocked on the virtual stdin gives its turn back until input arrives.
+- ``time.time``/``monotonic``/``perf_counter`` (and their ``_ns`` forms), ``datetime.now``,
+  ``utcnow`` and ``today`` read the virtual clock (the wall clock starts at
+  2026-01-01T00:00:00Z); ``random``, ``os.urandom``, ``uuid.uuid4`` and ``secrets`` draw from
+  the run's seed; mcp-sim starts the interpreter with ``PYTHONHASHSEED=0``.
+- Escapes are watched with an audit hook (sockets that connect, bind or resolve;
+  subprocesses, forks and execs), a check of threads started outside the worker pools, file
+  descriptors registered with the loop, and a bound on how long a worker thread may run.
+  A run with an escape is not judged: mcp-sim reports it as ``not-replayable``.
+
+Only asyncio is virtualised: a program that runs anyio on trio, or uvloop, is reported as an
+escape (its loop never reaches the shim).
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import datetime as _datetime
+import importlib.util
+import io
+import json
+import math
+import os
+import random
+import sys
+import threading
+import time
+import traceback
+
+# --------------------------------------------------------------------------------------------
+# The clock: integer nanoseconds since the run began.
+
+_EPOCH_S = 1_767_225_600  # 2026-01-01T00:00:00Z: the virtual wall clock's start
+_REAL = {
+    "time": time.time,
+    "time_ns": time.time_ns,
+    "monotonic": time.monotonic,
+    "monotonic_ns": time.monotonic_ns,
+    "perf_counter": time.perf_counter,
+    "perf_counter_ns": time.perf_counter_ns,
+    "urandom": os.urandom,
+}
+
+
+class _Clock:
+    ns = 0
+
+
+def _now_s() -> float:
+    return _Clock.ns / 1e9
+
+
+def _now_ms() -> int:
+    return _Clock.ns // 1_000_000
+
+
+def _patch_time() -> None:
+    time.time = lambda: _EPOCH_S + _Clock.ns / 1e9
+    time.time_ns = lambda: _EPOCH_S * 1_000_000_000 + _Clock.ns
+    time.monotonic = _now_s
+    time.monotonic_ns = lambda: _Clock.ns
+    time.perf_counter = _now_s
+    time.perf_counter_ns = lambda: _Clock.ns
+
+    real_dt = _datetime.datetime
+    real_date = _datetime.date
+
+    class _Same(type):
+        """Instances made by C code (the real class) still pass isinstance checks."""
+
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, cls.__mro__[1])
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, cls.__mro__[1])
+
+    class datetime(real_dt, metaclass=_Same):  # noqa: N801 (the module's own name)
+        @classmethod
+        def now(cls, tz=None):
+            return cls.fromtimestamp(time.time(), tz)
+
+        @classmethod
+        def utcnow(cls):
+            return cls.fromtimestamp(time.time(), _datetime.timezone.utc).replace(tzinfo=None)
+
+        @classmethod
+        def today(cls):
+            return cls.fromtimestamp(time.time())
+
+    class date(real_date, metaclass=_Same):  # noqa: N801
+        @classmethod
+        def today(cls):
+            return cls.fromtimestamp(time.time())
+
+    datetime.__module__ = date.__module__ = "datetime"
+    _datetime.datetime = datetime
+    _datetime.date = date
+
+
+# --------------------------------------------------------------------------------------------
+# Entropy: one seeded stream per run.
+
+
+class _Entropy:
+    rng = random.Random(0)
+
+
+def _urandom(n: int) -> bytes:
+    return _Entropy.rng.getrandbits(8 * n).to_bytes(n, "little") if n > 0 else b""
+
+
+def _patch_entropy() -> None:
+    os.urandom = _urandom
+    random._urandom = _urandom  # SystemRandom and secrets read it
+
+
+def _seed(seed: int) -> None:
+    _Entropy.rng = random.Random(seed ^ 0x6D63_702D_7369_6D01)
+    random.seed(seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Escapes: what the shim cannot hold deterministic, with where it happened.
+
+
+class _Escapes:
+    armed = False
+    seen: list = []
+    reported = 0
+    fatal = False
+
+
+def _where() -> str:
+    here = os.path.abspath(__file__)
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if os.path.abspath(frame.filename) != here:
+            return f"{frame.filename}:{frame.lineno}"
+    return "?"
+
+
+def _escape(what: str, where: str | None = None, fatal: bool = False) -> None:
+    entry = {"what": what, "where": where or _where()}
+    if entry not in _Escapes.seen:
+        _Escapes.seen.append(entry)
+    _Escapes.fatal = _Escapes.fatal or fatal
+
+
+_AUDITED = {
+    "socket.connect": "a real socket connected",
+    "socket.bind": "a real socket was bound",
+    "socket.getaddrinfo": "a host name was resolved",
+    "subprocess.Popen": "a subprocess was started",
+    "os.system": "a shell command was run",
+    "os.posix_spawn": "a process was spawned",
+    "os.fork": "the process forked",
+    "os.exec": "the process exec'd",
+}
+
+
+def _audit(event: str, args) -> None:
+    if _Escapes.armed and event in _AUDITED:
+        _escape(f"{_AUDITED[event]} ({event})")
+
+
+# --------------------------------------------------------------------------------------------
+# Worker threads: one at a time, in submission order, only while the loop waits.
+
+
+class _Jobs:
+    """Tickets of worker-thread jobs. The loop thread submits; the selector grants turns."""
+
+    def __init__(self) -> None:
+        self.cv = threading.Condition()
+        self.next_ticket = 0
+        self.queue: collections.deque = collections.deque()
+        self.turn: int | None = None
+        self.done: set = set()
+        self.blocked: set = set()
+        self.names: dict = {}
+        self.posts = 0  # call_soon_threadsafe calls so far
+        self.local = threading.local()
+
+    def submit(self, func) -> int:
+        with self.cv:
+            ticket = self.next_ticket
+            self.next_ticket += 1
+            self.queue.append(ticket)
+            self.names[ticket] = getattr(func, "__qualname__", repr(func))
+            return ticket
+
+    def gate(self, func, submitted: bool = True):
+        """`func` as a job that runs only in its turn. It queues now, or (`submitted=False`)
+        when the loop hands it to its thread: anyio awaits a checkpoint before that, and a
+        job queued earlier would hold the turn while the loop still has to hand it over."""
+        jobs = self
+        slot = {"ticket": None}
+
+        def gated(*args, **kwargs):
+            with jobs.cv:
+                while slot["ticket"] is None or jobs.turn != slot["ticket"]:
+                    jobs.cv.wait()
+            ticket = slot["ticket"]
+            jobs.local.ticket = ticket
+            try:
+                return func(*args, **kwargs)
+            finally:
+                jobs.local.ticket = None
+                with jobs.cv:
+                    jobs.done.add(ticket)
+                    jobs.cv.notify_all()
+
+        def submit():
+            if slot["ticket"] is None:
+                slot["ticket"] = jobs.submit(func)
+
+        gated._mcp_sim_submit = submit
+        if submitted:
+            submit()
+        return gated
+
+    def posted(self) -> None:
+        with self.cv:
+            self.posts += 1
+            self.cv.notify_all()
+
+    def block_for_input(self, ready) -> None:
+        """Called on a job's thread: give the turn back until `ready()` holds, then wait for it
+        again (the selector queues the job once input arrives)."""
+        ticket = getattr(self.local, "ticket", None)
+        with self.cv:
+            if ready():
+                return
+            if ticket is None:
+                if threading.current_thread() is threading.main_thread():
+                    # A synchronous server: nothing but this read would ever run the clock.
+                    _escape(
+                        "the program reads its stdin outside an asyncio event loop "
+                        "(a synchronous server: only asyncio programs run virtually)",
+                        fatal=True,
+                    )
+                    _Peer.report(None)
+                    os._exit(3)
+                # A thread of the program's own (reported where it started): wait plainly.
+                while not ready():
+                    self.cv.wait()
+                return
+            self.blocked.add(ticket)
+            if self.turn == ticket:
+                self.turn = None
+            self.cv.notify_all()
+            while not (ready() and self.turn == ticket):
+                self.cv.wait()
+
+    def wake_blocked(self) -> None:
+        """Input arrived: blocked jobs queue for a turn again, oldest first."""
+        with self.cv:
+            for ticket in sorted(self.blocked):
+                self.queue.append(ticket)
+            self.blocked.clear()
+            self.cv.notify_all()
+
+    def run_pending(self, bound_s: float) -> bool:
+        """Runs granted jobs until none is left to run. Returns True when a thread posted to
+        the loop (its result, or a call into the loop that it waits on): the loop must run."""
+        with self.cv:
+            while True:
+                if self.turn is None:
+                    if not self.queue:
+                        return False
+                    self.turn = self.queue.popleft()
+                    self.cv.notify_all()
+                ticket = self.turn
+                posts = self.posts
+                deadline = _REAL["monotonic"]() + bound_s
+                while True:
+                    if ticket in self.done and self.posts > posts:
+                        self.done.discard(ticket)
+                        self.turn = None
+                        return True
+                    if ticket in self.blocked:
+                        break  # gave its turn back: the next job may run
+                    if ticket not in self.done and self.posts > posts:
+                        return True  # it waits on the loop: keep its turn
+                    left = deadline - _REAL["monotonic"]()
+                    if left <= 0:
+                        _escape(
+                            f"a worker thread ran more than {bound_s:g} s of wall time "
+                            f"({self.names.get(ticket, '?')})",
+                            where="worker thread",
+                            fatal=True,
+                        )
+                        return True
+                    self.cv.wait(left)
+
+
+_JOBS = _Jobs()
+
+
+# --------------------------------------------------------------------------------------------
+# The virtual stdin and stdout.
+
+
+class _VirtualStdin(io.RawIOBase):
+    """The server's stdin: bytes mcp-sim delivered, read as a pipe reads (partial reads)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def feed(self, data: bytes) -> None:
+        with _JOBS.cv:
+            self.data += data
+        _JOBS.wake_blocked()
+
+    def close_input(self) -> None:
+        with _JOBS.cv:
+            self.eof = True
+        _JOBS.wake_blocked()
+
+    def readinto(self, buffer) -> int:
+        _JOBS.block_for_input(lambda: bool(self.data) or self.eof)
+        with _JOBS.cv:
+            n = min(len(buffer), len(self.data))
+            buffer[:n] = self.data[:n]
+            del self.data[:n]
+            return n
+
+
+class _Outputs:
+    """What the server wrote since the last report, stamped with virtual time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.items: list = []
+
+    def add(self, item: dict) -> None:
+        item["t"] = _now_ms()
+        with self.lock:
+            self.items.append(item)
+
+    def take(self) -> list:
+        with self.lock:
+            items, self.items = self.items, []
+            return items
+
+
+_OUT = _Outputs()
+
+
+class _VirtualStdout(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        data = bytes(b)
+        if data:
+            _OUT.add({"data": data.decode("utf-8", "replace")})
+        return len(data)
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP: the server's ASGI app, called in the loop (no sockets).
+
+
+class _Http:
+    def __init__(self) -> None:
+        self.app = None
+        self.disconnected: dict = {}
+        self.host = "127.0.0.1:8000"  # where the program meant to listen: its Host check
+
+    def serve(self, app) -> None:
+        self.app = app
+
+    def request(self, loop, cmd: dict) -> None:
+        stream = cmd["stream"]
+        event = _asyncio().Event()
+        self.disconnected[stream] = event
+        loop.create_task(self._call(stream, cmd, event))
+
+    def disconnect(self, stream: int) -> None:
+        event = self.disconnected.get(stream)
+        if event is not None:
+            event.set()
+
+    async def _call(self, stream: int, cmd: dict, gone) -> None:
+        body = cmd.get("body", "").encode("utf-8")
+        given = {k.lower(): v for k, v in cmd["headers"].items()}
+        given["host"] = self.host
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in sorted(given.items())]
+        path = cmd.get("path", "/mcp")
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": cmd["method"],
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode("latin-1"),
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 50000 + stream % 10000),
+            "server": (self.host.rsplit(":", 1)[0], int(self.host.rsplit(":", 1)[1])),
+            "state": dict(self.state),
+        }
+        sent_body = False
+        ended = False
+
+        async def receive():
+            nonlocal sent_body
+            if not sent_body:
+                sent_body = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            nonlocal ended
+            if ended or gone.is_set():
+                raise OSError("the client closed the stream")
+            kind = message["type"]
+            if kind == "http.response.start":
+                hdrs = {}
+                for k, v in message.get("headers", []):
+                    hdrs[k.decode("latin-1").lower()] = v.decode("latin-1")
+                _OUT.add({"stream": stream, "status": message["status"], "headers": hdrs})
+            elif kind == "http.response.body":
+                chunk = message.get("body", b"")
+                if chunk:
+                    _OUT.add({"stream": stream, "body": chunk.decode("utf-8", "replace")})
+                if not message.get("more_body", False):
+                    ended = True
+                    _OUT.add({"stream": stream, "end": True})
+
+        try:
+            await self.app(scope, receive, send)
+        except Exception:
+            if not gone.is_set():
+                traceback.print_exc()
+        finally:
+            if not ended and not gone.is_set():
+                _OUT.add({"stream": stream, "end": True})
+            self.disconnected.pop(stream, None)
+
+    state: dict = {}
+
+    async def lifespan(self, app) -> None:
+        """Runs the app's lifespan startup (the SDK's session manager lives there)."""
+        asyncio = _asyncio()
+        inbox: asyncio.Queue = asyncio.Queue()
+        started = asyncio.get_running_loop().create_future()
+        await inbox.put({"type": "lifespan.startup"})
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.state}
+
+        async def send(message):
+            if message["type"] == "lifespan.startup.complete" and not started.done():
+                started.set_result(None)
+            elif message["type"] == "lifespan.startup.failed" and not started.done():
+                started.set_exception(RuntimeError(message.get("message", "lifespan failed")))
+
+        async def run():
+            try:
+                await app(scope, inbox.get, send)
+            except Exception as e:  # an app without lifespan support
+                if not started.done():
+                    started.set_result(None)
+                    del e
+
+        asyncio.get_running_loop().create_task(run())
+        await started
+
+
+_HTTP = _Http()
+
+
+def _asyncio():
+    import asyncio
+
+    return asyncio
+
+
+# --------------------------------------------------------------------------------------------
+# The controller: reports and commands on the control pipe.
+
+
+class _Control:
+    def __init__(self, fd_in: int, fd_out: int) -> None:
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self.buf = b""
+
+    def read(self) -> dict:
+        while b"\n" not in self.buf:
+            chunk = os.read(self.fd_in, 65536)
+            if not chunk:
+                os._exit(0)  # mcp-sim went away
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def write(self, obj: dict) -> None:
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8")
+        while data:
+            n = os.write(self.fd_out, data)
+            data = data[n:]
+
+
+_CTL: _Control | None = None
+
+
+class _Peer:
+    """The child's side of the protocol."""
+
+    stdin = _VirtualStdin()
+    loop = None
+    thread_bound_s = float(os.environ.get("MCP_SIM_THREAD_BOUND_S", "10"))
+    transport = "stdio"
+
+    @classmethod
+    def report(cls, deadline_ms=None, **extra) -> None:
+        _check_threads()
+        escapes = _Escapes.seen[_Escapes.reported :]
+        _Escapes.reported = len(_Escapes.seen)
+        msg = {"t": _now_ms(), "out": _OUT.take(), "next": deadline_ms, "escapes": escapes}
+        if _Escapes.fatal:
+            msg["fatal"] = True
+        msg.update(extra)
+        _CTL.write(msg)
+
+    @classmethod
+    def idle(cls, loop, deadline_ms) -> None:
+        """The loop is quiescent: report, then take the next command."""
+        cls.report(deadline_ms)
+        cmd = _CTL.read()
+        op = cmd.get("op")
+        if op == "end":
+            os._exit(0)
+        t = int(cmd.get("t", _now_ms()))
+        if t * 1_000_000 > _Clock.ns:
+            _Clock.ns = t * 1_000_000
+        if op == "deliver":
+            cls.stdin.feed(cmd["data"].encode("utf-8"))
+        elif op == "close":
+            cls.stdin.close_input()
+        elif op == "request":
+            if _HTTP.app is None:
+                _escape("an HTTP request came but the program serves no ASGI app", where="shim", fatal=True)
+            else:
+                _HTTP.request(loop, cmd)
+        elif op == "disconnect":
+            _HTTP.disconnect(int(cmd["stream"]))
+
+
+_KNOWN_THREADS: set = set()
+
+
+def _check_threads() -> None:
+    for t in threading.enumerate():
+        if t.ident in _KNOWN_THREADS or t is threading.main_thread():
+            continue
+        _KNOWN_THREADS.add(t.ident)
+        if t.name == "AnyIO worker thread" or t.name.startswith("asyncio_") or getattr(t, "_mcp_sim_pool", False):
+            continue
+        _escape(f"a thread outside the worker pools is running ({t.name})", where=getattr(t, "_mcp_sim_where", "?"))
+
+
+def _patch_threads() -> None:
+    real_start = threading.Thread.start
+
+    def start(self):
+        if _Escapes.armed:
+            self._mcp_sim_where = _where()
+        return real_start(self)
+
+    threading.Thread.start = start
+
+
+# --------------------------------------------------------------------------------------------
+# The loop.
+
+
+def _make_loop_class():
+    import asyncio
+    import selectors
+
+    class _VirtualSelector(selectors.DefaultSelector):
+        loop = None
+
+        def register(self, fileobj, events, data=None):
+            key = super().register(fileobj, events, data)
+            loop = self.loop
+            if loop is not None and _Escapes.armed and not _is_self_pipe(loop, fileobj):
+                _escape("a real file descriptor was registered with the loop")
+            return key
+
+        def select(self, timeout=None):
+            loop = self.loop
+            posted = _JOBS.run_pending(_Peer.thread_bound_s)
+            if _Escapes.fatal:
+                _Peer.report(None)
+                os._exit(3)
+            ready = super().select(0)
+            if posted:
+                return ready  # a thread's result (or call) is in the ready queue
+            if ready or timeout == 0 or loop._ready:
+                return ready
+            _Peer.idle(loop, _next_deadline_ms(loop))
+            return super().select(0)
+
+    def _is_self_pipe(loop, fileobj) -> bool:
+        ssock = getattr(loop, "_ssock", None)
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        return ssock is not None and (fileobj is ssock or fd == ssock.fileno())
+
+    class VirtualLoop(asyncio.SelectorEventLoop):
+        def __init__(self):
+            selector = _VirtualSelector()
+            selector.loop = self
+            super().__init__(selector)
+            self._clock_resolution = 1e-6
+            _Peer.loop = self
+
+        def time(self):
+            return _Clock.ns / 1e9
+
+        def call_soon_threadsafe(self, callback, *args, context=None):
+            handle = super().call_soon_threadsafe(callback, *args, context=context)
+            _JOBS.posted()
+            return handle
+
+        def run_in_executor(self, executor, func, *args):
+            return super().run_in_executor(executor, _JOBS.gate(func), *args)
+
+    return VirtualLoop
+
+
+def _next_deadline_ms(loop):
+    whens = [h.when() for h in loop._scheduled if not h.cancelled()]
+    if not whens:
+        return None
+    return max(_now_ms(), math.ceil(min(whens) * 1000 - 1e-6))
+
+
+def _install_loop() -> None:
+    import asyncio
+
+    loop_class = _make_loop_class()
+
+    class Policy(asyncio.DefaultEventLoopPolicy):
+        def new_event_loop(self):
+            return loop_class()
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        asyncio.set_event_loop_policy(Policy())
+    asyncio.new_event_loop = lambda: loop_class()
+    asyncio.events.new_event_loop = asyncio.new_event_loop
+
+
+def _patch_anyio() -> None:
+    try:
+        from anyio._backends import _asyncio as backend
+    except Exception:
+        return
+    real = backend.AsyncIOBackend.run_sync_in_worker_thread.__func__
+
+    async def run_sync_in_worker_thread(cls, func, args, abandon_on_cancel=False, limiter=None):
+        gated = _JOBS.gate(func, submitted=False)
+        return await real(cls, gated, args, abandon_on_cancel=abandon_on_cancel, limiter=limiter)
+
+    backend.AsyncIOBackend.run_sync_in_worker_thread = classmethod(run_sync_in_worker_thread)
+
+    class _HandOver(backend.Queue):
+        """A worker's queue: a gated job takes its place in line as the loop hands it over."""
+
+        def put_nowait(self, item):
+            submit = getattr(item[1], "_mcp_sim_submit", None) if item else None
+            if submit is not None:
+                submit()
+            return super().put_nowait(item)
+
+    real_init = backend.WorkerThread.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.queue = _HandOver(2)
+
+    backend.WorkerThread.__init__ = init
+
+
+def _patch_uvicorn() -> None:
+    try:
+        import uvicorn
+    except Exception:
+        return
+
+    async def serve(self, sockets=None):
+        config = self.config
+        if not config.loaded:
+            config.load()
+        app = config.loaded_app
+        _HTTP.host = f"{config.host}:{config.port}"
+        if config.lifespan != "off":
+            await _HTTP.lifespan(app)
+        _HTTP.serve(app)
+        await _asyncio().Event().wait()  # serves until the run ends
+
+    def run(self, sockets=None):
+        return _asyncio().run(self.serve(sockets=sockets))
+
+    uvicorn.Server.serve = serve
+    uvicorn.Server.run = run
+
+
+# --------------------------------------------------------------------------------------------
+# The program.
+
+
+def _program(argv: list) -> tuple:
+    """('module', name, args) or ('script', path, args)."""
+    if not argv:
+        raise SystemExit("virtual_peer: give the server: server.py ARGS or -m module ARGS")
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            raise SystemExit("virtual_peer: -m needs a module name")
+        return ("module", argv[1], argv[2:])
+    return ("script", argv[0], argv[1:])
+
+
+def _imports_of(source: str) -> list:
+    names = []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return names
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.If):  # `if __name__ == "__main__":` bodies import too
+            for inner in node.body:
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    names += _imports_of(ast.unparse(inner))
+    return names
+
+
+def _prewarm(kind: str, target: str) -> None:
+    """Imports what the program imports, once, in the zygote; failures are left to the run."""
+    source = None
+    if kind == "script":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        try:
+            with open(target, encoding="utf-8") as f:
+                source = f.read()
+        except OSError:
+            return
+    else:
+        sys.path.insert(0, os.getcwd())
+        try:
+            spec = importlib.util.find_spec(target)
+            if spec and spec.origin and spec.origin.endswith(".py"):
+                with open(spec.origin, encoding="utf-8") as f:
+                    source = f.read()
+        except Exception:
+            return
+    for name in _imports_of(source or "") + ["anyio._backends._asyncio", "uvicorn"]:
+        try:
+            __import__(name)
+        except BaseException:  # an ImportError, or a name that is an attribute
+            pass
+
+
+def _run_program(kind: str, target: str, args: list) -> int:
+    import runpy
+
+    if kind == "script":
+        sys.argv = [target] + args
+        runpy.run_path(target, run_name="__main__")
+    else:
+        sys.argv = [target] + args
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    return 0
+
+
+def _child(seed: int, t_ms: int, transport: str, kind: str, target: str, args: list) -> None:
+    _Peer.transport = transport
+    _Clock.ns = t_ms * 1_000_000
+    _seed(seed)
+    stdin = _VirtualStdin()
+    _Peer.stdin = stdin
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8", errors="replace")
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_VirtualStdout()), encoding="utf-8", line_buffering=True)
+    _KNOWN_THREADS.update(t.ident for t in threading.enumerate())
+    _Escapes.armed = True
+    code = 0
+    try:
+        _run_program(kind, target, args)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    _Escapes.armed = False
+    _Peer.report(None, exit=code)
+    os._exit(0)
+
+
+def _zygote(argv: list) -> None:
+    global _CTL
+    # The control pipe is the zygote's stdin and stdout; the program gets neither.
+    fd_in, fd_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    _CTL = _Control(fd_in, fd_out)
+    kind, target, args = _program(argv)
+    _patch_time()
+    _patch_entropy()
+    _patch_threads()
+    sys.addaudithook(_audit)
+    _prewarm(kind, target)
+    _install_loop()
+    _patch_anyio()
+    _patch_uvicorn()
+    _CTL.write({"zygote": os.getpid(), "python": sys.version.split()[0]})
+    while True:
+        cmd = _CTL.read()
+        if cmd.get("op") != "spawn":
+            _CTL.write({"error": f"the zygote takes spawn, not {cmd.get('op')!r}"})
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(int(cmd.get("seed", 0)), int(cmd.get("t", 0)), cmd.get("transport", "stdio"), kind, target, args)
+        _, status = os.waitpid(pid, 0)
+        _CTL.write({"reaped": os.waitstatus_to_exitcode(status)})
+
+
+if __name__ == "__main__":
+    _zygote(sys.argv[1:])

@@ -1,0 +1,462 @@
+//! `sweep --virtual` and `replay --virtual`: a real program (the command after `--`) run by
+//! seed under the virtual clock, through the library's virtual peers
+//! (`mcp_sim::virtual_run`). This file reads the flags and prints; the runs are the library's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use mcp_sim::lanes::live::check_proxy::shell_quote;
+use mcp_sim::lanes::live::probe::ProbeEra;
+use mcp_sim::lanes::virtual_peer::{PeerCommand, VirtualError, VirtualPeer};
+use mcp_sim::model::Transport;
+use mcp_sim::oracle::Level;
+use mcp_sim::repro::EraChoice;
+use mcp_sim::run;
+use mcp_sim::scenario::ProxyChoice;
+use mcp_sim::virtual_run::{calibrate, judge_seed, Status, VirtualJudged, VirtualPlan};
+use serde_json::Value;
+
+use super::sweep::{
+    run_digest, summary_text_with, write_report_with, FailingRun, NotReplayableRun, RuleCount,
+    SeedRun, Totals, TOTALS_FORMAT,
+};
+use crate::args::{EraArg, Format, Overrides, TransportArg};
+
+/// The flags of a virtual run (with `--virtual`); `--transport`, `--era` and `--proxy` are
+/// the sweep's own.
+#[derive(clap::Args, Clone)]
+pub(crate) struct VirtualOptions {
+    /// Run a real program (the command after `--`: `python server.py ARGS`) as the server,
+    /// under the simulation's virtual clock; `--era` is then `auto` (the default), `modern`,
+    /// `legacy` or a revision's date, as for `probe`.
+    #[arg(long = "virtual", requires = "command")]
+    pub(crate) on: bool,
+    /// With `--virtual`: the tool to call (default `slow_op`).
+    #[arg(long, requires = "on")]
+    tool: Option<String>,
+    /// With `--virtual`: the tool's arguments, a JSON object (default `{}`).
+    #[arg(long, requires = "on")]
+    args: Option<String>,
+    /// With `--virtual`: calls per run (default 6).
+    #[arg(long, requires = "on")]
+    calls: Option<u32>,
+    /// With `--virtual`: each call's idle timeout in ms, which valid progress restarts (default 5000).
+    #[arg(long, requires = "on")]
+    timeout_ms: Option<u64>,
+    /// With `--virtual`: each call's hard maximum in ms (default 30000).
+    #[arg(long, requires = "on")]
+    max_total_ms: Option<u64>,
+    /// With `--virtual`: percentage of calls the application cancels (default 34).
+    #[arg(long, requires = "on")]
+    cancel_percent: Option<u64>,
+    /// With `--virtual`: cancels fall within this many ms of their call's start (default: a
+    /// tenth to two fifths of a calibrated call).
+    #[arg(long, requires = "on")]
+    cancel_within_ms: Option<u64>,
+    /// With `--virtual`: one-way latency in ms, `A..B` (default: the seed's range).
+    #[arg(long, requires = "on", value_parser = parse_ms_range)]
+    latency_ms: Option<(u64, u64)>,
+    /// With `--virtual --transport http`: percentage of calls whose stream is reset.
+    #[arg(long, requires = "on")]
+    reset_percent: Option<u64>,
+    /// With `--virtual --transport stdio`: kill and restart the program this many times
+    /// between calls.
+    #[arg(long, requires = "on")]
+    restarts: Option<u32>,
+    /// With `--virtual`: run each seed twice and report a pair whose traces differ as
+    /// `not-replayable` (never a finding).
+    #[arg(long, requires = "on")]
+    verify: bool,
+    /// With `--virtual`: write the program's stderr here (one file per worker, `.N` added).
+    #[arg(long, requires = "on")]
+    peer_log: Option<PathBuf>,
+    /// The program to run virtually, after `--`.
+    #[arg(last = true, num_args = 1..)]
+    pub(crate) command: Vec<String>,
+}
+
+/// `A..B` in ms.
+fn parse_ms_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?} is not a range A..B"))?;
+    let a = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad start in {s:?}"))?;
+    let b = b.trim().parse().map_err(|_| format!("bad end in {s:?}"))?;
+    Ok((a, b))
+}
+
+/// The plan and the program from the flags; errors name the flag.
+fn plan(
+    options: &VirtualOptions,
+    overrides: &Overrides,
+) -> Result<(VirtualPlan, PeerCommand), String> {
+    if overrides.mutant.is_some() {
+        return Err("--mutant: a virtual run's server is the program, not a mutant".into());
+    }
+    let d = VirtualPlan::default();
+    let transport = match overrides.transport {
+        TransportArg::Seed | TransportArg::Stdio => Transport::Stdio,
+        TransportArg::Http => Transport::Http,
+        TransportArg::Both => {
+            return Err("--transport: pick stdio or http for a virtual run".into())
+        }
+    };
+    let era = match overrides.era {
+        EraArg::Auto | EraArg::One(EraChoice::FromSeed) => ProbeEra::Auto,
+        EraArg::One(EraChoice::Fixed(mcp_sim::Era::Modern)) => ProbeEra::Modern,
+        EraArg::One(EraChoice::Fixed(mcp_sim::Era::Legacy(r))) => ProbeEra::Legacy(r),
+        EraArg::Both => {
+            return Err(
+                "--era: pick one era for a virtual run (auto, modern, legacy or a date)".into(),
+            )
+        }
+    };
+    let proxy = match overrides.proxy()? {
+        ProxyChoice::FromSeed | ProxyChoice::Direct => None,
+        ProxyChoice::Fixed(p) => Some(p),
+        other => {
+            return Err(format!(
+                "--proxy {other}: a virtual run takes an idle-timeout preset"
+            ))
+        }
+    };
+    let arguments = match options.args.as_deref() {
+        None => d.arguments.clone(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => return Err("--args must be a JSON object".into()),
+            Err(e) => return Err(format!("--args is not JSON: {e}")),
+        },
+    };
+    let plan = VirtualPlan {
+        transport,
+        era,
+        tool: options.tool.clone().unwrap_or(d.tool),
+        arguments,
+        calls: options.calls.unwrap_or(d.calls),
+        timeout_ms: options.timeout_ms.unwrap_or(d.timeout_ms),
+        max_total_ms: options.max_total_ms.unwrap_or(d.max_total_ms),
+        cancel_percent: options.cancel_percent.unwrap_or(d.cancel_percent),
+        cancel_within_ms: options.cancel_within_ms,
+        latency_ms: options.latency_ms,
+        proxy,
+        reset_percent: options.reset_percent.unwrap_or(d.reset_percent),
+        restarts: options.restarts.unwrap_or(d.restarts),
+    };
+    plan.validate()?;
+    let command = PeerCommand::python(&options.command).map_err(|e| e.to_string())?;
+    Ok((plan, command))
+}
+
+/// The `mcp-sim replay` line of `seed`.
+fn replay_line(plan: &VirtualPlan, command: &PeerCommand, seed: u64, verify: bool) -> String {
+    let mut words: Vec<String> = vec![
+        "mcp-sim".into(),
+        "replay".into(),
+        "--seed".into(),
+        seed.to_string(),
+        "--virtual".into(),
+    ];
+    words.extend(plan.flags());
+    if verify {
+        words.push("--verify".into());
+    }
+    words.push("--".into());
+    words.extend(command.words());
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn start_peer(
+    command: &PeerCommand,
+    log: Option<&Path>,
+    k: usize,
+) -> Result<VirtualPeer, VirtualError> {
+    let path = log.map(|p| {
+        let mut name = p.as_os_str().to_owned();
+        name.push(format!(".{k}"));
+        PathBuf::from(name)
+    });
+    VirtualPeer::start(command, path.as_deref())
+}
+
+fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("mcp-sim {cmd}: {e}");
+    ExitCode::from(2)
+}
+
+/// `mcp-sim sweep --virtual`.
+pub(crate) fn sweep(
+    options: &VirtualOptions,
+    overrides: &Overrides,
+    seeds: (u64, u64),
+    jobs: usize,
+    report_dir: &Path,
+    format: Format,
+) -> ExitCode {
+    let (plan, command) = match plan(options, overrides) {
+        Ok(p) => p,
+        Err(e) => return fail("sweep", e),
+    };
+    let start = Instant::now();
+    let jobs = jobs
+        .max(1)
+        .min((seeds.1.saturating_sub(seeds.0)).max(1) as usize);
+    let mut peers = Vec::new();
+    for k in 0..jobs {
+        match start_peer(&command, options.peer_log.as_deref(), k) {
+            Ok(p) => peers.push(p),
+            Err(e) => return fail("sweep", e),
+        }
+    }
+    let natural = match calibrate(&plan, &mut peers[0]) {
+        Ok(n) => n,
+        Err(e) => return fail("sweep", e),
+    };
+    let (a, b) = seeds;
+    if matches!(format, Format::Text) {
+        println!(
+            "sweep: seeds {a}..{b}, {} runs, virtual {} ({}), {jobs} job(s){}",
+            b.saturating_sub(a),
+            peers[0].runtime(),
+            command.words().join(" "),
+            if options.verify {
+                ", each run twice"
+            } else {
+                ""
+            }
+        );
+        println!("{}", calibration_line(&plan, natural));
+    }
+    let bar = ProgressBar::new(b.saturating_sub(a));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    let next = AtomicU64::new(a);
+    let results: Mutex<Vec<(u64, Result<VirtualJudged, VirtualError>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for peer in peers.iter_mut() {
+            let (next, results, plan, bar) = (&next, &results, &plan, &bar);
+            scope.spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= b {
+                    break;
+                }
+                let r = judge_seed(plan, seed, natural, peer, options.verify);
+                results
+                    .lock()
+                    .expect("no worker panics holding it")
+                    .push((seed, r));
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let wall = start.elapsed();
+    let mut results = results.into_inner().expect("workers finished");
+    results.sort_by_key(|(s, _)| *s);
+    let mut totals = Totals {
+        format: TOTALS_FORMAT.into(),
+        seeds,
+        shards: vec![(1, 1)],
+        setup: format!("--virtual {}", plan.flags().join(" "))
+            .trim_end()
+            .to_string(),
+        runs: results.len() as u64,
+        sim_ms: 0,
+        wall_ms: wall.as_millis() as u64,
+        requests: 0,
+        outcomes: BTreeMap::new(),
+        eras: BTreeMap::new(),
+        violations: BTreeMap::new(),
+        traces: 0,
+        failing: Vec::new(),
+        not_replayable: Vec::new(),
+        inconclusive: 0,
+    };
+    for (seed, r) in &results {
+        let v = match r {
+            Ok(v) => v,
+            Err(e) => return fail("sweep", format!("seed {seed}: {e}")),
+        };
+        let replay = replay_line(&plan, &command, *seed, options.verify);
+        add_run(&mut totals, *seed, v, &replay, report_dir);
+    }
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string(&totals).expect("totals serialize")
+        ),
+        Format::Text => print!("{}", totals.text()),
+        Format::Junit => print!("{}", totals.junit("mcp-sim sweep --virtual")),
+        Format::Github => print!("{}", totals.github()),
+    }
+    exit_code(&totals)
+}
+
+/// 1 when a run broke a MUST rule; 3 when a run could not be trusted (not replayable) or
+/// nothing was exercised at all; else 0.
+fn exit_code(totals: &Totals) -> ExitCode {
+    if !totals.failing.is_empty() {
+        ExitCode::from(1)
+    } else if !totals.not_replayable.is_empty() || totals.inconclusive == totals.runs {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn calibration_line(plan: &VirtualPlan, natural: Option<u64>) -> String {
+    let (lo, hi) = plan.cancel_window(natural);
+    match natural {
+        Some(ms) => format!("calibration: a call takes {ms} ms; cancels fall {lo}..{hi} ms after their call's start"),
+        None => format!("calibration: no call ended with a result; cancels fall {lo}..{hi} ms after their call's start"),
+    }
+}
+
+/// Adds one run to the totals: a judged one's counts and verdict, a not-replayable one's
+/// reason (its violations are not counted: nothing it shows can be trusted).
+fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, report_dir: &Path) {
+    let trace = &v.judged.run.trace;
+    let transport = Some(v.scenario.transport);
+    totals.traces ^= run_digest(seed, transport, trace.digest());
+    let stats = &v.judged.run.stats;
+    totals.sim_ms += stats.sim_ms;
+    totals.requests += stats.requests;
+    for (o, n) in &stats.outcomes {
+        *totals.outcomes.entry(*o).or_default() += n;
+    }
+    let spoke = v.judged.verdict.era.era.version();
+    *totals.eras.entry(spoke.to_string()).or_default() += 1;
+    match &v.status {
+        Status::NotReplayable(why) => {
+            totals.not_replayable.push(NotReplayableRun {
+                seed,
+                why: why.clone(),
+                replay: replay.into(),
+            });
+            return;
+        }
+        Status::Inconclusive => totals.inconclusive += 1,
+        Status::Judged => {}
+    }
+    let mut rules: Vec<(&'static str, &'static str)> = v
+        .judged
+        .verdict
+        .violations
+        .iter()
+        .map(|x| (x.rule, x.level.as_str()))
+        .collect();
+    if v.judged.crash.is_some() {
+        rules.push((run::CRASH, Level::Must.as_str()));
+    }
+    rules.sort();
+    rules.dedup();
+    for (rule, level) in &rules {
+        totals
+            .violations
+            .entry((*rule).to_string())
+            .or_insert_with(|| RuleCount {
+                level: (*level).to_string(),
+                runs: 0,
+            })
+            .runs += 1;
+    }
+    if v.fails() {
+        let r = seed_run(seed, v);
+        let line = VirtualPlan::describe(&v.scenario);
+        let report = write_report_with(report_dir, &r, replay, &line).ok();
+        totals.failing.push(FailingRun {
+            seed,
+            transport: transport.map(|t| t.to_string()),
+            rules: rules.iter().map(|r| r.0.to_string()).collect(),
+            replay: replay.into(),
+            test: String::new(),
+            digest: format!("{:016x}", trace.digest()),
+            report: report.map(|p| p.display().to_string()),
+        });
+    }
+}
+
+fn seed_run(seed: u64, v: &VirtualJudged) -> SeedRun {
+    SeedRun {
+        seed,
+        transport: Some(v.scenario.transport),
+        era: EraChoice::Fixed(v.scenario.era),
+        scenario: v.scenario.clone(),
+        judged: v.judged.clone(),
+    }
+}
+
+/// `mcp-sim replay --seed S --virtual`: the seed's run again, its digest, its verdict.
+pub(crate) fn replay(
+    options: &VirtualOptions,
+    overrides: &Overrides,
+    seed: u64,
+    report_dir: &Path,
+    print_trace: bool,
+) -> ExitCode {
+    let (plan, command) = match plan(options, overrides) {
+        Ok(p) => p,
+        Err(e) => return fail("replay", e),
+    };
+    let mut peer = match start_peer(&command, options.peer_log.as_deref(), 0) {
+        Ok(p) => p,
+        Err(e) => return fail("replay", e),
+    };
+    let natural = match calibrate(&plan, &mut peer) {
+        Ok(n) => n,
+        Err(e) => return fail("replay", e),
+    };
+    println!("virtual {} ({})", peer.runtime(), command.words().join(" "));
+    println!("{}", calibration_line(&plan, natural));
+    let v = match judge_seed(&plan, seed, natural, &mut peer, options.verify) {
+        Ok(v) => v,
+        Err(e) => return fail("replay", e),
+    };
+    let replay = replay_line(&plan, &command, seed, options.verify);
+    let r = seed_run(seed, &v);
+    let line = VirtualPlan::describe(&v.scenario);
+    print!("{}", summary_text_with(&r, &replay, &line));
+    for (t, e) in &v.escapes {
+        println!("escape at {t}: {e}");
+    }
+    if print_trace {
+        print!("{}", v.judged.run.trace.to_jsonl());
+    }
+    match &v.status {
+        Status::NotReplayable(why) => {
+            println!("not-replayable: {why}");
+            ExitCode::from(3)
+        }
+        Status::Inconclusive => {
+            println!("inconclusive: no tools/call ended with a result (check --tool and --args)");
+            ExitCode::from(3)
+        }
+        Status::Judged => {
+            if !v.judged.verdict.is_clean() || v.judged.crash.is_some() {
+                match write_report_with(report_dir, &r, &replay, &line) {
+                    Ok(folder) => println!("report written to {}", folder.display()),
+                    Err(e) => eprintln!("mcp-sim replay: cannot write the report: {e}"),
+                }
+            }
+            if v.fails() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
+}

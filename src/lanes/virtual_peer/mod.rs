@@ -1,0 +1,420 @@
+//! Virtual peers: real, unmodified server programs run inside the simulation, under its
+//! virtual clock, through a shim in their own runtime (feature `live`: they are real
+//! processes).
+//!
+//! The shim speaks the model's sans-IO contract across a pipe ([`VirtualPeer`]): mcp-sim
+//! delivers bytes (or an HTTP request, or a close) at a virtual instant, the peer runs until
+//! it is quiescent (every ready task has run, no worker thread is running, nothing is left
+//! but timers and input), and mcp-sim reads back what it wrote, stamped with virtual time, and
+//! its next timer deadline, which joins the in-memory lane's event queue exactly as the
+//! model's `poll_timeout` does ([`crate::lanes::memory::run_virtual`]). The peer never reads
+//! the wall clock: the shim owns its event loop and clock, seeds its entropy, runs its worker
+//! threads one at a time while the clock stands still, and names whatever it could not hold
+//! ([`Escape`]).
+//!
+//! Why a shim per runtime and not a whole-process tool: tools that intercept every syscall
+//! (Shadow, Hermit) install only from source, and need options that give determinism up for
+//! Node.js and CPython; rr needs hardware counters and has no virtual time; libfaketime only
+//! offsets or scales the clock. A runtime's own event loop, by contrast, already knows when
+//! it is idle and what its next timer is: that is all the contract needs.
+//!
+//! Why a zygote: an interpreter's start-up (CPython importing an MCP SDK: 0.6 to 1.4 s) is
+//! paid once per [`VirtualPeer`]; each run forks a fresh child from it, so a seed costs a
+//! fork and the run itself (tens of milliseconds), and no run sees another's state.
+//!
+//! Today's runtime is CPython ([`PeerCommand::python`]); the shim ships inside the crate
+//! (and the wheel) and is written next to the build on first use.
+
+mod driver;
+mod python;
+
+pub(crate) use driver::{VirtualServer, VirtualWrite};
+pub use python::PeerCommand;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::model::Transport;
+use crate::time::Time;
+
+/// What went wrong with a virtual peer (not with the program it runs: that is judged).
+#[derive(Debug)]
+pub enum VirtualError {
+    /// The command is not one the shim can run (which runtime, which program).
+    Command(String),
+    /// The interpreter could not be started, or the shim could not be written.
+    Start(String),
+    /// The shim said something outside the control protocol, or went away mid-run.
+    Protocol(String),
+}
+
+impl fmt::Display for VirtualError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VirtualError::Command(why) => write!(f, "cannot run this program virtually: {why}"),
+            VirtualError::Start(why) => write!(f, "the virtual peer did not start: {why}"),
+            VirtualError::Protocol(why) => write!(f, "the virtual peer broke its protocol: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for VirtualError {}
+
+/// Something the shim could not hold deterministic: a real socket, a subprocess, a thread of
+/// the program's own, a worker thread that ran past its bound. A run with an escape is
+/// `not-replayable`, never judged.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+pub struct Escape {
+    /// What escaped.
+    pub what: String,
+    /// Where it happened (`file:line` in the program, or the shim's part).
+    #[serde(rename = "where")]
+    pub at: String,
+}
+
+impl fmt::Display for Escape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {}", self.what, self.at)
+    }
+}
+
+/// One thing the peer wrote, at a virtual instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Bytes on its stdout.
+    Stdio(Vec<u8>),
+    /// The head of its response on `stream`: status and headers (names in lower case).
+    Head {
+        /// The stream (the client's HTTP exchange).
+        stream: u64,
+        /// The status code.
+        status: u16,
+        /// The headers.
+        headers: BTreeMap<String, String>,
+    },
+    /// A piece of a response's body.
+    Body {
+        /// The stream.
+        stream: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// The response's end.
+    End {
+        /// The stream.
+        stream: u64,
+    },
+}
+
+/// What the peer reported once quiescent.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Its virtual time.
+    pub t: Time,
+    /// What it wrote since the last report, in order, each with its virtual time.
+    pub out: Vec<(Time, Output)>,
+    /// Its next timer's deadline.
+    pub next: Option<Time>,
+    /// Escapes first seen since the last report.
+    pub escapes: Vec<Escape>,
+    /// The program ended with this exit code (its process is gone).
+    pub exit: Option<i32>,
+    /// An escape the run cannot go on after (a worker thread that never finished).
+    pub fatal: bool,
+}
+
+#[derive(Deserialize)]
+struct RawReport {
+    #[serde(default)]
+    t: u64,
+    #[serde(default)]
+    out: Vec<RawOutput>,
+    next: Option<u64>,
+    #[serde(default)]
+    escapes: Vec<Escape>,
+    exit: Option<i32>,
+    #[serde(default)]
+    fatal: bool,
+    reaped: Option<i32>,
+}
+
+#[derive(Deserialize)]
+struct RawOutput {
+    t: u64,
+    data: Option<String>,
+    stream: Option<u64>,
+    status: Option<u16>,
+    headers: Option<BTreeMap<String, String>>,
+    body: Option<String>,
+    #[serde(default)]
+    end: bool,
+}
+
+impl RawOutput {
+    fn output(self) -> Result<(Time, Output), VirtualError> {
+        let t = Time::from_millis(self.t);
+        let out = match (self.data, self.stream, self.status, self.body, self.end) {
+            (Some(data), None, ..) => Output::Stdio(text_bytes(&data)),
+            (None, Some(stream), Some(status), None, false) => Output::Head {
+                stream,
+                status,
+                headers: self.headers.unwrap_or_default(),
+            },
+            (None, Some(stream), None, Some(body), false) => Output::Body {
+                stream,
+                bytes: text_bytes(&body),
+            },
+            (None, Some(stream), None, None, true) => Output::End { stream },
+            _ => return Err(VirtualError::Protocol("an output of no known shape".into())),
+        };
+        Ok((t, out))
+    }
+}
+
+/// The shim carries bytes as JSON text: UTF-8, a byte that is not UTF-8 arriving as U+FFFD
+/// (the wire's messages are JSON, which is UTF-8).
+fn text_bytes(text: &str) -> Vec<u8> {
+    text.as_bytes().to_vec()
+}
+
+/// A running shim: one interpreter (the zygote) that forks a fresh peer for each run.
+pub struct VirtualPeer {
+    command: PeerCommand,
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// The runtime's version, as the shim reported it.
+    runtime: String,
+    /// A run's child is alive.
+    in_run: bool,
+}
+
+impl fmt::Debug for VirtualPeer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VirtualPeer")
+            .field("command", &self.command)
+            .field("runtime", &self.runtime)
+            .finish()
+    }
+}
+
+impl VirtualPeer {
+    /// Starts the shim for `command` and waits until it has imported what the program imports.
+    /// The program's stderr (its logs) goes to `stderr_log`, or is dropped with `None`; when
+    /// the shim fails to start, the error quotes the log's end.
+    pub fn start(
+        command: &PeerCommand,
+        stderr_log: Option<&Path>,
+    ) -> Result<VirtualPeer, VirtualError> {
+        let stderr = match stderr_log {
+            Some(path) => Stdio::from(std::fs::File::create(path).map_err(|e| {
+                VirtualError::Start(format!("cannot write {}: {e}", path.display()))
+            })?),
+            None => Stdio::null(),
+        };
+        let mut child = command.spawn_with(stderr)?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut peer = VirtualPeer {
+            command: command.clone(),
+            child,
+            stdin,
+            stdout,
+            runtime: String::new(),
+            in_run: false,
+        };
+        let hello = peer.read_value().map_err(|e| {
+            let log = stderr_log
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(|text| tail(&text, 20))
+                .unwrap_or_default();
+            VirtualError::Start(format!("{e}{log}"))
+        })?;
+        peer.runtime = hello
+            .get("python")
+            .and_then(Value::as_str)
+            .map(|v| format!("CPython {v}"))
+            .ok_or_else(|| VirtualError::Start(format!("an unexpected greeting: {hello}")))?;
+        Ok(peer)
+    }
+
+    /// The command it runs.
+    pub fn command(&self) -> &PeerCommand {
+        &self.command
+    }
+
+    /// The runtime and its version (`CPython 3.11.7`).
+    pub fn runtime(&self) -> &str {
+        &self.runtime
+    }
+
+    /// Starts a fresh run of the program at virtual time `t`, its entropy seeded from `seed`;
+    /// returns its first report (the program idle, waiting for input). A run still going is
+    /// ended first.
+    pub fn spawn(
+        &mut self,
+        seed: u64,
+        t: Time,
+        transport: Transport,
+    ) -> Result<Report, VirtualError> {
+        self.end()?;
+        self.send(json!({"op": "spawn", "seed": seed, "t": t.as_millis(), "transport": transport.to_string()}))?;
+        self.in_run = true;
+        self.report()
+    }
+
+    /// Bytes on the program's stdin at `t`.
+    pub fn deliver(&mut self, t: Time, bytes: &[u8]) -> Result<Report, VirtualError> {
+        let data = String::from_utf8_lossy(bytes);
+        self.command_op(json!({"op": "deliver", "t": t.as_millis(), "data": data}))
+    }
+
+    /// The program's stdin ends at `t`.
+    pub fn close(&mut self, t: Time) -> Result<Report, VirtualError> {
+        self.command_op(json!({"op": "close", "t": t.as_millis()}))
+    }
+
+    /// The clock moves to `t`: the timers due by then fire.
+    pub fn advance(&mut self, t: Time) -> Result<Report, VirtualError> {
+        self.command_op(json!({"op": "advance", "t": t.as_millis()}))
+    }
+
+    /// An HTTP request on `stream` at `t`, handed to the program's ASGI application.
+    pub fn request(
+        &mut self,
+        t: Time,
+        stream: u64,
+        method: &str,
+        headers: &BTreeMap<String, String>,
+        body: &[u8],
+    ) -> Result<Report, VirtualError> {
+        let body = String::from_utf8_lossy(body);
+        self.command_op(json!({
+            "op": "request", "t": t.as_millis(), "stream": stream, "method": method,
+            "path": "/mcp", "headers": headers, "body": body,
+        }))
+    }
+
+    /// The client went away from `stream` at `t`.
+    pub fn disconnect(&mut self, t: Time, stream: u64) -> Result<Report, VirtualError> {
+        self.command_op(json!({"op": "disconnect", "t": t.as_millis(), "stream": stream}))
+    }
+
+    /// Ends the current run, if any: its process exits without another report.
+    pub fn end(&mut self) -> Result<(), VirtualError> {
+        if !self.in_run {
+            return Ok(());
+        }
+        self.send(json!({"op": "end"}))?;
+        loop {
+            let v = self.read_value()?;
+            if v.get("reaped").is_some() {
+                self.in_run = false;
+                return Ok(());
+            }
+        }
+    }
+
+    fn command_op(&mut self, cmd: Value) -> Result<Report, VirtualError> {
+        if !self.in_run {
+            return Err(VirtualError::Protocol(format!(
+                "{} with no run going",
+                cmd["op"]
+            )));
+        }
+        self.send(cmd)?;
+        self.report()
+    }
+
+    fn send(&mut self, cmd: Value) -> Result<(), VirtualError> {
+        let mut line = cmd.to_string();
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| VirtualError::Protocol(format!("the shim's pipe: {e}")))
+    }
+
+    fn read_value(&mut self) -> Result<Value, VirtualError> {
+        let mut line = String::new();
+        let n = self
+            .stdout
+            .read_line(&mut line)
+            .map_err(|e| VirtualError::Protocol(format!("the shim's pipe: {e}")))?;
+        if n == 0 {
+            let status = self.child.try_wait().ok().flatten();
+            return Err(VirtualError::Protocol(match status {
+                Some(s) => format!("the shim exited ({s})"),
+                None => "the shim closed its pipe".into(),
+            }));
+        }
+        serde_json::from_str(&line)
+            .map_err(|e| VirtualError::Protocol(format!("{e} in {:?}", line.trim_end())))
+    }
+
+    /// The next report of the run. When the program's process is gone (it exited, or died),
+    /// the report says so and the run is over.
+    fn report(&mut self) -> Result<Report, VirtualError> {
+        let raw: RawReport = serde_json::from_value(self.read_value()?)
+            .map_err(|e| VirtualError::Protocol(format!("a report: {e}")))?;
+        if let Some(status) = raw.reaped {
+            // Died without a last report (killed, or exited below Python).
+            self.in_run = false;
+            return Ok(Report {
+                exit: Some(status),
+                ..Report::default()
+            });
+        }
+        let mut report = Report {
+            t: Time::from_millis(raw.t),
+            out: raw
+                .out
+                .into_iter()
+                .map(RawOutput::output)
+                .collect::<Result<_, _>>()?,
+            next: raw.next.map(Time::from_millis),
+            escapes: raw.escapes,
+            exit: raw.exit,
+            fatal: raw.fatal,
+        };
+        if report.exit.is_some() || report.fatal {
+            // The process ends after this report; the zygote says how.
+            loop {
+                let v = self.read_value()?;
+                if let Some(status) = v.get("reaped").and_then(Value::as_i64) {
+                    self.in_run = false;
+                    if report.exit.is_none() {
+                        report.exit = Some(status as i32);
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// The last `n` lines of `text`, indented under a heading, for an error message.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(n);
+    let mut out = String::from("\nthe program's stderr ends with:");
+    for line in &lines[from..] {
+        out.push_str("\n  ");
+        out.push_str(line);
+    }
+    out
+}
+
+impl Drop for VirtualPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
