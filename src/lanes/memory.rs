@@ -355,8 +355,9 @@ impl<'s, 'p> Sim<'s, 'p> {
             partitions: windows(scenario, |f| matches!(f, Fault::Partition { .. })),
             blackholes: windows(scenario, |f| matches!(f, Fault::Blackhole { .. })),
             wedged: BTreeSet::new(),
-            // The in-memory lane moves messages, not POSTs: no headers to record.
-            client: ClientDriver::for_scenario(scenario, false),
+            // The in-memory lane moves messages, not POSTs: no headers to record, unless
+            // the server is a real program, which reads a POST's headers as a real one would.
+            client: ClientDriver::for_scenario(scenario, !matches!(server, SimServer::Model(_))),
             server,
             epoch: 0,
             client_pipe: 0,

@@ -178,12 +178,24 @@ class _Escapes:
     fatal = False
 
 
+_STDLIB = None
+
+
 def _where() -> str:
+    """The innermost frame outside the shim and the standard library (the program's line, or
+    the library's that called into the standard library), else outside the shim."""
+    global _STDLIB
+    if _STDLIB is None:
+        import sysconfig
+
+        _STDLIB = tuple(os.path.abspath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
     here = os.path.abspath(__file__)
-    for frame in reversed(traceback.extract_stack()[:-2]):
-        if os.path.abspath(frame.filename) != here:
+    frames = [f for f in reversed(traceback.extract_stack()[:-2]) if os.path.abspath(f.filename) != here]
+    for frame in frames:
+        path = os.path.abspath(frame.filename)
+        if not path.startswith(_STDLIB) or "site-packages" in path:
             return f"{frame.filename}:{frame.lineno}"
-    return "?"
+    return f"{frames[0].filename}:{frames[0].lineno}" if frames else "?"
 
 
 def _escape(what: str, where: str | None = None, fatal: bool = False) -> None:
@@ -539,6 +551,10 @@ class _Control:
         self.fd_in = fd_in
         self.fd_out = fd_out
         self.buf = b""
+        self.lock = threading.Lock()
+        # The wall-clock instant the peer started working on a command; None while it waits
+        # for one (the watchdog's measure).
+        self.busy_since: float | None = None
 
     def read(self) -> dict:
         while b"\n" not in self.buf:
@@ -547,13 +563,37 @@ class _Control:
                 os._exit(0)  # mcp-sim went away
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        self.busy_since = _REAL["monotonic"]()
         return json.loads(line)
 
     def write(self, obj: dict) -> None:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8")
-        while data:
-            n = os.write(self.fd_out, data)
-            data = data[n:]
+        with self.lock:
+            self.busy_since = None
+            while data:
+                n = os.write(self.fd_out, data)
+                data = data[n:]
+
+
+def _watchdog(bound_s: float) -> None:
+    """Ends a run that never comes back to the shim: a loop the shim does not own (trio,
+    uvloop), a busy loop, or a blocking call on the loop's thread. Its report names it."""
+    while True:
+        time_sleep(min(1.0, bound_s / 4))
+        since = _CTL.busy_since
+        if since is not None and _REAL["monotonic"]() - since > bound_s:
+            _escape(
+                f"the program did not come back to the shim's event loop within {bound_s:g} s "
+                "of wall time (a loop the shim does not own, such as trio or uvloop, a busy "
+                "loop, or a blocking call on the loop's thread)",
+                where="the program's main thread",
+                fatal=True,
+            )
+            _Peer.report(None)
+            os._exit(3)
+
+
+time_sleep = time.sleep
 
 
 _CTL: _Control | None = None
@@ -569,7 +609,6 @@ class _Peer:
 
     @classmethod
     def report(cls, deadline_ms=None, **extra) -> None:
-        _check_threads()
         escapes = _Escapes.seen[_Escapes.reported :]
         _Escapes.reported = len(_Escapes.seen)
         msg = {"t": _now_ms(), "out": _OUT.take(), "next": deadline_ms, "escapes": escapes}
@@ -602,25 +641,17 @@ class _Peer:
             _HTTP.disconnect(int(cmd["stream"]))
 
 
-_KNOWN_THREADS: set = set()
-
-
-def _check_threads() -> None:
-    for t in threading.enumerate():
-        if t.ident in _KNOWN_THREADS or t is threading.main_thread():
-            continue
-        _KNOWN_THREADS.add(t.ident)
-        if t.name == "AnyIO worker thread" or t.name.startswith("asyncio_") or getattr(t, "_mcp_sim_pool", False):
-            continue
-        _escape(f"a thread outside the worker pools is running ({t.name})", where=getattr(t, "_mcp_sim_where", "?"))
+def _is_pool_thread(t: threading.Thread) -> bool:
+    """anyio's worker threads and asyncio's default executor's, whose jobs the shim gates."""
+    return t.name == "AnyIO worker thread" or t.name.startswith("asyncio_")
 
 
 def _patch_threads() -> None:
     real_start = threading.Thread.start
 
     def start(self):
-        if _Escapes.armed:
-            self._mcp_sim_where = _where()
+        if _Escapes.armed and not _is_pool_thread(self):
+            _escape(f"a thread outside the worker pools was started ({self.name})")
         return real_start(self)
 
     threading.Thread.start = start
@@ -845,7 +876,9 @@ def _child(seed: int, t_ms: int, transport: str, kind: str, target: str, args: l
     _Peer.stdin = stdin
     sys.stdin = io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8", errors="replace")
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_VirtualStdout()), encoding="utf-8", line_buffering=True)
-    _KNOWN_THREADS.update(t.ident for t in threading.enumerate())
+    watchdog = threading.Thread(target=_watchdog, args=(_Peer.thread_bound_s,), name="mcp-sim watchdog", daemon=True)
+    watchdog.start()
+    _CTL.busy_since = _REAL["monotonic"]()
     _Escapes.armed = True
     code = 0
     try:

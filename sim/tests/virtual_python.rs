@@ -1,0 +1,335 @@
+//! Real Python servers inside the simulation: `mcp-sim sweep --virtual` and `replay --virtual`
+//! run the pinned Python SDK servers (2.3.0 on stdio and Streamable HTTP, 1.30.0 on stdio)
+//! and this repository's Python mutants under the virtual clock, and must give the verdicts
+//! their live baselines pin, the same digests on every run, the right rule for each mutant
+//! with a replay line that reprints its digest, and `not-replayable` (exit 3) for a program
+//! that escapes the shim.
+//!
+//! The SDKs install themselves on first use (`common::peers`); without `python3` the tests
+//! skip, or fail under `CI=true`. The runs' outcomes do not depend on the wall clock: the
+//! program's clock is virtual (only a worker thread past its 10 s bound would).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const SLOW: &str = r#"{"steps":5,"step_ms":1000}"#;
+
+/// `mcp-sim sweep --virtual` with `flags`, then `--` and `command`: its exit code and JSON.
+fn sweep(flags: &[&str], command: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+    let dir = std::env::temp_dir().join(format!("mcp-sim-virtual-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["sweep", "--virtual", "--format", "json", "--jobs", "2"])
+        .arg("--report-dir")
+        .arg(&dir)
+        .args(flags)
+        .arg("--")
+        .args(command)
+        .envs(env.iter().copied())
+        .output()
+        .expect("mcp-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "not the sweep's JSON ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().expect("exited"), json)
+}
+
+/// The rules a sweep found broken.
+fn rules(totals: &Value) -> BTreeSet<String> {
+    totals["violations"]
+        .as_object()
+        .expect("violations")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// The rules a live baseline file pins (one per line, `#` comments).
+fn baseline(name: &str) -> BTreeSet<String> {
+    let path = common::repo().join("tests/baselines").join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect()
+}
+
+fn script(path: &str) -> String {
+    common::repo().join(path).display().to_string()
+}
+
+fn python(py: &Path) -> String {
+    py.display().to_string()
+}
+
+/// Every run replays, and most exercised the tool (a run whose every call was cancelled
+/// before its result exercised nothing, and says so).
+fn assert_all_judged(totals: &Value) {
+    assert!(
+        totals.get("not_replayable").is_none(),
+        "every run replays: {totals:#}"
+    );
+    let inconclusive = totals.get("inconclusive").and_then(Value::as_u64);
+    let runs = totals["runs"].as_u64().expect("runs");
+    assert!(inconclusive.unwrap_or(0) * 4 < runs, "{totals:#}");
+}
+
+#[test]
+fn sdk2_stdio_server_is_clean_and_replays_byte_for_byte_whatever_the_hash_seed() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    let server = [python(&py), script("tests/peers/python_slow_server.py")];
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let flags = ["--seeds", "0..30", "--args", SLOW, "--verify"];
+    let (code, first) = sweep(&flags, &server, &[("PYTHONHASHSEED", "1")]);
+    assert_eq!(code, 0, "clean, as its live probe: {first:#}");
+    assert_eq!(first["runs"], 30);
+    assert!(rules(&first).is_empty(), "{first:#}");
+    assert_all_judged(&first);
+    assert!(
+        first["outcomes"]["cancelled"].as_u64() > Some(0),
+        "{first:#}"
+    );
+    let (_, second) = sweep(&flags, &server, &[("PYTHONHASHSEED", "2")]);
+    assert_eq!(first["traces"], second["traces"], "the same digests");
+    assert_eq!(
+        first["eras"]["2026-07-28"], 30,
+        "auto mode spoke 2026-07-28"
+    );
+}
+
+#[test]
+fn sdk1_stdio_server_gives_its_live_baseline_in_the_legacy_era() {
+    let Some(py) = common::peers::python_sdk_v1() else {
+        return;
+    };
+    let server = [python(&py), script("tests/peers/python1/slow_server.py")];
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let (code, totals) = sweep(&["--seeds", "0..20", "--args", SLOW], &server, &[]);
+    assert_eq!(code, 0, "a SHOULD only: {totals:#}");
+    assert_eq!(
+        rules(&totals),
+        baseline("python-sdk-1-server.txt"),
+        "{totals:#}"
+    );
+    assert_eq!(totals["eras"]["2025-11-25"], 20, "{totals:#}");
+    assert_all_judged(&totals);
+}
+
+#[test]
+fn sdk2_http_server_gives_its_live_verdicts_in_both_eras() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    let server = [
+        python(&py),
+        script("tests/peers/python_slow_http_server.py"),
+        "8000".into(),
+    ];
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let modern = [
+        "--transport",
+        "http",
+        "--era",
+        "modern",
+        "--seeds",
+        "0..12",
+        "--args",
+        SLOW,
+        "--verify",
+    ];
+    let (code, totals) = sweep(&modern, &server, &[]);
+    assert_eq!(code, 0, "{totals:#}");
+    assert!(rules(&totals).is_empty(), "{totals:#}");
+    assert_all_judged(&totals);
+    let legacy = [
+        "--transport",
+        "http",
+        "--era",
+        "legacy",
+        "--seeds",
+        "0..6",
+        "--args",
+        SLOW,
+    ];
+    let (_, totals) = sweep(&legacy, &server, &[]);
+    assert_eq!(
+        rules(&totals),
+        baseline("python-sdk-2-legacy-http-server.txt"),
+        "{totals:#}"
+    );
+    assert_all_judged(&totals);
+}
+
+/// The first failing run of a sweep for `rule`, replayed: the same digest.
+fn assert_caught_and_replayed(totals: &Value, rule: &str) {
+    let failing = totals["failing"].as_array().expect("failing");
+    let first = failing
+        .iter()
+        .find(|f| f["rules"].as_array().unwrap().iter().any(|r| r == rule))
+        .unwrap_or_else(|| panic!("{rule} caught on some seed: {totals:#}"));
+    let line = first["replay"].as_str().expect("a replay line");
+    let words = shell_words(line);
+    assert_eq!(&words[..2], ["mcp-sim", "replay"], "{line}");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(&words[1..])
+        .output()
+        .expect("replay runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let digest = first["digest"].as_str().expect("a digest");
+    assert!(
+        stdout.contains(&format!("digest {digest}")),
+        "the replay reprints {digest}:\n{stdout}"
+    );
+    assert!(stdout.contains(rule), "{stdout}");
+}
+
+/// The words of a replay line (single quotes as `shell_quote` writes them).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let (mut word, mut quoted, mut any) = (String::new(), false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            '\\' if !quoted => {
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            ' ' if !quoted => {
+                if any || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => word.push(c),
+        }
+    }
+    if any || !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+#[test]
+fn python_mutants_are_caught_with_their_rule_and_replay() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    for (file, rule) in [
+        ("swallow_cancel_server.py", "response-after-cancel"),
+        ("late_progress_server.py", "progress-after-completion"),
+    ] {
+        let server = [
+            python(&py),
+            script(&format!("tests/peers/python_mutants/{file}")),
+        ];
+        let server: Vec<&str> = server.iter().map(String::as_str).collect();
+        let (code, totals) = sweep(&["--seeds", "0..12", "--args", SLOW], &server, &[]);
+        assert_eq!(code, 1, "{file}: {totals:#}");
+        assert_all_judged(&totals);
+        assert_caught_and_replayed(&totals, rule);
+    }
+}
+
+#[test]
+fn programs_that_escape_the_shim_are_not_replayable_and_say_where() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    let escaping = script("tests/peers/python_mutants/escaping_server.py");
+    let cases = [
+        ("subprocess", "a subprocess was started"),
+        ("socket", "a real socket connected"),
+        ("thread", "a thread outside the worker pools"),
+        ("pid", "two runs of the seed differ"),
+    ];
+    for (mode, why) in cases {
+        let server = [python(&py), escaping.clone(), mode.into()];
+        let server: Vec<&str> = server.iter().map(String::as_str).collect();
+        let flags = [
+            "--seeds",
+            "0..2",
+            "--verify",
+            "--args",
+            r#"{"steps":2,"step_ms":100}"#,
+        ];
+        let (code, totals) = sweep(&flags, &server, &[]);
+        assert_eq!(code, 3, "{mode}: never a pass: {totals:#}");
+        assert!(
+            totals["failing"].as_array().unwrap().is_empty(),
+            "never a finding"
+        );
+        let runs = totals["not_replayable"].as_array().expect("not replayable");
+        assert_eq!(runs.len(), 2, "{mode}: {totals:#}");
+        for r in runs {
+            let text = r["why"].as_str().unwrap();
+            assert!(text.contains(why), "{mode}: {text}");
+        }
+        if mode != "pid" {
+            let text = runs[0]["why"].as_str().unwrap();
+            assert!(text.contains("escaping_server.py:"), "where: {text}");
+        }
+    }
+    // A synchronous server (threads, stdin read on the main thread) cannot run virtually.
+    let raw = [python(&py), script("tests/peers/raw_stdio_server.py")];
+    let raw: Vec<&str> = raw.iter().map(String::as_str).collect();
+    let (code, totals) = sweep(&["--seeds", "0..2", "--era", "modern"], &raw, &[]);
+    assert_eq!(code, 3, "{totals:#}");
+    let why = totals["not_replayable"][0]["why"].as_str().unwrap();
+    assert!(why.contains("outside an asyncio event loop"), "{why}");
+}
+
+#[test]
+fn bad_virtual_commands_are_usage_errors() {
+    for (args, says) in [
+        (vec!["--", "node", "server.js"], "not a Python interpreter"),
+        (vec!["--", "python3"], "no program after the interpreter"),
+        (
+            vec![
+                "--transport",
+                "http",
+                "--restarts",
+                "1",
+                "--",
+                "python3",
+                "s.py",
+            ],
+            "--restarts is for --transport stdio",
+        ),
+        (
+            vec!["--args", "[1]", "--", "python3", "s.py"],
+            "--args must be a JSON object",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+            .args(["sweep", "--virtual"])
+            .args(&args)
+            .output()
+            .expect("mcp-sim runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["sweep", "--tool", "x", "--seeds", "0..1"])
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(out.status.code(), Some(2), "--tool needs --virtual");
+}
