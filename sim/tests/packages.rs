@@ -111,9 +111,10 @@ fn test_env(scratch: &Path) -> Option<Vec<(&'static str, String)>> {
     let ts = peers::node_ts_sdk()?;
     let repo = common::repo();
     let servers = serde_json::json!({
-        "python-sdk": [python_sdk, repo.join("tests/peers/python_slow_server.py")],
+        "python-sdk": [&python_sdk, repo.join("tests/peers/python_slow_server.py")],
         "typescript-sdk": [which("node"), ts.dir.join("ts_slow_server.mjs")],
         "answer-cancel": [which("python3"), repo.join("tests/peers/raw_stdio_server.py"), "answer-cancel"],
+        "swallow-cancel": [&python_sdk, repo.join("tests/peers/python_mutants/swallow_cancel_server.py")],
     });
     // Calls of about 1.2 s, half of them cancelled; wide timeouts for a loaded machine (the
     // SDK servers import for a second or more before they answer).
@@ -217,13 +218,21 @@ fn pytest_from_a_fresh_venv_passes_clean_servers_and_fails_a_faulty_one() {
 
     let clean = pytest("test_clean.py", &[]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
-    assert!(text(&clean).contains("4 passed"), "{}", text(&clean));
+    assert!(text(&clean).contains("6 passed"), "{}", text(&clean));
 
     let flagged = pytest("test_flagged.py", &["--mcp-sim-seeds", "1..3"]);
     let output = text(&flagged);
     assert_eq!(flagged.status.code(), Some(1), "{output}");
     assert!(output.contains("2 of 2 mcp-sim runs failed"), "{output}");
     assert_names_the_fault(&output);
+    // The virtual sweep of the swallow-cancel server over the same seeds.
+    assert!(output.contains("2 failed"), "{output}");
+    assert!(
+        output.contains("mcp-sim sweep --virtual did not pass")
+            && output.contains("response-after-cancel")
+            && output.contains("replay: mcp-sim replay --seed "),
+        "the virtual sweep's rule and replay lines:\n{output}"
+    );
     eprintln!("--- pytest on the answer-cancel server:\n{output}");
 }
 

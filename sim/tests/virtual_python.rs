@@ -110,7 +110,7 @@ fn sdk2_stdio_server_is_clean_and_replays_byte_for_byte_whatever_the_hash_seed()
 }
 
 #[test]
-fn sdk1_stdio_server_gives_its_live_baseline_in_the_legacy_era() {
+fn sdk1_server_gives_its_live_baseline_in_the_legacy_era_on_both_transports() {
     let Some(py) = common::peers::python_sdk_v1() else {
         return;
     };
@@ -124,6 +124,30 @@ fn sdk1_stdio_server_gives_its_live_baseline_in_the_legacy_era() {
         "{totals:#}"
     );
     assert_eq!(totals["eras"]["2025-11-25"], 20, "{totals:#}");
+    assert_all_judged(&totals);
+    // Over Streamable HTTP, with sessions: the same answer to a cancel, and the SSE streams
+    // open without a priming event, as the SDK 2.3.0's legacy streams do.
+    let http = [
+        python(&py),
+        script("tests/peers/python1/slow_server.py"),
+        "http".into(),
+        "8000".into(),
+    ];
+    let http: Vec<&str> = http.iter().map(String::as_str).collect();
+    let flags = [
+        "--transport",
+        "http",
+        "--seeds",
+        "0..8",
+        "--args",
+        SLOW,
+        "--verify",
+    ];
+    let (code, totals) = sweep(&flags, &http, &[]);
+    assert_eq!(code, 0, "SHOULDs only: {totals:#}");
+    let mut expected = baseline("python-sdk-1-server.txt");
+    expected.extend(baseline("python-sdk-2-legacy-http-server.txt"));
+    assert_eq!(rules(&totals), expected, "{totals:#}");
     assert_all_judged(&totals);
 }
 

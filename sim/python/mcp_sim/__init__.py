@@ -23,9 +23,12 @@ __all__ = [
     "Report",
     "Violation",
     "Finding",
+    "SweepReport",
+    "FailingSeed",
     "binary",
     "check_trace",
     "probe",
+    "sweep",
 ]
 
 _EXE = "mcp-sim.exe" if sys.platform == "win32" else "mcp-sim"
@@ -88,6 +91,55 @@ class Report:
         lines += [f"  {v}" for v in self.violations]
         lines += [f"  {f}" for f in self.findings]
         lines.append(f"replay: {self.replay}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+@dataclass(frozen=True)
+class FailingSeed:
+    """A seed of a virtual sweep that broke a MUST rule (or could not be trusted, with `why`),
+    and the line that replays it with the same trace digest."""
+
+    seed: int
+    rules: tuple[str, ...]
+    replay: str
+    digest: str = ""
+    why: str = ""
+
+    def __str__(self) -> str:
+        what = ", ".join(self.rules) if self.rules else f"not-replayable: {self.why}"
+        return f"seed {self.seed}: {what}\n  replay: {self.replay}"
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """A virtual sweep: how many runs, the digest of every trace, the rules broken (runs per
+    rule), the failing and the not-replayable seeds with their replay lines."""
+
+    exit_code: int
+    runs: int
+    traces: str
+    violations: Mapping[str, int]
+    failing: tuple[FailingSeed, ...]
+    not_replayable: tuple[FailingSeed, ...]
+    inconclusive: int
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """Every run judged, something exercised, no MUST rule broken (exit code 0)."""
+        return self.exit_code == 0
+
+    def summary(self) -> str:
+        """The sweep as text: the counts, then each failing or not-replayable seed."""
+        lines = [f"mcp-sim sweep --virtual: {self.runs} runs, traces {self.traces} (exit {self.exit_code})"]
+        lines += [f"  {rule}: {n} runs" for rule, n in sorted(self.violations.items())]
+        if self.inconclusive:
+            lines.append(f"  {self.inconclusive} runs exercised nothing")
+        lines += [f"FAIL {f}" for f in self.failing]
+        lines += [f"NOT-REPLAYABLE {f}" for f in self.not_replayable]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -161,6 +213,102 @@ def probe(
             raise ValueError("the command is empty")
         argv += ["--", *parts]
     return _run(argv, _PROBE_EXITS, timeout)
+
+
+def _seed_range(seeds: range | int) -> tuple[int, int]:
+    if isinstance(seeds, int):
+        return seeds, seeds + 1
+    if not isinstance(seeds, range) or seeds.step != 1 or len(seeds) == 0:
+        raise ValueError(f"seeds must be an int or a non-empty range with step 1, not {seeds!r}")
+    return seeds.start, seeds.stop
+
+
+def _flags(args: Sequence[str], name: str = "args") -> list[str]:
+    """Extra command-line flags: a list of strings (a mapping or one string is a mistake)."""
+    if isinstance(args, Mapping):
+        raise TypeError(
+            f"{name} takes command-line flags as a list of strings; "
+            "give the tool's arguments as tool_args={...}"
+        )
+    if isinstance(args, (str, bytes)):
+        raise TypeError(f"{name} takes a list of flags, not one string: {args!r}")
+    flags = list(args)
+    for flag in flags:
+        if not isinstance(flag, str):
+            raise TypeError(f"{name} holds strings only, not {flag!r}")
+    return flags
+
+
+def sweep(
+    command: str | Sequence[str],
+    *,
+    seeds: range | int = range(0, 200),
+    transport: str | None = None,
+    era: str = "auto",
+    tool: str | None = None,
+    tool_args: Mapping[str, Any] | None = None,
+    calls: int | None = None,
+    jobs: int | None = None,
+    verify: bool = False,
+    args: Sequence[str] = (),
+    timeout: float | None = None,
+) -> SweepReport:
+    """Runs a Python server virtually, seed by seed, under mcp-sim's clock (`mcp-sim sweep
+    --virtual`) and returns the sweep.
+
+    `command` is the server as `python server.py ARGS` (a list, or one string split on spaces);
+    `seeds` a range (or one seed); `transport` `stdio` or `http`; `era` `auto`, `modern`,
+    `legacy` or a revision's date; `tool` and `tool_args` the tool to call and its arguments
+    (a mapping); `calls` the calls per run; `jobs` the processes in parallel (default: the
+    machine's cores); `verify` runs each seed twice; `args` any other flags of `mcp-sim sweep`.
+    """
+    a, b = _seed_range(seeds)
+    parts = command.split() if isinstance(command, str) else [os.fspath(p) for p in command]
+    if not parts:
+        raise ValueError("the command is empty")
+    argv = [binary(), "sweep", "--virtual", "--format", "json", "--seeds", f"{a}..{b}", "--era", era]
+    argv += ["--jobs", str(jobs if jobs is not None else max(1, os.cpu_count() or 1))]
+    if transport is not None:
+        argv += ["--transport", transport]
+    if tool is not None:
+        argv += ["--tool", tool]
+    if tool_args is not None:
+        if not isinstance(tool_args, Mapping):
+            raise TypeError(f"tool_args is the tool's arguments as a mapping, not {tool_args!r}")
+        argv += ["--args", json.dumps(dict(tool_args))]
+    if calls is not None:
+        argv += ["--calls", str(calls)]
+    if verify:
+        argv.append("--verify")
+    argv += _flags(args)
+    argv += ["--", *parts]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if done.returncode not in _PROBE_EXITS:
+        raise McpSimError(
+            f"mcp-sim sweep exited {done.returncode}: {done.stderr.strip() or done.stdout.strip()}"
+        )
+    try:
+        raw = json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise McpSimError(f"the sweep's output is not JSON ({e}): {done.stdout!r}") from e
+    failing = tuple(
+        FailingSeed(seed=f["seed"], rules=tuple(f["rules"]), replay=f["replay"], digest=f.get("digest", ""))
+        for f in raw.get("failing", ())
+    )
+    not_replayable = tuple(
+        FailingSeed(seed=n["seed"], rules=(), replay=n["replay"], why=n["why"])
+        for n in raw.get("not_replayable", ())
+    )
+    return SweepReport(
+        exit_code=done.returncode,
+        runs=int(raw["runs"]),
+        traces=str(raw["traces"]),
+        violations={rule: int(c["runs"]) for rule, c in raw.get("violations", {}).items()},
+        failing=failing,
+        not_replayable=not_replayable,
+        inconclusive=int(raw.get("inconclusive", 0)),
+        raw=raw,
+    )
 
 
 def check_trace(

@@ -1,13 +1,18 @@
 """The pytest plugin of mcp-sim: the `mcp_sim` fixture and `--mcp-sim-seeds`.
 
-A test asks the fixture to probe a server; each seed that does not pass fails the test with
-the whole report of every failing seed and the line that reruns it:
+A test asks the fixture to probe a server, or to sweep it under the virtual clock; each seed
+that does not pass fails the test with the whole report of every failing seed and the line
+that reruns it:
 
     def test_cancellation(mcp_sim):
         mcp_sim.probe(["python", "server.py"])
 
-`pytest --mcp-sim-seeds 0..20` runs seeds 0 to 19 in every such test (also `7` or `1,5,9`);
-by default each probe runs the seed it names (0 unless given).
+    def test_cancellation_by_seed(mcp_sim):
+        mcp_sim.sweep(["python", "server.py"], seeds=range(200), tool_args={"steps": 5})
+
+`pytest --mcp-sim-seeds 0..20` runs seeds 0 to 19 in every such test (also `7` or `1,5,9`;
+a sweep takes a range only); by default each probe runs the seed it names (0 unless given)
+and each sweep its `seeds`.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from . import Report, check_trace, probe
+from . import Report, SweepReport, check_trace, probe, sweep
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -62,6 +67,19 @@ class McpSim:
         reports = [probe(command, seed=s, **kwargs) for s in seeds]
         fail_unless_ok(reports)
         return reports
+
+    def sweep(self, command: str | Sequence[str], **kwargs: Any) -> SweepReport:
+        """Sweeps the server virtually (`mcp_sim.sweep`) and fails the test unless the sweep
+        passes: every failing or not-replayable seed is listed with its replay line."""
+        if self.seeds is not None:
+            lo, hi = min(self.seeds), max(self.seeds) + 1
+            if sorted(self.seeds) != list(range(lo, hi)):
+                raise pytest.UsageError("--mcp-sim-seeds: a sweep takes a range A..B")
+            kwargs["seeds"] = range(lo, hi)
+        report = sweep(command, **kwargs)
+        if not report.ok:
+            pytest.fail(f"mcp-sim sweep --virtual did not pass:\n{report.summary()}", pytrace=False)
+        return report
 
     def check_trace(self, path: str | os.PathLike[str], **kwargs: Any) -> Report:
         """Judges a trace and fails the test unless it passes."""

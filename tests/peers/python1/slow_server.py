@@ -8,8 +8,11 @@ handler's task inside the SDK (`RequestResponder.cancel`), which then answers th
 request with `{"code": 0, "message": "Request cancelled"}` (python-sdk #2480).
 
 Run: `target/peers/python-mcp-1.30.0/bin/python tests/peers/python1/slow_server.py` (the venv
-the tests install from tests/peers/python1-requirements.txt).
+the tests install from tests/peers/python1-requirements.txt); with `http PORT` it serves
+Streamable HTTP (stateful: sessions, GET streams) at `http://127.0.0.1:PORT/mcp` instead.
 """
+
+import sys
 
 import anyio
 
@@ -30,4 +33,9 @@ async def slow_op(ctx: Context, steps: int = 5, step_ms: int = 200) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.settings.port = int(sys.argv[2]) if len(sys.argv) > 2 else 8000
+        server.settings.log_level = "WARNING"
+        server.run("streamable-http")
+    else:
+        server.run("stdio")
