@@ -103,6 +103,8 @@ def _now_ms() -> int:
 
 
 def _patch_time() -> None:
+    time.process_time = time.thread_time = _now_s
+    time.process_time_ns = time.thread_time_ns = lambda: _Clock.ns
     time.time = lambda: _EPOCH_S + _Clock.ns / 1e9
     time.time_ns = lambda: _EPOCH_S * 1_000_000_000 + _Clock.ns
     time.monotonic = _now_s
@@ -160,6 +162,18 @@ def _urandom(n: int) -> bytes:
 def _patch_entropy() -> None:
     os.urandom = _urandom
     random._urandom = _urandom  # SystemRandom and secrets read it
+    real_seed = random.Random.seed
+
+    def seed(self, a=None, version=2):
+        # An unseeded generator (`random.Random()`) seeds from the run's stream, not the OS.
+        if a is None:
+            a = _Entropy.rng.getrandbits(64)
+        return real_seed(self, a, version)
+
+    random.Random.seed = seed
+    import uuid
+
+    uuid._generate_time_safe = None  # uuid1 then reads the (virtual) time and `random`
 
 
 def _seed(seed: int) -> None:
@@ -897,8 +911,35 @@ def _child(seed: int, t_ms: int, transport: str, kind: str, target: str, args: l
     os._exit(0)
 
 
+_ADDR_NO_RANDOMIZE = 0x0040000
+
+
+def _fixed_addresses() -> bool:
+    """Runs the zygote with address-space randomization off (Linux `personality`), re-executing
+    itself once: `id()` values, and so the order of sets and dicts of objects hashed by
+    identity, are then the same in every zygote, not only in the children of one."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        current = libc.personality(0xFFFFFFFF)
+    except (OSError, AttributeError):
+        return False
+    if current == -1:
+        return False
+    if current & _ADDR_NO_RANDOMIZE:
+        return True
+    if os.environ.get("MCP_SIM_ZYGOTE_REEXEC") or libc.personality(current | _ADDR_NO_RANDOMIZE) == -1:
+        return False
+    os.environ["MCP_SIM_ZYGOTE_REEXEC"] = "1"
+    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
+    return False  # not reached
+
+
 def _zygote(argv: list) -> None:
     global _CTL
+    fixed = _fixed_addresses()
+    os.environ.pop("MCP_SIM_ZYGOTE_REEXEC", None)
     # The control pipe is the zygote's stdin and stdout; the program gets neither.
     fd_in, fd_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -914,7 +955,7 @@ def _zygote(argv: list) -> None:
     _install_loop()
     _patch_anyio()
     _patch_uvicorn()
-    _CTL.write({"zygote": os.getpid(), "python": sys.version.split()[0]})
+    _CTL.write({"zygote": os.getpid(), "python": sys.version.split()[0], "fixed_addresses": fixed})
     while True:
         cmd = _CTL.read()
         if cmd.get("op") != "spawn":

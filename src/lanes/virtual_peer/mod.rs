@@ -236,11 +236,17 @@ impl VirtualPeer {
                 .unwrap_or_default();
             VirtualError::Start(format!("{e}{log}"))
         })?;
-        peer.runtime = hello
+        let version = hello
             .get("python")
             .and_then(Value::as_str)
-            .map(|v| format!("CPython {v}"))
             .ok_or_else(|| VirtualError::Start(format!("an unexpected greeting: {hello}")))?;
+        // Without fixed addresses, objects hashed by identity may be ordered differently in
+        // another zygote (a later replay), though never in two runs of one.
+        let fixed = hello.get("fixed_addresses") == Some(&Value::Bool(true));
+        peer.runtime = match fixed {
+            true => format!("CPython {version}"),
+            false => format!("CPython {version}, address randomization on"),
+        };
         Ok(peer)
     }
 
