@@ -154,7 +154,7 @@ impl VirtualPlan {
         let window = self.cancel_window(natural_ms);
         let policy = self.policy();
         let mut at = 0;
-        let calls: Vec<PlannedCall> = (0..self.calls)
+        let mut calls: Vec<PlannedCall> = (0..self.calls)
             .map(|_| {
                 at += below(400);
                 let cancelled = below(100) < self.cancel_percent;
@@ -179,19 +179,38 @@ impl VirtualPlan {
                 faults.push(Fault::ResetStream { at, call: k });
             }
         }
-        let mut gaps: Vec<usize> = (1..calls.len()).collect();
-        for _ in 0..self.restarts.min(gaps.len() as u32) {
-            let k = gaps.remove(below(gaps.len() as u64) as usize);
-            // Just before call k starts: after the earlier ones began, before it is sent.
-            let at = calls[k].at.saturating_sub(Duration::from_millis(1));
-            faults.push(Fault::CrashServer { at });
-        }
-        faults.sort_by_key(crate::scenario::fault_time);
         let drawn = Scenario::from_seed(seed);
         let latency = match self.latency_ms {
             Some((lo, hi)) => (Duration::from_millis(lo), Duration::from_millis(hi)),
             None => drawn.latency,
         };
+        let mut gaps: Vec<usize> = (1..calls.len()).collect();
+        let mut restarts: Vec<usize> = (0..self.restarts.min(gaps.len() as u32))
+            .map(|_| gaps.remove(below(gaps.len() as u64) as usize))
+            .collect();
+        restarts.sort_unstable();
+        // A restart goes between calls, as the probe's does: once the calls before it have had
+        // their natural time and the network's longest round trip, the program is killed, and
+        // the calls after it start once the client has seen its pipe break.
+        let busy = Duration::from_millis(natural_ms.unwrap_or(1000) + 200) + 2 * latency.1;
+        for k in restarts {
+            let crash = calls[..k].iter().map(|c| c.at).max().unwrap_or_default() + busy;
+            // After the client has seen the pipe break (a host restarts its server knowing it).
+            let resume = crash + 2 * latency.1 + Duration::from_millis(100);
+            let shift = resume.saturating_sub(calls[k].at);
+            for (j, call) in calls.iter_mut().enumerate().skip(k) {
+                call.at += shift;
+                for f in faults.iter_mut() {
+                    if let Fault::ResetStream { at, call } = f {
+                        if *call == j {
+                            *at += shift;
+                        }
+                    }
+                }
+            }
+            faults.push(Fault::CrashServer { at: crash });
+        }
+        faults.sort_by_key(crate::scenario::fault_time);
         let (era, opening) = match self.era {
             ProbeEra::Auto => (Era::Modern, Opening::Auto { silent: false }),
             ProbeEra::Modern => (Era::Modern, Opening::Pinned),
@@ -358,7 +377,8 @@ pub struct VirtualJudged {
 }
 
 impl VirtualJudged {
-    /// The run broke a MUST rule and stands as a finding.
+    /// The run broke a MUST rule and stands as a finding (a run that is not replayable never
+    /// does).
     pub fn fails(&self) -> bool {
         self.status == Status::Judged && self.judged.fails()
     }
@@ -389,7 +409,8 @@ pub fn judge_seed(
     }
     let escapes = first.escapes;
     let judged = run::judge_run(&scenario, first.run);
-    if status == Status::Judged && !exercised(&judged) {
+    // A MUST rule broken stands even in a run that exercised little.
+    if status == Status::Judged && !judged.fails() && !exercised(&judged) {
         status = Status::Inconclusive;
     }
     Ok(VirtualJudged {

@@ -107,6 +107,80 @@ fn sdk2_stdio_server_is_clean_and_replays_byte_for_byte_whatever_the_hash_seed()
         first["eras"]["2026-07-28"], 30,
         "auto mode spoke 2026-07-28"
     );
+    // Killed and restarted twice between calls: every run still replays and is clean.
+    let restarts = [
+        "--seeds",
+        "0..8",
+        "--args",
+        SLOW,
+        "--verify",
+        "--restarts",
+        "2",
+    ];
+    let (code, totals) = sweep(&restarts, &server, &[]);
+    assert_eq!(code, 0, "{totals:#}");
+    assert_all_judged(&totals);
+    // The same server named as `mcp run` names it (`file.py:object`), and written as `mcp run`
+    // takes it (no `__main__` block): started the same way, the same traces.
+    for program in [
+        format!("{}:server", script("tests/peers/python_slow_server.py")),
+        script("tests/peers/python_mcp_run_server.py"),
+    ] {
+        let (code, totals) = sweep(&flags, &[&python(&py), &program], &[]);
+        assert_eq!(code, 0, "{program}: {totals:#}");
+        assert_eq!(totals["traces"], first["traces"], "{program}");
+    }
+}
+
+#[test]
+fn sync_tools_and_blocking_sleeps_run_on_the_virtual_clock() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    let server = [
+        python(&py),
+        script("tests/peers/python_sync_tool_server.py"),
+    ];
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    // A sync tool runs in a worker thread; its time.sleep waits on the virtual clock while the
+    // other calls go on, and two runs of each seed agree.
+    // Calls of 3.5 s under the 5 s idle timeout (they report no progress) on a fast network.
+    let args = r#"{"steps":5,"step_ms":700}"#;
+    let flags = [
+        "--seeds",
+        "0..16",
+        "--verify",
+        "--latency-ms",
+        "1..50",
+        "--args",
+        args,
+    ];
+    let (code, totals) = sweep(&flags, &server, &[]);
+    assert_eq!(code, 0, "{totals:#}");
+    assert_all_judged(&totals);
+    let per_run = totals["sim_ms"].as_u64().unwrap() / totals["runs"].as_u64().unwrap();
+    assert!(
+        per_run >= 3500,
+        "the sleeps took virtual time: {per_run} ms a run"
+    );
+    // An async tool that blocks its loop with time.sleep: the loop's own clock moves, what it
+    // writes afterwards is that much later, and the seeds still replay.
+    let flags = [
+        "--seeds",
+        "0..8",
+        "--verify",
+        "--tool",
+        "blocking_op",
+        "--args",
+        args,
+    ];
+    let (_, blocking) = sweep(&flags, &server, &[]);
+    assert!(blocking.get("not_replayable").is_none(), "{blocking:#}");
+    assert_ne!(blocking["traces"], totals["traces"]);
+    assert!(
+        blocking["outcomes"]["result"].as_u64() > Some(0),
+        "{blocking:#}"
+    );
 }
 
 #[test]
@@ -177,6 +251,30 @@ fn sdk2_http_server_gives_its_live_verdicts_in_both_eras() {
     assert_eq!(code, 0, "{totals:#}");
     assert!(rules(&totals).is_empty(), "{totals:#}");
     assert_all_judged(&totals);
+    // Through nginx's idle cut, half the streams reset mid-call: still clean, every run
+    // replayed (a run whose every call was reset exercised nothing, and says so).
+    let faults = [
+        "--transport",
+        "http",
+        "--era",
+        "modern",
+        "--seeds",
+        "0..8",
+        "--args",
+        SLOW,
+        "--verify",
+        "--proxy",
+        "nginx",
+        "--reset-percent",
+        "50",
+    ];
+    let (code, totals) = sweep(&faults, &server, &[]);
+    assert_eq!(code, 0, "{totals:#}");
+    assert!(totals.get("not_replayable").is_none(), "{totals:#}");
+    assert!(
+        totals["outcomes"]["lost"].as_u64() > Some(0),
+        "resets happened: {totals:#}"
+    );
     let legacy = [
         "--transport",
         "http",

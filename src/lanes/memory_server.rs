@@ -61,7 +61,7 @@ impl SimServer<'_> {
         match self {
             SimServer::Model(d) => d.stdio_bytes(now, bytes, sink),
             #[cfg(feature = "live")]
-            SimServer::Virtual(v) => v.stdio_bytes(now, bytes, sink),
+            SimServer::Virtual(v) => v.stdio_bytes(now, bytes),
             #[cfg(not(feature = "live"))]
             SimServer::Never(n, _) => match *n {},
         }
@@ -154,7 +154,7 @@ impl SimServer<'_> {
                 }
             },
             #[cfg(feature = "live")]
-            SimServer::Virtual(v) => v.poll_io(sink).map(|w| match w {
+            SimServer::Virtual(v) => v.poll_io(now, sink).map(|w| match w {
                 VirtualWrite::Write(w) => SimServerOutput::Write(w),
                 VirtualWrite::Exited => SimServerOutput::Exited,
             }),

@@ -12,7 +12,10 @@ The first process is a *zygote*: it patches the clock and the entropy sources, i
 the program imports (read from its source, so the interpreter and the SDK load once), and
 then forks one child per run (``{"op": "spawn", "seed": S}``). A child runs the program as
 ``python server.py`` would, under a fresh copy of that state, and talks on the zygote's pipe
-while the zygote waits for it; when it ends, the zygote reports ``{"reaped": STATUS}``.
+while the zygote waits for it; when it ends, the zygote reports ``{"reaped": STATUS}``. A file
+that defines a server without starting it is started as ``mcp run`` does (its ``mcp``,
+``server`` or ``app``, or ``server.py:name``). The zygote runs with address-space
+randomization off, so objects hashed by identity are ordered alike in every process.
 
 Control protocol (times are whole virtual milliseconds since the run began)
 -------------------------------------------------------------------------
@@ -20,7 +23,7 @@ mcp-sim sends one command and reads one report, which the peer writes once it is
 *quiescent*: every ready callback has run, no worker thread is running, and nothing is left
 but timers and input.
 
-- ``{"op": "spawn", "seed": S, "transport": "stdio"|"http"}`` (to the zygote)
+- ``{"op": "spawn", "seed": S, "t": T, "transport": "stdio"|"http"}`` (to the zygote)
 - ``{"op": "deliver", "t": T, "data": TEXT}``: bytes on the server's stdin at T
 - ``{"op": "close", "t": T}``: the server's stdin ends at T
 - ``{"op": "advance", "t": T}``: the clock moves to T; timers due by then fire
@@ -31,7 +34,8 @@ but timers and input.
 
 A report: ``{"t": T, "out": [...], "next": MS|null, "escapes": [...], "exit": CODE?}``.
 ``out`` holds what the server wrote, in order, each stamped with its virtual time:
-``{"t", "data"}`` on stdio; ``{"t", "stream", "status", "headers"}``, ``{"t", "stream",
+``{"t", "data"}`` on stdio, and ``{"t", "read": N}`` where it read the next N bytes of its
+stdin (the trace records a message received when the program read it); ``{"t", "stream", "status", "headers"}``, ``{"t", "stream",
 "body"}`` and ``{"t", "stream", "end": true}`` on HTTP. ``next`` is the server's next timer
 deadline (the loop's earliest timer, rounded up to the millisecond). ``escapes`` names what
 the shim could not hold deterministic, each with where it happened.
@@ -45,14 +49,19 @@ Determinism
   the stdio transport's reads and writes, and ``loop.run_in_executor``) run one at a time, in
   the order the loop submitted them, only while the loop waits in its selector; the clock
   stays put while one runs, and the loop goes on only once the thread's result is posted. A
-  thread blocked on the virtual stdin gives its turn back until input arrives.
+  thread blocked on the virtual stdin gives its turn back until input arrives; one in
+  ``time.sleep`` gives it back until the clock reaches the sleep's end. ``time.sleep`` on the
+  loop's thread (a blocked loop) moves the clock itself.
 - ``time.time``/``monotonic``/``perf_counter`` (and their ``_ns`` forms), ``datetime.now``,
   ``utcnow`` and ``today`` read the virtual clock (the wall clock starts at
   2026-01-01T00:00:00Z); ``random``, ``os.urandom``, ``uuid.uuid4`` and ``secrets`` draw from
   the run's seed; mcp-sim starts the interpreter with ``PYTHONHASHSEED=0``.
+- ``time.process_time``/``thread_time`` read the virtual clock too; names bound to the real
+  clock functions before the shim patched them (``from time import monotonic``) are rebound.
 - Escapes are watched with an audit hook (sockets that connect, bind or resolve;
-  subprocesses, forks and execs), a check of threads started outside the worker pools, file
-  descriptors registered with the loop, and a bound on how long a worker thread may run.
+  subprocesses, forks and execs), threads started outside the worker pools, file descriptors
+  registered with the loop, a bound on how long a worker thread may run, and a watchdog for a
+  program that never comes back to the loop (``MCP_SIM_THREAD_BOUND_S``, 10 s of wall time).
   A run with an escape is not judged: mcp-sim reports it as ``not-replayable``.
 
 Only asyncio is virtualised: a program that runs anyio on trio, or uvloop, is reported as an
@@ -87,6 +96,7 @@ _REAL = {
     "perf_counter": time.perf_counter,
     "perf_counter_ns": time.perf_counter_ns,
     "urandom": os.urandom,
+    "sleep": time.sleep,
 }
 
 
@@ -102,7 +112,24 @@ def _now_ms() -> int:
     return _Clock.ns // 1_000_000
 
 
+def _sleep(secs) -> None:
+    """`time.sleep` under the virtual clock: a worker thread's job gives its turn back until
+    the clock reaches the end of the sleep; the loop's own thread, blocked as it would be,
+    moves the clock itself (what it writes afterwards is stamped that much later); a thread of
+    the program's own (an escape) sleeps on the wall clock."""
+    if not _Escapes.armed:
+        return _REAL["sleep"](secs)
+    ns = max(0, int(secs * 1e9))
+    if _JOBS.sleep(_Clock.ns + ns):
+        return None
+    if threading.current_thread() is threading.main_thread():
+        _Clock.ns += ns
+        return None
+    return _REAL["sleep"](secs)
+
+
 def _patch_time() -> None:
+    time.sleep = _sleep
     time.process_time = time.thread_time = _now_s
     time.process_time_ns = time.thread_time_ns = lambda: _Clock.ns
     time.time = lambda: _EPOCH_S + _Clock.ns / 1e9
@@ -250,6 +277,7 @@ class _Jobs:
         self.turn: int | None = None
         self.done: set = set()
         self.blocked: set = set()
+        self.sleepers: dict = {}  # ticket -> the virtual ns its time.sleep ends
         self.names: dict = {}
         self.posts = 0  # call_soon_threadsafe calls so far
         self.local = threading.local()
@@ -325,6 +353,36 @@ class _Jobs:
             while not (ready() and self.turn == ticket):
                 self.cv.wait()
 
+    def sleep(self, deadline_ns: int) -> bool:
+        """Called on a job's thread by `time.sleep`: give the turn back until the virtual clock
+        reaches `deadline_ns`. False when the thread runs no gated job."""
+        ticket = getattr(self.local, "ticket", None)
+        if ticket is None:
+            return False
+        with self.cv:
+            self.sleepers[ticket] = deadline_ns
+            if self.turn == ticket:
+                self.turn = None
+            self.cv.notify_all()
+            while ticket in self.sleepers or self.turn != ticket:
+                self.cv.wait()
+        return True
+
+    def next_wake_ns(self):
+        with self.cv:
+            return min(self.sleepers.values()) if self.sleepers else None
+
+    def wake_sleepers(self, now_ns: int) -> bool:
+        """Sleeps over by `now_ns` end: their jobs queue for a turn, earliest first."""
+        with self.cv:
+            due = sorted((d, t) for t, d in self.sleepers.items() if d <= now_ns)
+            for _, ticket in due:
+                del self.sleepers[ticket]
+                self.queue.append(ticket)
+            if due:
+                self.cv.notify_all()
+            return bool(due)
+
     def wake_blocked(self) -> None:
         """Input arrived: blocked jobs queue for a turn again, oldest first."""
         with self.cv:
@@ -351,7 +409,7 @@ class _Jobs:
                         self.done.discard(ticket)
                         self.turn = None
                         return True
-                    if ticket in self.blocked:
+                    if ticket in self.blocked or ticket in self.sleepers:
                         break  # gave its turn back: the next job may run
                     if ticket not in self.done and self.posts > posts:
                         return True  # it waits on the loop: keep its turn
@@ -400,7 +458,11 @@ class _VirtualStdin(io.RawIOBase):
             n = min(len(buffer), len(self.data))
             buffer[:n] = self.data[:n]
             del self.data[:n]
-            return n
+        if n:
+            # When the program read them, in order with what it wrote: what reached its pipe
+            # is not yet what it has seen.
+            _OUT.add({"read": n})
+        return n
 
 
 class _Outputs:
@@ -584,9 +646,12 @@ class _Control:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8")
         with self.lock:
             self.busy_since = None
-            while data:
-                n = os.write(self.fd_out, data)
-                data = data[n:]
+            try:
+                while data:
+                    n = os.write(self.fd_out, data)
+                    data = data[n:]
+            except OSError:
+                os._exit(0)  # mcp-sim went away
 
 
 def _watchdog(bound_s: float) -> None:
@@ -607,7 +672,7 @@ def _watchdog(bound_s: float) -> None:
             os._exit(3)
 
 
-time_sleep = time.sleep
+time_sleep = _REAL["sleep"]
 
 
 _CTL: _Control | None = None
@@ -642,6 +707,8 @@ class _Peer:
         t = int(cmd.get("t", _now_ms()))
         if t * 1_000_000 > _Clock.ns:
             _Clock.ns = t * 1_000_000
+        # Input before the sleeps that end at the same instant, as asyncio handles the I/O a
+        # select returns before the timers due in that iteration.
         if op == "deliver":
             cls.stdin.feed(cmd["data"].encode("utf-8"))
         elif op == "close":
@@ -653,6 +720,7 @@ class _Peer:
                 _HTTP.request(loop, cmd)
         elif op == "disconnect":
             _HTTP.disconnect(int(cmd["stream"]))
+        _JOBS.wake_sleepers(_Clock.ns)
 
 
 def _is_pool_thread(t: threading.Thread) -> bool:
@@ -690,6 +758,16 @@ def _make_loop_class():
             return key
 
         def select(self, timeout=None):
+            try:
+                return self._select(timeout)
+            except Exception as e:
+                # The shim's own failure is never the program's: the run is not judged.
+                frame = traceback.extract_tb(e.__traceback__)[-1]
+                _escape(f"the shim failed: {e!r}", where=f"{frame.filename}:{frame.lineno}", fatal=True)
+                _Peer.report(None)
+                os._exit(3)
+
+        def _select(self, timeout):
             loop = self.loop
             posted = _JOBS.run_pending(_Peer.thread_bound_s)
             if _Escapes.fatal:
@@ -698,6 +776,8 @@ def _make_loop_class():
             ready = super().select(0)
             if posted:
                 return ready  # a thread's result (or call) is in the ready queue
+            if _JOBS.wake_sleepers(_Clock.ns):
+                return ready  # a worker thread's sleep is over: it runs at the next select
             if ready or timeout == 0 or loop._ready:
                 return ready
             _Peer.idle(loop, _next_deadline_ms(loop))
@@ -731,10 +811,19 @@ def _make_loop_class():
 
 
 def _next_deadline_ms(loop):
-    whens = [h.when() for h in loop._scheduled if not h.cancelled()]
+    """The loop's earliest timer, or a worker thread's sleep, whichever ends first."""
+    # A timer at infinity (anyio's sleep_forever) never fires: it is no deadline.
+    whens = [
+        math.ceil(h.when() * 1000 - 1e-6)
+        for h in loop._scheduled
+        if not h.cancelled() and math.isfinite(h.when())
+    ]
+    wake = _JOBS.next_wake_ns()
+    if wake is not None:
+        whens.append(-(-wake // 1_000_000))
     if not whens:
         return None
-    return max(_now_ms(), math.ceil(min(whens) * 1000 - 1e-6))
+    return max(_now_ms(), min(whens))
 
 
 def _install_loop() -> None:
@@ -815,13 +904,17 @@ def _patch_uvicorn() -> None:
 
 
 def _program(argv: list) -> tuple:
-    """('module', name, args) or ('script', path, args)."""
+    """('module', name, args), ('script', path, args), or ('object', 'path:name', args) for a
+    server object in a file, as `mcp run server.py:app` names one."""
     if not argv:
         raise SystemExit("virtual_peer: give the server: server.py ARGS or -m module ARGS")
     if argv[0] == "-m":
         if len(argv) < 2:
             raise SystemExit("virtual_peer: -m needs a module name")
         return ("module", argv[1], argv[2:])
+    path, colon, name = argv[0].rpartition(":")
+    if colon and path.endswith(".py") and name.isidentifier():
+        return ("object", argv[0], argv[1:])
     return ("script", argv[0], argv[1:])
 
 
@@ -847,6 +940,8 @@ def _imports_of(source: str) -> list:
 def _prewarm(kind: str, target: str) -> None:
     """Imports what the program imports, once, in the zygote; failures are left to the run."""
     source = None
+    if kind == "object":
+        kind, target = "script", target.rpartition(":")[0]
     if kind == "script":
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
         try:
@@ -870,15 +965,60 @@ def _prewarm(kind: str, target: str) -> None:
             pass
 
 
+_SERVER_NAMES = ("mcp", "server", "app")
+
+
+def _rebind_clock_aliases() -> None:
+    """Modules that imported a clock function by name before the shim patched it (`from time
+    import monotonic`) hold the real one: rebind those names to the virtual clock. threading
+    keeps its own (its waits are real ones) and the shim its own."""
+    real = {id(f): name for name, f in _REAL.items() if name not in ("urandom", "sleep")}
+    skip = {__name__, "threading", "time", "_thread"}
+    for modname, module in list(sys.modules.items()):
+        if modname in skip or module is None:
+            continue
+        try:
+            names = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in names:
+            if id(value) in real and value is _REAL[real[id(value)]]:
+                try:
+                    setattr(module, attr, getattr(time, real[id(value)]))
+                except (AttributeError, TypeError):
+                    pass
+
+
 def _run_program(kind: str, target: str, args: list) -> int:
+    """Runs the program as `python` would. A file that defines a server but does not start it
+    (no `__main__` block; or `server.py:name`) is started the way `mcp run` does: its `mcp`,
+    `server` or `app` (or the named object) is run on the transport asked for."""
     import runpy
 
+    if kind == "object":
+        path, _, name = target.rpartition(":")
+        sys.argv = [path] + args
+        found = runpy.run_path(path, run_name="__mcp_sim_server__")
+        if name not in found:
+            raise SystemExit(f"virtual_peer: {path} defines no {name!r}")
+        return _serve_object(found[name])
+    sys.argv = [target] + args
     if kind == "script":
-        sys.argv = [target] + args
-        runpy.run_path(target, run_name="__main__")
+        found = runpy.run_path(target, run_name="__main__")
     else:
-        sys.argv = [target] + args
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        found = runpy.run_module(target, run_name="__main__", alter_sys=True)
+    if _Peer.loop is None:
+        for name in _SERVER_NAMES:
+            if hasattr(found.get(name), "run"):
+                return _serve_object(found[name])
+    return 0
+
+
+def _serve_object(server) -> int:
+    """Runs a server object (the SDKs' `MCPServer`/`FastMCP`) on the run's transport."""
+    if not hasattr(server, "run"):
+        raise SystemExit(f"virtual_peer: {server!r} has no run(): it is not a server object")
+    server.run("stdio" if _Peer.transport == "stdio" else "streamable-http")
     return 0
 
 
@@ -952,6 +1092,7 @@ def _zygote(argv: list) -> None:
     _patch_threads()
     sys.addaudithook(_audit)
     _prewarm(kind, target)
+    _rebind_clock_aliases()
     _install_loop()
     _patch_anyio()
     _patch_uvicorn()

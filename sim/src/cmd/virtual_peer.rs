@@ -72,7 +72,8 @@ pub(crate) struct VirtualOptions {
     /// `not-replayable` (never a finding).
     #[arg(long, requires = "on")]
     verify: bool,
-    /// With `--virtual`: write the program's stderr here (one file per worker, `.N` added).
+    /// With `--virtual`: write the program's stderr here, one file per job with `.N` added
+    /// (default: `virtual-peer.stderr` in the report folder).
     #[arg(long, requires = "on")]
     peer_log: Option<PathBuf>,
     /// The program to run virtually, after `--`.
@@ -178,17 +179,30 @@ fn replay_line(plan: &VirtualPlan, command: &PeerCommand, seed: u64, verify: boo
         .join(" ")
 }
 
+/// The program's stderr log of job `k`: `--peer-log` or the report folder's
+/// `virtual-peer.stderr`, with `.k` added.
+fn peer_log(options: &VirtualOptions, report_dir: &Path, k: usize) -> PathBuf {
+    let base = match &options.peer_log {
+        Some(p) => p.clone(),
+        None => report_dir.join("virtual-peer.stderr"),
+    };
+    let mut name = base.into_os_string();
+    name.push(format!(".{k}"));
+    PathBuf::from(name)
+}
+
 fn start_peer(
+    options: &VirtualOptions,
     command: &PeerCommand,
-    log: Option<&Path>,
+    report_dir: &Path,
     k: usize,
 ) -> Result<VirtualPeer, VirtualError> {
-    let path = log.map(|p| {
-        let mut name = p.as_os_str().to_owned();
-        name.push(format!(".{k}"));
-        PathBuf::from(name)
-    });
-    VirtualPeer::start(command, path.as_deref())
+    let log = peer_log(options, report_dir, k);
+    if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| VirtualError::Start(format!("cannot make {}: {e}", dir.display())))?;
+    }
+    VirtualPeer::start(command, Some(&log))
 }
 
 fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
@@ -215,7 +229,7 @@ pub(crate) fn sweep(
         .min((seeds.1.saturating_sub(seeds.0)).max(1) as usize);
     let mut peers = Vec::new();
     for k in 0..jobs {
-        match start_peer(&command, options.peer_log.as_deref(), k) {
+        match start_peer(options, &command, report_dir, k) {
             Ok(p) => peers.push(p),
             Err(e) => return fail("sweep", e),
         }
@@ -238,6 +252,10 @@ pub(crate) fn sweep(
             }
         );
         println!("{}", calibration_line(&plan, natural));
+        println!(
+            "program's stderr: {}",
+            peer_log(options, report_dir, 0).display()
+        );
     }
     let bar = ProgressBar::new(b.saturating_sub(a));
     bar.set_style(
@@ -412,7 +430,7 @@ pub(crate) fn replay(
         Ok(p) => p,
         Err(e) => return fail("replay", e),
     };
-    let mut peer = match start_peer(&command, options.peer_log.as_deref(), 0) {
+    let mut peer = match start_peer(options, &command, report_dir, 0) {
         Ok(p) => p,
         Err(e) => return fail("replay", e),
     };

@@ -45,6 +45,9 @@ pub(crate) struct VirtualServer<'p> {
     /// Processes started in this run (a restarted one draws fresh entropy from the seed).
     starts: u64,
     stdio: Framing,
+    /// stdin bytes delivered to the program's pipe and not yet read by it: recorded as
+    /// received when it reads them.
+    unread: VecDeque<u8>,
     /// Per HTTP stream: its connection's framing, and whether its response ended.
     http: BTreeMap<u64, Framing>,
     /// HTTP streams whose response has a `Content-Length` (the others are chunked).
@@ -68,6 +71,7 @@ impl<'p> VirtualServer<'p> {
             running: false,
             starts: 0,
             stdio: Framing::stdio_as_written(),
+            unread: VecDeque::new(),
             http: BTreeMap::new(),
             lengths: BTreeSet::new(),
             next: None,
@@ -94,9 +98,15 @@ impl<'p> VirtualServer<'p> {
         (self.error, self.escapes)
     }
 
-    /// The program's next timer.
+    /// The program's next timer, or the time of a write it stamped later than the lane's
+    /// clock (a loop its own thread held, by blocking, past the instant of its input).
     pub(crate) fn poll_timeout(&self) -> Option<Time> {
-        self.next.filter(|_| self.running && !self.stopped())
+        if self.stopped() {
+            return None;
+        }
+        let timer = self.next.filter(|_| self.running);
+        let write = self.writes.front().map(|(t, _)| *t);
+        timer.into_iter().chain(write).min()
     }
 
     /// Timers due by `now` fire.
@@ -117,6 +127,7 @@ impl<'p> VirtualServer<'p> {
                 .wrapping_add(self.starts.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             self.starts += 1;
             self.stdio = Framing::stdio_as_written();
+            self.unread.clear();
             self.http.clear();
             self.lengths.clear();
             self.running = true;
@@ -145,14 +156,12 @@ impl<'p> VirtualServer<'p> {
         }
     }
 
-    /// stdio bytes from the client.
-    pub(crate) fn stdio_bytes(&mut self, now: Time, bytes: &[u8], sink: &mut impl RunSink) {
+    /// stdio bytes from the client, into the program's pipe (recorded as it reads them).
+    pub(crate) fn stdio_bytes(&mut self, now: Time, bytes: &[u8]) {
         if !self.ensure_running(now) {
             return;
         }
-        let mut events = Vec::new();
-        self.stdio.read(bytes, &mut events);
-        record(sink, events);
+        self.unread.extend(bytes);
         let r = self.peer.deliver(now, bytes);
         self.absorb(r);
     }
@@ -250,14 +259,23 @@ impl<'p> VirtualServer<'p> {
         }
     }
 
-    /// The next thing the program wrote, recorded at the lane's `now` (the instant it was
-    /// written: the lane drains a peer's writes at the time it delivered to it).
-    pub(crate) fn poll_io(&mut self, sink: &mut impl RunSink) -> Option<VirtualWrite> {
-        let Some((_, out)) = self.writes.pop_front() else {
-            return std::mem::take(&mut self.exited).then_some(VirtualWrite::Exited);
+    /// The next thing the program wrote by `now`, recorded (the lane's clock is then the
+    /// instant the program stamped it). Its process's end comes after everything it wrote.
+    pub(crate) fn poll_io(&mut self, now: Time, sink: &mut impl RunSink) -> Option<VirtualWrite> {
+        let due = self.writes.front().is_some_and(|(t, _)| *t <= now);
+        let Some((_, out)) = due.then(|| self.writes.pop_front()).flatten() else {
+            let ended = self.writes.is_empty() && std::mem::take(&mut self.exited);
+            return ended.then_some(VirtualWrite::Exited);
         };
         let mut events = Vec::new();
         let write = match out {
+            Output::Read(n) => {
+                let n = n.min(self.unread.len());
+                let bytes: Vec<u8> = self.unread.drain(..n).collect();
+                self.stdio.read(&bytes, &mut events);
+                record(sink, events);
+                return self.poll_io(now, sink);
+            }
             Output::Stdio(bytes) => {
                 self.stdio.wrote(&bytes, &mut events);
                 ServerWrite::Line(bytes)

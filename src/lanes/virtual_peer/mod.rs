@@ -84,11 +84,13 @@ impl fmt::Display for Escape {
     }
 }
 
-/// One thing the peer wrote, at a virtual instant.
+/// One thing the peer wrote (or read), at a virtual instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     /// Bytes on its stdout.
     Stdio(Vec<u8>),
+    /// It read the next this many bytes of its stdin (in order with what it wrote).
+    Read(usize),
     /// The head of its response on `stream`: status and headers (names in lower case).
     Head {
         /// The stream (the client's HTTP exchange).
@@ -154,11 +156,15 @@ struct RawOutput {
     body: Option<String>,
     #[serde(default)]
     end: bool,
+    read: Option<usize>,
 }
 
 impl RawOutput {
     fn output(self) -> Result<(Time, Output), VirtualError> {
         let t = Time::from_millis(self.t);
+        if let (Some(n), None, None) = (self.read, &self.data, self.stream) {
+            return Ok((t, Output::Read(n)));
+        }
         let out = match (self.data, self.stream, self.status, self.body, self.end) {
             (Some(data), None, ..) => Output::Stdio(text_bytes(&data)),
             (None, Some(stream), Some(status), None, false) => Output::Head {
