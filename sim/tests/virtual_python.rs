@@ -121,10 +121,18 @@ fn sdk2_stdio_server_is_clean_and_replays_byte_for_byte_whatever_the_hash_seed()
     assert_eq!(code, 0, "{totals:#}");
     assert_all_judged(&totals);
     // The same server named as `mcp run` names it (`file.py:object`), and written as `mcp run`
-    // takes it (no `__main__` block): started the same way, the same traces.
+    // takes it (the file without its `__main__` block): started the same way, the same traces.
+    let source = std::fs::read_to_string(script("tests/peers/python_slow_server.py")).unwrap();
+    let (server_only, _) = source
+        .split_once("\nif __name__")
+        .expect("a __main__ block");
+    let dir = std::env::temp_dir().join(format!("mcp-sim-mcp-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mcp_run_file = dir.join("server_only.py");
+    std::fs::write(&mcp_run_file, server_only).unwrap();
     for program in [
         format!("{}:server", script("tests/peers/python_slow_server.py")),
-        script("tests/peers/python_mcp_run_server.py"),
+        mcp_run_file.display().to_string(),
     ] {
         let (code, totals) = sweep(&flags, &[&python(&py), &program], &[]);
         assert_eq!(code, 0, "{program}: {totals:#}");
@@ -409,13 +417,70 @@ fn programs_that_escape_the_shim_are_not_replayable_and_say_where() {
             assert!(text.contains("escaping_server.py:"), "where: {text}");
         }
     }
-    // A synchronous server (threads, stdin read on the main thread) cannot run virtually.
-    let raw = [python(&py), script("tests/peers/raw_stdio_server.py")];
-    let raw: Vec<&str> = raw.iter().map(String::as_str).collect();
-    let (code, totals) = sweep(&["--seeds", "0..2", "--era", "modern"], &raw, &[]);
-    assert_eq!(code, 3, "{totals:#}");
-    let why = totals["not_replayable"][0]["why"].as_str().unwrap();
-    assert!(why.contains("outside an asyncio event loop"), "{why}");
+}
+
+#[test]
+fn synchronous_servers_run_in_thread_mode_with_their_live_verdicts() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    // tests/peers/raw_stdio_server.py: stdin read on the main thread, a thread per call that
+    // waits on an Event with a timeout; the probe's own tests (probe_verdicts.rs,
+    // probe_legacy.rs) pin these verdicts live.
+    let raw = script("tests/peers/raw_stdio_server.py");
+    let args = r#"{"steps":4,"step_ms":300}"#;
+    for (mode, era, code, rule) in [
+        ("correct", "modern", 0, None),
+        (
+            "answer-cancel",
+            "modern",
+            1,
+            Some(("response-after-cancel", "MUST")),
+        ),
+        (
+            "ignore-cancel",
+            "modern",
+            1,
+            Some(("response-after-cancel", "MUST")),
+        ),
+        (
+            "answer-cancel",
+            "legacy",
+            0,
+            Some(("response-after-cancel", "SHOULD")),
+        ),
+    ] {
+        let mut server = vec![python(&py), raw.clone(), mode.to_string()];
+        if era == "legacy" {
+            server.push("legacy".into());
+        }
+        let server: Vec<&str> = server.iter().map(String::as_str).collect();
+        let flags = [
+            "--seeds",
+            "0..8",
+            "--verify",
+            "--era",
+            era,
+            "--args",
+            args,
+            "--cancel-percent",
+            "50",
+        ];
+        let (got, totals) = sweep(&flags, &server, &[]);
+        assert_eq!(got, code, "{mode} {era}: {totals:#}");
+        assert!(totals.get("not_replayable").is_none(), "{mode}: {totals:#}");
+        match rule {
+            None => assert!(rules(&totals).is_empty(), "{mode}: {totals:#}"),
+            Some((rule, level)) => {
+                assert_eq!(
+                    rules(&totals),
+                    BTreeSet::from([rule.to_string()]),
+                    "{totals:#}"
+                );
+                assert_eq!(totals["violations"][rule]["level"], level, "{totals:#}");
+            }
+        }
+    }
 }
 
 #[test]

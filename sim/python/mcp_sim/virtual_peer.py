@@ -64,8 +64,12 @@ Determinism
   program that never comes back to the loop (``MCP_SIM_THREAD_BOUND_S``, 10 s of wall time).
   A run with an escape is not judged: mcp-sim reports it as ``not-replayable``.
 
-Only asyncio is virtualised: a program that runs anyio on trio, or uvloop, is reported as an
-escape (its loop never reaches the shim).
+A synchronous program (no event loop: it reads its stdin on its main thread and works in
+threads of its own) runs in *thread mode* (``_Baton``): its threads run one at a time and give
+way only where the shim sees them wait, so their interleaving is a function of the inputs too.
+
+Of event loops only asyncio's is virtualised: a program that runs anyio on trio, or uvloop, is
+reported as an escape (its loop never reaches the shim).
 """
 
 from __future__ import annotations
@@ -120,6 +124,9 @@ def _sleep(secs) -> None:
     if not _Escapes.armed:
         return _REAL["sleep"](secs)
     ns = max(0, int(secs * 1e9))
+    if _BATON.active:
+        _BATON.block("sleep", _Clock.ns + ns)
+        return None
     if _JOBS.sleep(_Clock.ns + ns):
         return None
     if threading.current_thread() is threading.main_thread():
@@ -272,6 +279,7 @@ class _Jobs:
 
     def __init__(self) -> None:
         self.cv = threading.Condition()
+        self.cv._mcp_sim_real = True
         self.next_ticket = 0
         self.queue: collections.deque = collections.deque()
         self.turn: int | None = None
@@ -332,16 +340,17 @@ class _Jobs:
         with self.cv:
             if ready():
                 return
+            if ticket is None and (_BATON.active or _thread_mode_possible()):
+                if not _BATON.active:
+                    _BATON.activate()
+                while not ready():
+                    self.cv.release()
+                    try:
+                        _BATON.block("stdin")
+                    finally:
+                        self.cv.acquire()
+                return
             if ticket is None:
-                if threading.current_thread() is threading.main_thread():
-                    # A synchronous server: nothing but this read would ever run the clock.
-                    _escape(
-                        "the program reads its stdin outside an asyncio event loop "
-                        "(a synchronous server: only asyncio programs run virtually)",
-                        fatal=True,
-                    )
-                    _Peer.report(None)
-                    os._exit(3)
                 # A thread of the program's own (reported where it started): wait plainly.
                 while not ready():
                     self.cv.wait()
@@ -429,6 +438,140 @@ _JOBS = _Jobs()
 
 
 # --------------------------------------------------------------------------------------------
+# Thread mode: a synchronous program's threads, one at a time, under the virtual clock.
+
+
+class _Baton:
+    """A program without an event loop (it reads its stdin on its main thread and works in
+    threads of its own) runs in *thread mode*: its threads hold a baton in turn and give it
+    up only where the shim can see them wait (a stdin read, `Condition.wait` and so `Event`,
+    `Queue` and `Semaphore` waits, `time.sleep`, `Thread.join`, a thread's end). The next
+    holder is the first runnable thread, in the order they became runnable, which the baton's
+    holder decides: so every interleaving is a function of the inputs. When no thread can run,
+    the one that gave the baton up reports and takes the next command, as the loop's selector
+    does. A thread blocked anywhere else (a contended lock) stops the run: the watchdog names
+    it."""
+
+    def __init__(self) -> None:
+        self.cv = threading.Condition(threading.Lock())
+        self.cv._mcp_sim_real = True
+        self.active = False
+        self.holder = None
+        self.runnable: collections.deque = collections.deque()
+        self.waiting: dict = {}  # thread -> (deadline_ns or None, seq, kind)
+        self.woken: set = set()  # threads woken by a notify (not by their deadline)
+        self.seq = 0
+        self.joiners: dict = {}  # thread -> threads waiting for its end
+        self.finished: set = set()
+
+    def activate(self) -> None:
+        with self.cv:
+            self.active = True
+            self.holder = threading.current_thread()
+
+    def _wake(self, thread, by_notify: bool) -> None:
+        if thread in self.waiting:
+            del self.waiting[thread]
+            if by_notify:
+                self.woken.add(thread)
+            self.runnable.append(thread)
+
+    def wake(self, thread) -> None:
+        with self.cv:
+            self._wake(thread, True)
+
+    def wake_kind(self, kind: str) -> None:
+        with self.cv:
+            for t in [t for t, (_, seq, k) in sorted(self.waiting.items(), key=lambda i: i[1][1]) if k == kind]:
+                self._wake(t, True)
+
+    def wake_due(self, now_ns: int) -> None:
+        with self.cv:
+            due = sorted((d, seq, t) for t, (d, seq, _) in self.waiting.items() if d is not None and d <= now_ns)
+            for _, _, t in due:
+                self._wake(t, False)
+
+    def next_deadline_ns(self):
+        with self.cv:
+            ds = [d for d, _, _ in self.waiting.values() if d is not None]
+            return min(ds) if ds else None
+
+    def block(self, kind: str, deadline_ns=None) -> bool:
+        """The holder waits (for `kind` or until `deadline_ns`) and gives the baton up; True
+        when it was woken by a notify or input rather than by its deadline."""
+        me = threading.current_thread()
+        with self.cv:
+            self.seq += 1
+            self.waiting[me] = (deadline_ns, self.seq, kind)
+            self.woken.discard(me)
+        self._pass(me)
+        with self.cv:
+            notified = me in self.woken
+            self.woken.discard(me)
+        return notified
+
+    def _pass(self, me) -> None:
+        """Hands the baton to the next runnable thread; when none can run, `me` reports and
+        takes commands until one can. Returns once `me` holds the baton again (never, for a
+        thread that has ended)."""
+        with self.cv:
+            while True:
+                if self.runnable:
+                    self.holder = self.runnable.popleft()
+                    self.cv.notify_all()
+                    break
+                self.holder = None
+                self.cv.release()
+                try:
+                    _Peer.idle(None, _thread_deadline_ms())
+                    self.wake_due(_Clock.ns)
+                finally:
+                    self.cv.acquire()
+            if me in self.finished:
+                return
+            while self.holder is not me:
+                self.cv.wait()
+
+    def enter(self) -> None:
+        """A new thread waits for its first turn (the starter queued it)."""
+        me = threading.current_thread()
+        with self.cv:
+            while self.holder is not me:
+                self.cv.wait()
+
+    def start(self, thread) -> None:
+        with self.cv:
+            self.runnable.append(thread)
+
+    def exit(self) -> None:
+        me = threading.current_thread()
+        with self.cv:
+            self.finished.add(me)
+            for t in self.joiners.pop(me, []):
+                self._wake(t, True)
+        self._pass(me)
+
+    def join(self, thread, deadline_ns) -> None:
+        me = threading.current_thread()
+        with self.cv:
+            if thread in self.finished or thread not in self._known(thread):
+                return
+            self.joiners.setdefault(thread, []).append(me)
+        self.block("join", deadline_ns)
+
+    def _known(self, thread):
+        return self.finished | set(self.waiting) | set(self.runnable) | {self.holder} | set(self.joiners) | {thread}
+
+
+_BATON = _Baton()
+
+
+def _thread_deadline_ms():
+    d = _BATON.next_deadline_ns()
+    return None if d is None else max(_now_ms(), -(-d // 1_000_000))
+
+
+# --------------------------------------------------------------------------------------------
 # The virtual stdin and stdout.
 
 
@@ -446,11 +589,13 @@ class _VirtualStdin(io.RawIOBase):
         with _JOBS.cv:
             self.data += data
         _JOBS.wake_blocked()
+        _BATON.wake_kind("stdin")
 
     def close_input(self) -> None:
         with _JOBS.cv:
             self.eof = True
         _JOBS.wake_blocked()
+        _BATON.wake_kind("stdin")
 
     def readinto(self, buffer) -> int:
         _JOBS.block_for_input(lambda: bool(self.data) or self.eof)
@@ -728,15 +873,78 @@ def _is_pool_thread(t: threading.Thread) -> bool:
     return t.name == "AnyIO worker thread" or t.name.startswith("asyncio_")
 
 
+def _thread_mode_possible() -> bool:
+    """Thread mode starts at a main-thread stdin read with no event loop, while the program
+    has started no thread yet (later ones are held from their start)."""
+    if threading.current_thread() is not threading.main_thread() or _Peer.loop is not None:
+        return False
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.name != "mcp-sim watchdog"]
+    return not others
+
+
 def _patch_threads() -> None:
     real_start = threading.Thread.start
+    real_join = threading.Thread.join
+    real_wait = threading.Condition.wait
 
     def start(self):
+        if _BATON.active:
+            run = self.run
+
+            def held_run():
+                _BATON.enter()
+                try:
+                    run()
+                finally:
+                    _BATON.exit()
+
+            self.run = held_run
+            _BATON.start(self)
+            # Thread.start waits for the new thread's bootstrap: a real wait, not a turn.
+            self._started._cond._mcp_sim_real = True
+            return real_start(self)
         if _Escapes.armed and not _is_pool_thread(self):
             _escape(f"a thread outside the worker pools was started ({self.name})")
         return real_start(self)
 
+    def join(self, timeout=None):
+        if _BATON.active and threading.current_thread() is not self:
+            deadline = None if timeout is None else _Clock.ns + max(0, int(timeout * 1e9))
+            _BATON.join(self, deadline)
+            if self in _BATON.finished:
+                return real_join(self)
+            return None
+        return real_join(self, timeout)
+
+    def wait(self, timeout=None):
+        if not _BATON.active or getattr(self, "_mcp_sim_real", False):
+            return real_wait(self, timeout)
+        if not self._is_owned():
+            raise RuntimeError("cannot wait on un-acquired lock")
+        me = threading.current_thread()
+
+        class Waiter:
+            def release(self):
+                _BATON.wake(me)
+
+        waiter = Waiter()
+        self._waiters.append(waiter)
+        saved = self._release_save()
+        try:
+            deadline = None if timeout is None else _Clock.ns + max(0, int(timeout * 1e9))
+            notified = _BATON.block("condition", deadline)
+        finally:
+            self._acquire_restore(saved)
+        if not notified:
+            try:
+                self._waiters.remove(waiter)
+            except ValueError:
+                pass
+        return notified
+
     threading.Thread.start = start
+    threading.Thread.join = join
+    threading.Condition.wait = wait
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::sweep::{Totals, TOTALS_FORMAT};
+use super::sweep_report::{Totals, TOTALS_FORMAT};
 use crate::args::Format;
 
 #[derive(clap::Args)]

@@ -15,4 +15,5 @@ pub mod replay;
 pub mod rules;
 pub mod serve;
 pub mod sweep;
+pub mod sweep_report;
 pub mod virtual_peer;

@@ -10,7 +10,8 @@ use mcp_sim::report;
 use mcp_sim::repro::{EraChoice, FileRepro};
 use mcp_sim::scenario::around::PerturbSpec;
 
-use super::sweep::{run_seed, summary_text, write_report, SeedRun};
+use super::sweep::run_seed;
+use super::sweep_report::{summary_text, write_report, SeedRun};
 use crate::args::{Overrides, TransportArg};
 
 #[derive(clap::Args)]

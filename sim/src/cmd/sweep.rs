@@ -2,7 +2,6 @@
 //! failure reproducible from one line.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,12 +10,12 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_sim::model::{Outcome, Transport};
-use mcp_sim::oracle::Level;
-use mcp_sim::report;
 use mcp_sim::repro::EraChoice;
-use mcp_sim::run::{self, Judged};
-use mcp_sim::scenario::Scenario;
+use mcp_sim::run;
 
+use super::sweep_report::{
+    rule_levels, write_report, FailingRun, RunCounts, SeedRun, Totals, TOTALS_FORMAT,
+};
 use crate::args::{parse_range, Format, Overrides};
 
 #[derive(clap::Args)]
@@ -84,15 +83,6 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
-/// One judged seed.
-pub(crate) struct SeedRun {
-    pub(crate) seed: u64,
-    pub(crate) transport: Option<Transport>,
-    pub(crate) era: EraChoice,
-    pub(crate) scenario: Scenario,
-    pub(crate) judged: Judged,
-}
-
 pub(crate) fn run_seed(
     overrides: &Overrides,
     seed: u64,
@@ -109,70 +99,6 @@ pub(crate) fn run_seed(
         scenario,
         judged,
     }
-}
-
-/// Writes trace, diagram and summary of a failing run; returns the folder.
-pub(crate) fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Result<PathBuf> {
-    write_report_with(dir, r, replay, &r.scenario.to_string())
-}
-
-/// [`write_report`] with the scenario said as `scenario` (a virtual run's knobs are not the
-/// reference server's).
-pub(crate) fn write_report_with(
-    dir: &Path,
-    r: &SeedRun,
-    replay: &str,
-    scenario: &str,
-) -> std::io::Result<PathBuf> {
-    let mut suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
-    if let EraChoice::Fixed(era) = r.era {
-        if era.is_legacy() {
-            suffix.push_str(&format!("-{}", era.version()));
-        }
-    }
-    let folder = dir.join(format!("seed-{}{suffix}", r.seed));
-    std::fs::create_dir_all(&folder)?;
-    let trace = &r.judged.run.trace;
-    std::fs::write(folder.join("trace.jsonl"), trace.to_jsonl())?;
-    let events = report::slice(trace, &r.judged.verdict);
-    std::fs::write(
-        folder.join("sequence.mmd"),
-        report::mermaid(trace, &r.judged.verdict, &events),
-    )?;
-    std::fs::write(
-        folder.join("summary.txt"),
-        summary_text_with(r, replay, scenario),
-    )?;
-    Ok(folder)
-}
-
-pub(crate) fn summary_text(r: &SeedRun, replay: &str) -> String {
-    summary_text_with(r, replay, &r.scenario.to_string())
-}
-
-/// [`summary_text`] with the scenario said as `scenario`.
-pub(crate) fn summary_text_with(r: &SeedRun, replay: &str, scenario: &str) -> String {
-    let (trace, report) = (&r.judged.run.trace, &r.judged.verdict);
-    let mut out = String::new();
-    let _ = writeln!(out, "SEED={} {scenario}", r.seed);
-    if let Some(c) = &r.judged.crash {
-        let _ = writeln!(out, "CRASH: {c}");
-    }
-    let _ = writeln!(
-        out,
-        "trace: {} events, digest {:016x}, complete={}",
-        trace.events.len(),
-        trace.digest(),
-        r.judged.run.complete
-    );
-    let _ = writeln!(out, "violations:\n{}", report::violations_text(report));
-    let _ = writeln!(out, "trace slice:");
-    for i in report::slice(trace, report) {
-        let line = serde_json::to_string(&trace.events[i]).expect("events serialize");
-        let _ = writeln!(out, "  #{i} {line}");
-    }
-    let _ = writeln!(out, "replay: {replay}");
-    out
 }
 
 /// What a sweep keeps of one run.
@@ -198,18 +124,7 @@ impl Summary {
     fn of(r: &SeedRun, overrides: &Overrides, report_dir: &Path) -> Summary {
         let repro = overrides.repro(r.seed, r.transport, r.era);
         let replay = repro.replay_line();
-        let mut rules: Vec<(&'static str, &'static str)> = r
-            .judged
-            .verdict
-            .violations
-            .iter()
-            .map(|v| (v.rule, v.level.as_str()))
-            .collect();
-        if r.judged.crash.is_some() {
-            rules.push((run::CRASH, Level::Must.as_str()));
-        }
-        rules.sort();
-        rules.dedup();
+        let rules = rule_levels(&r.judged);
         let fails = r.judged.fails();
         let report = if fails {
             write_report(report_dir, r, &replay).ok()
@@ -340,23 +255,13 @@ pub fn run(args: &Args) -> ExitCode {
         inconclusive: 0,
     };
     for s in &results {
-        totals.traces ^= run_digest(s.seed, s.transport, s.digest);
-        totals.sim_ms += s.sim_ms;
-        totals.requests += s.requests;
-        *totals.eras.entry(s.spoke.to_string()).or_default() += 1;
-        for (o, n) in &s.outcomes {
-            *totals.outcomes.entry(*o).or_default() += n;
-        }
-        for (rule, level) in &s.rules {
-            totals
-                .violations
-                .entry((*rule).to_string())
-                .or_insert_with(|| RuleCount {
-                    level: (*level).to_string(),
-                    runs: 0,
-                })
-                .runs += 1;
-        }
+        let counts = RunCounts {
+            sim_ms: s.sim_ms,
+            requests: s.requests,
+            outcomes: &s.outcomes,
+        };
+        totals.count_run(s.seed, s.transport, s.digest, &counts, s.spoke);
+        totals.count_rules(&s.rules);
         if s.fails {
             totals.failing.push(FailingRun {
                 seed: s.seed,
@@ -382,317 +287,5 @@ pub fn run(args: &Args) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
-}
-
-/// The `format` member of a sweep's JSON output.
-pub(crate) const TOTALS_FORMAT: &str = "mcp-sim-sweep/1";
-
-/// What a sweep (or a shard of one) found: the summary and every failing run. `--format json`
-/// prints it; `mcp-sim merge` adds shards up.
-#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct Totals {
-    /// [`TOTALS_FORMAT`].
-    pub format: String,
-    /// The seed range `[A, B)`.
-    pub seeds: (u64, u64),
-    /// The shards covered, `(K, N)`.
-    pub shards: Vec<(u64, u64)>,
-    /// The lane and overrides, as the flags of a replay line: shards of one sweep agree.
-    pub setup: String,
-    pub runs: u64,
-    pub sim_ms: u64,
-    /// Wall time in ms (summed over merged shards).
-    pub wall_ms: u64,
-    pub requests: u64,
-    pub outcomes: BTreeMap<Outcome, u64>,
-    /// Runs per era the client spoke (its revision).
-    #[serde(default)]
-    pub eras: BTreeMap<String, u64>,
-    /// Runs per violated rule, with the rule's level.
-    pub violations: BTreeMap<String, RuleCount>,
-    /// Every run's trace at once: the XOR over the runs of [`run_digest`], so shards merge
-    /// by XOR and two sweeps of the same range ran the same traces exactly when it agrees.
-    #[serde(with = "hex_u64")]
-    pub traces: u64,
-    /// Every run that broke a MUST rule or crashed, in seed order.
-    pub failing: Vec<FailingRun>,
-    /// Virtual runs that cannot be trusted to replay (an escape, or two runs that differed):
-    /// neither findings nor passes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_replayable: Vec<NotReplayableRun>,
-    /// Virtual runs that exercised nothing (no call ended with a result or was cancelled).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub inconclusive: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// A virtual run that is not replayable, and why.
-#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct NotReplayableRun {
-    pub seed: u64,
-    /// The escape, or where two runs of the seed parted.
-    pub why: String,
-    /// The `mcp-sim replay` line.
-    pub replay: String,
-}
-
-/// One run's share of [`Totals::traces`]: its seed, transport and trace digest mixed into one
-/// word (FNV-1a over the three), so that equal traces of different seeds do not cancel out.
-pub(crate) fn run_digest(seed: u64, transport: Option<Transport>, digest: u64) -> u64 {
-    let transport: u64 = match transport {
-        None => 0,
-        Some(Transport::Stdio) => 1,
-        Some(Transport::Http) => 2,
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in [seed, transport, digest]
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-    {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// A `u64` as 16 hex digits in JSON (the digests' usual spelling).
-mod hex_u64 {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{v:016x}"))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        let text = String::deserialize(d)?;
-        u64::from_str_radix(&text, 16).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Runs that broke one rule.
-#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct RuleCount {
-    pub level: String,
-    pub runs: u64,
-}
-
-/// One failing run and how to reproduce it.
-#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct FailingRun {
-    pub seed: u64,
-    pub transport: Option<String>,
-    pub rules: Vec<String>,
-    /// The `mcp-sim replay` line.
-    pub replay: String,
-    /// The `cargo test` line.
-    pub test: String,
-    /// The run's trace digest, which both lines reproduce.
-    pub digest: String,
-    /// The report folder, on the machine that ran it.
-    pub report: Option<String>,
-}
-
-/// How many failing runs a CI report lists per rule (the JSON output has them all).
-const CI_LISTED: usize = 50;
-
-impl Totals {
-    /// The sweep as one JUnit suite: a case per rule that applies in an era it ran (and one
-    /// for crashes), a MUST rule failing with its failing runs' replay lines.
-    pub fn junit(&self, tool: &str) -> String {
-        use mcp_sim::ci::{junit_suites, Case, CaseResult, Suite};
-        let eras: Vec<mcp_sim::Era> = self
-            .eras
-            .keys()
-            .filter_map(|v| mcp_sim::Era::from_version(v))
-            .collect();
-        let mut names: Vec<&str> = mcp_sim::oracle::RULES
-            .iter()
-            .filter(|r| !r.spans_hops() && eras.iter().any(|&e| r.level_in(e).is_some()))
-            .map(|r| r.name)
-            .collect();
-        // A crash, or a rule of an era none of the runs was read in, still gets its case.
-        let extra: Vec<&str> = self
-            .violations
-            .keys()
-            .map(String::as_str)
-            .filter(|v| !names.contains(v))
-            .collect();
-        names.extend(extra);
-        let cases = names
-            .into_iter()
-            .map(|name| {
-                let result = match self.violations.get(name) {
-                    None => CaseResult::Passed,
-                    Some(count) if count.level == Level::Must.as_str() => {
-                        let failing: Vec<&FailingRun> = self
-                            .failing
-                            .iter()
-                            .filter(|f| f.rules.iter().any(|r| r == name))
-                            .collect();
-                        let mut text: Vec<String> = failing
-                            .iter()
-                            .take(CI_LISTED)
-                            .map(|f| format!("seed {}: {}", f.seed, f.replay))
-                            .collect();
-                        if failing.len() > CI_LISTED {
-                            text.push(format!("and {} more", failing.len() - CI_LISTED));
-                        }
-                        CaseResult::Failed {
-                            kind: "MUST".into(),
-                            message: format!("{} of {} runs break it", count.runs, self.runs),
-                            text: text.join("\n"),
-                        }
-                    }
-                    Some(count) => CaseResult::PassedWithOutput(format!(
-                        "{} of {} runs break this {} rule",
-                        count.runs, self.runs, count.level
-                    )),
-                };
-                Case {
-                    name: name.to_owned(),
-                    result,
-                }
-            })
-            .collect();
-        let suite = Suite {
-            name: format!("seeds {}..{} {}", self.seeds.0, self.seeds.1, self.setup),
-            properties: vec![
-                ("runs".into(), self.runs.to_string()),
-                ("traces".into(), format!("{:016x}", self.traces)),
-                (
-                    "eras".into(),
-                    self.eras
-                        .iter()
-                        .map(|(e, n)| format!("{e} {n}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ),
-            ],
-            cases,
-        };
-        junit_suites(tool, &[suite])
-    }
-
-    /// The sweep as GitHub annotations: one per broken rule, with the first failing runs'
-    /// replay lines for a MUST rule.
-    pub fn github(&self) -> String {
-        use mcp_sim::ci::{github_lines, Annotation};
-        let annotations: Vec<Annotation> = self
-            .violations
-            .iter()
-            .map(|(rule, count)| {
-                let level = match count.level.as_str() {
-                    "MUST" => Level::Must,
-                    "SHOULD" => Level::Should,
-                    _ => Level::Policy,
-                };
-                let mut message = format!(
-                    "{} of {} runs of seeds {}..{} break {} ({})",
-                    count.runs, self.runs, self.seeds.0, self.seeds.1, rule, count.level
-                );
-                let listed = if level == Level::Must { 3 } else { 0 };
-                for f in self
-                    .failing
-                    .iter()
-                    .filter(|f| f.rules.iter().any(|r| r == rule))
-                    .take(listed)
-                {
-                    let _ = write!(message, "\nreplay: {}", f.replay);
-                }
-                Annotation {
-                    command: mcp_sim::ci::annotation_command(level),
-                    title: rule.clone(),
-                    message,
-                }
-            })
-            .collect();
-        github_lines(&annotations)
-    }
-
-    /// The text summary `mcp-sim sweep` prints after its header.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        let wall = self.wall_ms as f64 / 1000.0;
-        let _ = writeln!(out, "runs:        {}", self.runs);
-        let _ = writeln!(
-            out,
-            "simulated:   {:.0} s ({:.1} h)",
-            self.sim_ms as f64 / 1000.0,
-            self.sim_ms as f64 / 3.6e6
-        );
-        let _ = writeln!(
-            out,
-            "wall:        {wall:.2} s ({:.0} runs/s)",
-            self.runs as f64 / wall
-        );
-        let _ = writeln!(
-            out,
-            "compression: {:.0}x simulated seconds per wall second",
-            self.sim_ms as f64 / 1000.0 / wall
-        );
-        let _ = writeln!(out, "requests:    {}", self.requests);
-        let _ = writeln!(
-            out,
-            "traces:      {:016x} (digest of every run's trace)",
-            self.traces
-        );
-        let outcome_text: Vec<String> = self
-            .outcomes
-            .iter()
-            .map(|(o, n)| format!("{} {n}", o.as_str()))
-            .collect();
-        let _ = writeln!(out, "outcomes:    {}", outcome_text.join(", "));
-        let era_text: Vec<String> = self
-            .eras
-            .iter()
-            .rev()
-            .map(|(e, n)| format!("{e} {n}"))
-            .collect();
-        if !era_text.is_empty() {
-            let _ = writeln!(out, "eras:        {}", era_text.join(", "));
-        }
-        if self.violations.is_empty() {
-            let _ = writeln!(out, "violations:  none");
-        } else {
-            let _ = writeln!(out, "violations (runs per rule):");
-            for (rule, c) in &self.violations {
-                let _ = writeln!(out, "  {rule:<28} {:<7} {}", c.level, c.runs);
-            }
-        }
-        if self.inconclusive > 0 {
-            let _ = writeln!(
-                out,
-                "inconclusive: {} runs exercised nothing (no tools/call ended with a result)",
-                self.inconclusive
-            );
-        }
-        for n in &self.not_replayable {
-            let _ = writeln!(out, "NOT-REPLAYABLE seed {}: {}", n.seed, n.why);
-            let _ = writeln!(out, "  replay: {}", n.replay);
-        }
-        for f in &self.failing {
-            let _ = writeln!(out, "FAIL seed {}: {}", f.seed, f.rules.join(", "));
-            if let Some(folder) = &f.report {
-                let _ = writeln!(out, "  report: {folder}");
-            }
-            let _ = writeln!(out, "  digest: {}", f.digest);
-            let _ = writeln!(out, "  replay: {}", f.replay);
-            if !f.test.is_empty() {
-                let _ = writeln!(out, "  test:   {}", f.test);
-            }
-        }
-        if !self.failing.is_empty() {
-            let _ = writeln!(
-                out,
-                "{} of {} runs violate a MUST rule",
-                self.failing.len(),
-                self.runs
-            );
-        }
-        out
     }
 }

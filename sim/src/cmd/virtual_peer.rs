@@ -14,15 +14,13 @@ use mcp_sim::lanes::live::check_proxy::shell_quote;
 use mcp_sim::lanes::live::probe::ProbeEra;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, VirtualError, VirtualPeer};
 use mcp_sim::model::Transport;
-use mcp_sim::oracle::Level;
 use mcp_sim::repro::EraChoice;
-use mcp_sim::run;
 use mcp_sim::scenario::ProxyChoice;
 use mcp_sim::virtual_run::{calibrate, judge_seed, Status, VirtualJudged, VirtualPlan};
 use serde_json::Value;
 
-use super::sweep::{
-    run_digest, summary_text_with, write_report_with, FailingRun, NotReplayableRun, RuleCount,
+use super::sweep_report::{
+    rule_levels, summary_text_with, write_report_with, FailingRun, NotReplayableRun, RunCounts,
     SeedRun, Totals, TOTALS_FORMAT,
 };
 use crate::args::{EraArg, Format, Overrides, TransportArg};
@@ -349,15 +347,14 @@ fn calibration_line(plan: &VirtualPlan, natural: Option<u64>) -> String {
 fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, report_dir: &Path) {
     let trace = &v.judged.run.trace;
     let transport = Some(v.scenario.transport);
-    totals.traces ^= run_digest(seed, transport, trace.digest());
     let stats = &v.judged.run.stats;
-    totals.sim_ms += stats.sim_ms;
-    totals.requests += stats.requests;
-    for (o, n) in &stats.outcomes {
-        *totals.outcomes.entry(*o).or_default() += n;
-    }
+    let counts = RunCounts {
+        sim_ms: stats.sim_ms,
+        requests: stats.requests,
+        outcomes: &stats.outcomes,
+    };
     let spoke = v.judged.verdict.era.era.version();
-    *totals.eras.entry(spoke.to_string()).or_default() += 1;
+    totals.count_run(seed, transport, trace.digest(), &counts, spoke);
     match &v.status {
         Status::NotReplayable(why) => {
             totals.not_replayable.push(NotReplayableRun {
@@ -370,28 +367,8 @@ fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, repo
         Status::Inconclusive => totals.inconclusive += 1,
         Status::Judged => {}
     }
-    let mut rules: Vec<(&'static str, &'static str)> = v
-        .judged
-        .verdict
-        .violations
-        .iter()
-        .map(|x| (x.rule, x.level.as_str()))
-        .collect();
-    if v.judged.crash.is_some() {
-        rules.push((run::CRASH, Level::Must.as_str()));
-    }
-    rules.sort();
-    rules.dedup();
-    for (rule, level) in &rules {
-        totals
-            .violations
-            .entry((*rule).to_string())
-            .or_insert_with(|| RuleCount {
-                level: (*level).to_string(),
-                runs: 0,
-            })
-            .runs += 1;
-    }
+    let rules = rule_levels(&v.judged);
+    totals.count_rules(&rules);
     if v.fails() {
         let r = seed_run(seed, v);
         let line = VirtualPlan::describe(&v.scenario);

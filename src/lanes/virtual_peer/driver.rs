@@ -176,6 +176,8 @@ impl<'p> VirtualServer<'p> {
         record(sink, events);
         let r = self.peer.close(now);
         self.absorb(r);
+        // Its end is the client's doing, which the client knows: no broken pipe to tell.
+        self.exited = false;
         // A program that outlives its stdin is ended as a host ends it.
         if self.running {
             if let Err(e) = self.peer.end() {
