@@ -998,6 +998,12 @@ def _make_loop_class():
 
     class VirtualLoop(asyncio.SelectorEventLoop):
         def __init__(self):
+            if _BATON.active:
+                # Its threads already take turns by the baton, which the loop's worker threads
+                # would wait on without holding it: the two schedules do not mix.
+                _escape("an asyncio loop started after the program's threads took turns (thread mode)", fatal=True)
+                _Peer.report(None)
+                os._exit(3)
             selector = _VirtualSelector()
             selector.loop = self
             super().__init__(selector)
