@@ -139,11 +139,7 @@ impl VirtualPlan {
     /// The window cancels fall in, in ms after their call's start, from a call's natural
     /// duration `natural_ms` when it is known.
     pub fn cancel_window(&self, natural_ms: Option<u64>) -> (u64, u64) {
-        match (self.cancel_within_ms, natural_ms) {
-            (Some(w), _) => (0, w.max(1)),
-            (None, Some(d)) => (d / 10, (2 * d / 5).max(d / 10 + 1)),
-            (None, None) => (0, 1000),
-        }
+        crate::lanes::live::probe::cancel_window_of(self.cancel_within_ms, natural_ms)
     }
 
     /// The scenario of `seed`, with cancels in the window of `natural_ms` (see

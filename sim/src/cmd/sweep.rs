@@ -13,9 +13,7 @@ use mcp_sim::model::{Outcome, Transport};
 use mcp_sim::repro::EraChoice;
 use mcp_sim::run;
 
-use super::sweep_report::{
-    rule_levels, write_report, FailingRun, RunCounts, SeedRun, Totals, TOTALS_FORMAT,
-};
+use super::sweep_report::{rule_levels, write_report, FailingRun, RunCounts, SeedRun, Totals};
 use crate::args::{parse_range, Format, Overrides};
 
 #[derive(clap::Args)]
@@ -237,23 +235,13 @@ pub fn run(args: &Args) -> ExitCode {
     let mut results = results.into_inner().expect("workers finished");
     results.sort_by_key(|s| (s.seed, s.transport, s.era));
 
-    let mut totals = Totals {
-        format: TOTALS_FORMAT.into(),
-        seeds: args.seeds,
-        shards: vec![(k, n)],
-        setup: args.overrides.setup(),
-        runs: results.len() as u64,
-        sim_ms: 0,
-        wall_ms: wall.as_millis() as u64,
-        requests: 0,
-        outcomes: BTreeMap::new(),
-        eras: BTreeMap::new(),
-        violations: BTreeMap::new(),
-        traces: 0,
-        failing: Vec::new(),
-        not_replayable: Vec::new(),
-        inconclusive: 0,
-    };
+    let mut totals = Totals::empty(
+        args.seeds,
+        (k, n),
+        args.overrides.setup(),
+        results.len() as u64,
+        wall.as_millis() as u64,
+    );
     for s in &results {
         let counts = RunCounts {
             sim_ms: s.sim_ms,

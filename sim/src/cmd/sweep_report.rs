@@ -185,6 +185,35 @@ pub(crate) struct Totals {
     pub inconclusive: u64,
 }
 
+impl Totals {
+    /// The totals of a sweep of `runs` runs before any is counted.
+    pub(crate) fn empty(
+        seeds: (u64, u64),
+        shard: (u64, u64),
+        setup: String,
+        runs: u64,
+        wall_ms: u64,
+    ) -> Totals {
+        Totals {
+            format: TOTALS_FORMAT.into(),
+            seeds,
+            shards: vec![shard],
+            setup,
+            runs,
+            sim_ms: 0,
+            wall_ms,
+            requests: 0,
+            outcomes: BTreeMap::new(),
+            eras: BTreeMap::new(),
+            violations: BTreeMap::new(),
+            traces: 0,
+            failing: Vec::new(),
+            not_replayable: Vec::new(),
+            inconclusive: 0,
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

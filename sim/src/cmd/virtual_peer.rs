@@ -2,7 +2,6 @@
 //! seed under the virtual clock, through the library's virtual peers
 //! (`mcp_sim::virtual_run`). This file reads the flags and prints; the runs are the library's.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +20,7 @@ use serde_json::Value;
 
 use super::sweep_report::{
     rule_levels, summary_text_with, write_report_with, FailingRun, NotReplayableRun, RunCounts,
-    SeedRun, Totals, TOTALS_FORMAT,
+    SeedRun, Totals,
 };
 use crate::args::{EraArg, Format, Overrides, TransportArg};
 
@@ -283,25 +282,14 @@ pub(crate) fn sweep(
     let wall = start.elapsed();
     let mut results = results.into_inner().expect("workers finished");
     results.sort_by_key(|(s, _)| *s);
-    let mut totals = Totals {
-        format: TOTALS_FORMAT.into(),
+    let setup = format!("--virtual {}", plan.flags().join(" "));
+    let mut totals = Totals::empty(
         seeds,
-        shards: vec![(1, 1)],
-        setup: format!("--virtual {}", plan.flags().join(" "))
-            .trim_end()
-            .to_string(),
-        runs: results.len() as u64,
-        sim_ms: 0,
-        wall_ms: wall.as_millis() as u64,
-        requests: 0,
-        outcomes: BTreeMap::new(),
-        eras: BTreeMap::new(),
-        violations: BTreeMap::new(),
-        traces: 0,
-        failing: Vec::new(),
-        not_replayable: Vec::new(),
-        inconclusive: 0,
-    };
+        (1, 1),
+        setup.trim_end().to_string(),
+        results.len() as u64,
+        wall.as_millis() as u64,
+    );
     for (seed, r) in &results {
         let v = match r {
             Ok(v) => v,

@@ -67,6 +67,7 @@ pub use config::{
     ConfigError, ProbeConfig, ProbeEra, ProbeError, Target, CALIBRATION_CALLS, LIVENESS_MS,
     MAX_CALLS, MAX_TOTAL_CEILING_MS,
 };
+pub use workload::window_of as cancel_window_of;
 use workload::{cancel_window, schedule, Planned};
 
 use std::sync::atomic::{AtomicUsize, Ordering};

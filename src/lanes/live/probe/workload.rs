@@ -62,7 +62,14 @@ pub(super) fn from_recording(
 
 /// The window cancels fall in, in ms after their call's start, `[from, to)`.
 pub(super) fn cancel_window(args: &ProbeConfig, natural_ms: Option<u64>) -> (u64, u64) {
-    match (args.cancel_within_ms, natural_ms) {
+    window_of(args.cancel_within_ms, natural_ms)
+}
+
+/// The window cancels fall in, `[from, to)` ms after their call's start: within
+/// `cancel_within_ms` when it is given, else between a tenth and two fifths of a call's natural
+/// duration `natural_ms`, else in the first second (the probe's, and a virtual sweep's).
+pub fn window_of(cancel_within_ms: Option<u64>, natural_ms: Option<u64>) -> (u64, u64) {
+    match (cancel_within_ms, natural_ms) {
         (Some(w), _) => (0, w.max(1)),
         (None, Some(d)) => (d / 10, (2 * d / 5).max(d / 10 + 1)),
         (None, None) => (0, 1000),
