@@ -69,6 +69,9 @@ pub struct VirtualPlan {
     pub reset_percent: u64,
     /// stdio: how many times the program is killed and restarted between calls.
     pub restarts: u32,
+    /// HTTP: after the run, two POSTs with a foreign `Origin` and a foreign `Host`, which
+    /// `origin-validated` judges, as the live probe sends them.
+    pub origin_check: bool,
 }
 
 impl Default for VirtualPlan {
@@ -89,6 +92,7 @@ impl Default for VirtualPlan {
             proxy: None,
             reset_percent: 0,
             restarts: 0,
+            origin_check: true,
         }
     }
 }
@@ -298,6 +302,9 @@ impl VirtualPlan {
         if let Some(p) = self.proxy {
             push("proxy", crate::scenario::ProxyChoice::Fixed(p).to_string());
         }
+        if !self.origin_check && self.transport == Transport::Http {
+            f.push("--no-origin-check".into());
+        }
         f
     }
 }
@@ -320,10 +327,11 @@ pub fn calibrate(plan: &VirtualPlan, peer: &mut VirtualPeer) -> Result<Option<u6
         cancel_percent: 0,
         reset_percent: 0,
         restarts: 0,
+        origin_check: false,
         ..plan.clone()
     };
     let scenario = once.scenario(0, None);
-    let run = memory::run_virtual(&scenario, &once.tool_calls(), peer)?;
+    let run = memory::run_virtual(&scenario, &once.tool_calls(), peer, false)?;
     if !run.escapes.is_empty() {
         return Ok(None);
     }
@@ -391,12 +399,12 @@ pub fn judge_seed(
 ) -> Result<VirtualJudged, VirtualError> {
     let scenario = plan.scenario(seed, natural_ms);
     let tool_calls = plan.tool_calls();
-    let first = memory::run_virtual(&scenario, &tool_calls, peer)?;
+    let first = memory::run_virtual(&scenario, &tool_calls, peer, plan.origin_check)?;
     let mut status = Status::Judged;
     if let Some((t, e)) = first.escapes.first() {
         status = Status::NotReplayable(format!("the program escaped the shim at {t}: {e}"));
     } else if verify {
-        let second = memory::run_virtual(&scenario, &tool_calls, peer)?;
+        let second = memory::run_virtual(&scenario, &tool_calls, peer, plan.origin_check)?;
         if let Some(why) = divergence(&first.run.trace, &second.run.trace) {
             status = Status::NotReplayable(why);
         } else if let Some((t, e)) = second.escapes.first() {

@@ -35,6 +35,9 @@ use crate::trace::{EventKind, Side, Trace};
 use crate::wire;
 use crate::wire::http::Method;
 
+#[cfg(feature = "live")]
+mod origin_check;
+
 /// A piece of an HTTP response travelling to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Piece {
@@ -318,13 +321,20 @@ pub fn run_virtual(
     scenario: &Scenario,
     tool_calls: &ToolCalls,
     peer: &mut super::virtual_peer::VirtualPeer,
+    origin_check: bool,
 ) -> Result<VirtualRun, super::virtual_peer::VirtualError> {
     let server = super::virtual_peer::VirtualServer::new(peer, scenario.seed, scenario.transport);
     let mut sim = Sim::new(scenario, tool_calls, None, SimServer::Virtual(server));
-    let run = sim.run_loop();
-    let SimServer::Virtual(server) = sim.server else {
+    let mut run = sim.run_loop();
+    let SimServer::Virtual(mut server) = sim.server else {
         unreachable!("made virtual above")
     };
+    if scenario.transport == Transport::Http && origin_check {
+        sim.rec.trace = std::mem::take(&mut run.trace);
+        origin_check::check(&mut server, sim.client.client().era(), &mut sim.rec);
+        run.trace = std::mem::take(&mut sim.rec.trace);
+        run.stats.sim_ms = sim.rec.now.as_millis();
+    }
     let (error, escapes) = server.finish();
     match error {
         Some(e) => Err(e),

@@ -62,4 +62,6 @@ export declare function checkTrace(file: string, options?: { baseline?: string; 
 export declare function assertClean(report: Report): Report;
 /** The path of the mcp-sim binary of this platform. */
 export declare function binaryPath(): string;
+/** The environment the binary runs in (with `MCP_SIM_NODE_SHIM`: this package's Node.js shim). */
+export declare function binaryEnv(): Record<string, string | undefined>;
 export declare const PLATFORMS: Record<string, string>;

@@ -42,6 +42,17 @@ function binaryPath() {
   }
 }
 
+/**
+ * The environment the binary runs in: `sweep --virtual -- node server.js` then runs its
+ * program under this package's Node.js shim (`virtual-peer.mjs`, beside the fake timers npm
+ * installed with it) instead of installing its own copy.
+ */
+function binaryEnv() {
+  const env = { ...process.env };
+  if (!env.MCP_SIM_NODE_SHIM) env.MCP_SIM_NODE_SHIM = path.join(__dirname, "virtual-peer.mjs");
+  return env;
+}
+
 class Report {
   constructor(raw, exitCode, replay) {
     const violations = (raw.violations || []).map((v) => ({
@@ -94,7 +105,7 @@ function run(argv, exits, replay, timeoutMs) {
       reject(e);
       return;
     }
-    execFile(bin, argv, { maxBuffer: 64 << 20, timeout: timeoutMs || 0 }, (error, stdout, stderr) => {
+    execFile(bin, argv, { maxBuffer: 64 << 20, timeout: timeoutMs || 0, env: binaryEnv() }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
       if (!exits.includes(code)) {
         reject(new McpSimError(`mcp-sim ${argv[0]} exited ${code}: ${(stderr || stdout).trim()}`, { stdout, stderr }));
@@ -154,4 +165,4 @@ function assertClean(report) {
   return report;
 }
 
-module.exports = { probe, checkTrace, assertClean, binaryPath, Report, McpSimError, PLATFORMS };
+module.exports = { probe, checkTrace, assertClean, binaryPath, binaryEnv, Report, McpSimError, PLATFORMS };

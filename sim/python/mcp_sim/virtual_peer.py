@@ -669,7 +669,8 @@ class _Http:
     async def _call(self, stream: int, cmd: dict, gone) -> None:
         body = cmd.get("body", "").encode("utf-8")
         given = {k.lower(): v for k, v in cmd["headers"].items()}
-        given["host"] = self.host
+        # The host the program bound, unless the request names another (a rebinding check).
+        given.setdefault("host", self.host)
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in sorted(given.items())]
         path = cmd.get("path", "/mcp")
         scope = {

@@ -65,6 +65,10 @@ pub(crate) struct VirtualOptions {
     /// between calls.
     #[arg(long, requires = "on")]
     restarts: Option<u32>,
+    /// With `--virtual --transport http`: leave out the two POSTs with a foreign `Origin` and
+    /// `Host` sent after each run (`origin-validated`), as the probe's `--no-origin-check`.
+    #[arg(long, requires = "on")]
+    no_origin_check: bool,
     /// With `--virtual`: run each seed twice and report a pair whose traces differ as
     /// `not-replayable` (never a finding).
     #[arg(long, requires = "on")]
@@ -148,9 +152,10 @@ fn plan(
         proxy,
         reset_percent: options.reset_percent.unwrap_or(d.reset_percent),
         restarts: options.restarts.unwrap_or(d.restarts),
+        origin_check: !options.no_origin_check,
     };
     plan.validate()?;
-    let command = PeerCommand::python(&options.command).map_err(|e| e.to_string())?;
+    let command = PeerCommand::parse(&options.command).map_err(|e| e.to_string())?;
     Ok((plan, command))
 }
 

@@ -5,6 +5,7 @@
 pub mod peers;
 pub mod probe;
 pub mod serve;
+pub mod virtual_sweep;
 
 use std::path::{Path, PathBuf};
 

@@ -221,7 +221,10 @@ impl<'p> VirtualServer<'p> {
                 .entry("accept".into())
                 .or_insert_with(|| "application/json, text/event-stream".into());
         }
-        let mut head = format!("{} /mcp HTTP/1.1\r\nhost: server\r\n", method.as_str());
+        let mut head = format!("{} /mcp HTTP/1.1\r\n", method.as_str());
+        if !headers.contains_key("host") {
+            head.push_str("host: server\r\n");
+        }
         for (name, value) in &headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }

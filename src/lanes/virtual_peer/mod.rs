@@ -20,21 +20,24 @@
 //!
 //! Why a zygote: an interpreter's start-up (CPython importing an MCP SDK: 0.6 to 1.4 s) is
 //! paid once per [`VirtualPeer`]; each run forks a fresh child from it, so a seed costs a
-//! fork and the run itself (tens of milliseconds), and no run sees another's state.
+//! fork and the run itself (tens of milliseconds), and no run sees another's state. Node.js
+//! cannot fork: each of its runs is a fresh process (about 0.3 s of start-up with an MCP
+//! SDK), which the shim starts only once seeded, so that no run sees another's state either.
 //!
-//! Today's runtime is CPython ([`PeerCommand::python`]); the shim ships inside the crate
-//! (and the wheel) and is written next to the build on first use.
+//! The runtimes are CPython and Node.js ([`PeerCommand::parse`]); the shims ship inside the
+//! crate (and the wheel and the npm package) and are written to disk on first use.
 
+mod command;
 mod driver;
-mod python;
+mod shims;
 
+pub use command::{PeerCommand, Runtime};
 pub(crate) use driver::{VirtualServer, VirtualWrite};
-pub use python::PeerCommand;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use serde::Deserialize;
@@ -189,12 +192,22 @@ fn text_bytes(text: &str) -> Vec<u8> {
     text.as_bytes().to_vec()
 }
 
-/// A running shim: one interpreter (the zygote) that forks a fresh peer for each run.
-pub struct VirtualPeer {
-    command: PeerCommand,
+/// The shim's process: the zygote (Python), or the process of one run (Node.js).
+struct Process {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+}
+
+/// A running shim: one interpreter (the zygote) that forks a fresh peer for each run, or, for
+/// a runtime that cannot fork, a fresh process per run.
+pub struct VirtualPeer {
+    command: PeerCommand,
+    /// Where the program's stderr goes (appended to by each process after the first).
+    stderr_log: Option<PathBuf>,
+    /// The zygote, or the current run's process; `None` between two runs of a runtime that
+    /// starts a process per run.
+    process: Option<Process>,
     /// The runtime's version, as the shim reported it.
     runtime: String,
     /// A run's child is alive.
@@ -211,49 +224,63 @@ impl fmt::Debug for VirtualPeer {
 }
 
 impl VirtualPeer {
-    /// Starts the shim for `command` and waits until it has imported what the program imports.
-    /// The program's stderr (its logs) goes to `stderr_log`, or is dropped with `None`; when
-    /// the shim fails to start, the error quotes the log's end.
+    /// Starts the shim for `command` and waits until it is ready for a run (a zygote has
+    /// imported what the program imports). The program's stderr (its logs) goes to
+    /// `stderr_log`, or is dropped with `None`; when the shim fails to start, the error
+    /// quotes the log's end.
     pub fn start(
         command: &PeerCommand,
         stderr_log: Option<&Path>,
     ) -> Result<VirtualPeer, VirtualError> {
-        let stderr = match stderr_log {
-            Some(path) => Stdio::from(std::fs::File::create(path).map_err(|e| {
+        if let Some(path) = stderr_log {
+            std::fs::File::create(path).map_err(|e| {
                 VirtualError::Start(format!("cannot write {}: {e}", path.display()))
-            })?),
-            None => Stdio::null(),
-        };
-        let mut child = command.spawn_with(stderr)?;
-        let stdin = child.stdin.take().expect("piped");
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+            })?;
+        }
         let mut peer = VirtualPeer {
             command: command.clone(),
-            child,
-            stdin,
-            stdout,
+            stderr_log: stderr_log.map(Path::to_path_buf),
+            process: None,
             runtime: String::new(),
             in_run: false,
         };
-        let hello = peer.read_value().map_err(|e| {
-            let log = stderr_log
+        peer.start_process()?;
+        Ok(peer)
+    }
+
+    /// Starts the shim's process and reads its greeting.
+    fn start_process(&mut self) -> Result<(), VirtualError> {
+        let stderr = match &self.stderr_log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .map_err(|e| {
+                        VirtualError::Start(format!("cannot write {}: {e}", path.display()))
+                    })?,
+            ),
+            None => Stdio::null(),
+        };
+        let mut child = self.command.spawn_with(stderr)?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        self.process = Some(Process {
+            child,
+            stdin,
+            stdout,
+        });
+        let hello = self.read_value().map_err(|e| {
+            let log = self
+                .stderr_log
+                .as_ref()
                 .and_then(|p| std::fs::read_to_string(p).ok())
                 .map(|text| tail(&text, 20))
                 .unwrap_or_default();
             VirtualError::Start(format!("{e}{log}"))
         })?;
-        let version = hello
-            .get("python")
-            .and_then(Value::as_str)
-            .ok_or_else(|| VirtualError::Start(format!("an unexpected greeting: {hello}")))?;
-        // Without fixed addresses, objects hashed by identity may be ordered differently in
-        // another zygote (a later replay), though never in two runs of one.
-        let fixed = hello.get("fixed_addresses") == Some(&Value::Bool(true));
-        peer.runtime = match fixed {
-            true => format!("CPython {version}"),
-            false => format!("CPython {version}, address randomization on"),
-        };
-        Ok(peer)
+        self.runtime = runtime_of(&hello)?;
+        Ok(())
     }
 
     /// The command it runs.
@@ -276,6 +303,9 @@ impl VirtualPeer {
         transport: Transport,
     ) -> Result<Report, VirtualError> {
         self.end()?;
+        if self.process.is_none() {
+            self.start_process()?;
+        }
         self.send(json!({"op": "spawn", "seed": seed, "t": t.as_millis(), "transport": transport.to_string()}))?;
         self.in_run = true;
         self.report()
@@ -324,11 +354,26 @@ impl VirtualPeer {
             return Ok(());
         }
         self.send(json!({"op": "end"}))?;
+        self.reaped()?;
+        Ok(())
+    }
+
+    /// Waits for the run's process to end; its exit status.
+    fn reaped(&mut self) -> Result<i32, VirtualError> {
+        self.in_run = false;
+        if self.command.process_per_run() {
+            let mut process = self.process.take().expect("a run's process");
+            drop(process.stdin);
+            let status = process
+                .child
+                .wait()
+                .map_err(|e| VirtualError::Protocol(format!("waiting for the peer: {e}")))?;
+            return Ok(exit_code(status));
+        }
         loop {
             let v = self.read_value()?;
-            if v.get("reaped").is_some() {
-                self.in_run = false;
-                return Ok(());
+            if let Some(status) = v.get("reaped").and_then(Value::as_i64) {
+                return Ok(status as i32);
             }
         }
     }
@@ -347,20 +392,27 @@ impl VirtualPeer {
     fn send(&mut self, cmd: Value) -> Result<(), VirtualError> {
         let mut line = cmd.to_string();
         line.push('\n');
-        self.stdin
+        let Some(process) = self.process.as_mut() else {
+            return Err(VirtualError::Protocol("no process to send to".into()));
+        };
+        process
+            .stdin
             .write_all(line.as_bytes())
-            .and_then(|()| self.stdin.flush())
+            .and_then(|()| process.stdin.flush())
             .map_err(|e| VirtualError::Protocol(format!("the shim's pipe: {e}")))
     }
 
     fn read_value(&mut self) -> Result<Value, VirtualError> {
         let mut line = String::new();
-        let n = self
+        let Some(process) = self.process.as_mut() else {
+            return Err(VirtualError::Protocol("no process to read from".into()));
+        };
+        let n = process
             .stdout
             .read_line(&mut line)
             .map_err(|e| VirtualError::Protocol(format!("the shim's pipe: {e}")))?;
         if n == 0 {
-            let status = self.child.try_wait().ok().flatten();
+            let status = process.child.try_wait().ok().flatten();
             return Err(VirtualError::Protocol(match status {
                 Some(s) => format!("the shim exited ({s})"),
                 None => "the shim closed its pipe".into(),
@@ -373,7 +425,19 @@ impl VirtualPeer {
     /// The next report of the run. When the program's process is gone (it exited, or died),
     /// the report says so and the run is over.
     fn report(&mut self) -> Result<Report, VirtualError> {
-        let raw: RawReport = serde_json::from_value(self.read_value()?)
+        let value = match self.read_value() {
+            // A run's own process that died without a last report (killed, or ended below
+            // its runtime) ends its run as a zygote's child does.
+            Err(_) if self.command.process_per_run() && self.process.is_some() => {
+                let status = self.reaped()?;
+                return Ok(Report {
+                    exit: Some(status),
+                    ..Report::default()
+                });
+            }
+            other => other?,
+        };
+        let raw: RawReport = serde_json::from_value(value)
             .map_err(|e| VirtualError::Protocol(format!("a report: {e}")))?;
         if let Some(status) = raw.reaped {
             // Died without a last report (killed, or exited below Python).
@@ -396,17 +460,9 @@ impl VirtualPeer {
             fatal: raw.fatal,
         };
         if report.exit.is_some() || report.fatal {
-            // The process ends after this report; the zygote says how.
-            loop {
-                let v = self.read_value()?;
-                if let Some(status) = v.get("reaped").and_then(Value::as_i64) {
-                    self.in_run = false;
-                    if report.exit.is_none() {
-                        report.exit = Some(status as i32);
-                    }
-                    break;
-                }
-            }
+            // The process ends after this report; the zygote (or its own exit) says how.
+            let status = self.reaped()?;
+            report.exit.get_or_insert(status);
         }
         Ok(report)
     }
@@ -426,7 +482,41 @@ fn tail(text: &str, n: usize) -> String {
 
 impl Drop for VirtualPeer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut process) = self.process.take() {
+            let _ = process.child.kill();
+            let _ = process.child.wait();
+        }
     }
+}
+
+/// The runtime named by a shim's greeting: `{"python": VERSION, "fixed_addresses": B}` or
+/// `{"node": VERSION}`.
+fn runtime_of(hello: &Value) -> Result<String, VirtualError> {
+    if let Some(version) = hello.get("node").and_then(Value::as_str) {
+        return Ok(format!("Node.js {version}"));
+    }
+    let version = hello
+        .get("python")
+        .and_then(Value::as_str)
+        .ok_or_else(|| VirtualError::Start(format!("an unexpected greeting: {hello}")))?;
+    // Without fixed addresses, objects hashed by identity may be ordered differently in
+    // another zygote (a later replay), though never in two runs of one.
+    Ok(
+        match hello.get("fixed_addresses") == Some(&Value::Bool(true)) {
+            true => format!("CPython {version}"),
+            false => format!("CPython {version}, address randomization on"),
+        },
+    )
+}
+
+/// A process's exit code, or 128 + the signal that ended it.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return 128 + signal;
+        }
+    }
+    status.code().unwrap_or(-1)
 }

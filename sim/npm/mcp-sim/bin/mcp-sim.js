@@ -3,7 +3,7 @@
 // through, and exits as it did.
 "use strict";
 const { spawnSync } = require("node:child_process");
-const { binaryPath } = require("../index.js");
+const { binaryEnv, binaryPath } = require("../index.js");
 
 let bin;
 try {
@@ -12,7 +12,7 @@ try {
   console.error(`mcp-sim: ${e.message}`);
   process.exit(2);
 }
-const run = spawnSync(bin, process.argv.slice(2), { stdio: "inherit" });
+const run = spawnSync(bin, process.argv.slice(2), { stdio: "inherit", env: binaryEnv() });
 if (run.error) {
   console.error(`mcp-sim: cannot run ${bin}: ${run.error.message}`);
   process.exit(2);

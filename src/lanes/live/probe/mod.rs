@@ -60,7 +60,7 @@
 
 mod config;
 pub mod findings;
-mod rebinding;
+pub(crate) mod rebinding;
 mod workload;
 
 pub use config::{

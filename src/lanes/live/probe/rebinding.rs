@@ -27,7 +27,7 @@ use crate::wire::{self, Era, Message, Request, RequestId};
 pub const FOREIGN_HOST: &str = "evil.example";
 
 /// The streams the checks travel on, apart from any the run used.
-const FIRST_STREAM: u64 = 1 << 40;
+pub(crate) const FIRST_STREAM: u64 = 1 << 40;
 
 /// How long one check may take, connection and answer.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -127,7 +127,7 @@ pub(super) fn check(probe: &mut Probe, endpoint: &Endpoint) {
 }
 
 /// The request a client of `era` opens with.
-fn opening(era: Era, k: usize) -> Message {
+pub(crate) fn opening(era: Era, k: usize) -> Message {
     let id = RequestId::String(format!("rebinding-{}", k + 1));
     match era {
         Era::Modern => Request::new(id, "server/discover").into(),
