@@ -394,11 +394,16 @@ impl<'s, 'p> Sim<'s, 'p> {
             let next_step = sim.workload.next_due();
             let next_action = sim.queue.peek().map(|s| s.0.at);
             let next_timer = sim.next_timer();
-            let Some(next) = [next_step, next_action, next_timer]
+            let next = [next_step, next_action, next_timer]
                 .into_iter()
                 .flatten()
-                .min()
-            else {
+                .min();
+            // A server that runs ahead goes first to the lane's next instant: what it writes
+            // before then comes first.
+            if sim.server.catch_up(next.unwrap_or(horizon).min(horizon)) {
+                continue;
+            }
+            let Some(next) = next else {
                 break;
             };
             if next > horizon {

@@ -47,6 +47,18 @@ impl SimServer<'_> {
         }
     }
 
+    /// Brings a server that runs ahead to the lane's next instant (a virtual peer whose
+    /// shim cannot show its next timer); whether it wrote before it.
+    pub(super) fn catch_up(&mut self, until: Time) -> bool {
+        match self {
+            SimServer::Model(_) => false,
+            #[cfg(feature = "live")]
+            SimServer::Virtual(v) => v.catch_up(until),
+            #[cfg(not(feature = "live"))]
+            SimServer::Never(n, _) => match *n {},
+        }
+    }
+
     pub(super) fn timers(&mut self, now: Time) {
         match self {
             SimServer::Model(d) => d.timers(now),

@@ -31,7 +31,9 @@
 //!   `tests/peers/go/` (its `go.mod` and committed `go.sum` pin both) is built with the
 //!   machine's `go` (1.25 or later) into `bin/server` and `bin/client`; the modules come from
 //!   the Go module proxy into `<target>/peers/go-mod/`, checked against `go.sum`, and the
-//!   build cache is `<target>/peers/go-build/`.
+//!   build cache is `<target>/peers/go-build/`. The server's test with the virtual-peer glue
+//!   (`server/virtual_test.go`, on this repository's `sim/go/peer`, copied beside it and named
+//!   in go.mod's `replace`) is built into `bin/virtual.test`.
 //!
 //! - The Java SDK (`io.modelcontextprotocol.sdk:mcp` 2.2.0, with an embedded Jetty 12 for its
 //!   servlet transports): `<target>/peers/java-sdk-2.2.0/`, where the Maven project of
@@ -284,6 +286,10 @@ pub struct GoPeers {
     pub server: PathBuf,
     /// `client -sdk go-sdk|mcp-go [-era auto|legacy] [-connect-timeout MS] PLAN ...`.
     pub client: PathBuf,
+    /// The server's test binary with the virtual-peer glue (`server/virtual_test.go`, on
+    /// `sim/go/peer`): `virtual.test -test.run TestMCPSimVirtual`, `MCP_SIM_SERVER` picking
+    /// the SDK.
+    pub virtual_test: PathBuf,
 }
 
 /// The Go peers built at their pinned versions, or `None` when the test is to be skipped (the
@@ -304,8 +310,17 @@ pub fn go_peers() -> Option<GoPeers> {
         }
     };
     let source = repo().join("tests/peers/go");
-    let files = ["go.mod", "go.sum", "server/main.go", "client/main.go"];
+    let files = [
+        "go.mod",
+        "go.sum",
+        "server/main.go",
+        "server/virtual_test.go",
+        "client/main.go",
+    ];
     let texts = read_sources(&source, &files);
+    // mcp-sim's virtual-peer package, which go.mod replaces by its folder in this repository.
+    let peer_files = ["go.mod", "peer.go"];
+    let peer_texts = read_sources(&repo().join("sim/go/peer"), &peer_files);
     for (module, version) in [
         ("github.com/modelcontextprotocol/go-sdk", GO_SDK_VERSION),
         ("github.com/mark3labs/mcp-go", MCP_GO_VERSION),
@@ -316,31 +331,48 @@ pub fn go_peers() -> Option<GoPeers> {
         );
     }
     let dir = peers_dir().join(format!("go-sdks-{GO_SDK_VERSION}-{MCP_GO_VERSION}"));
-    let stamp = format!("go {version}\n{}", texts.join("\n"));
+    let stamp = format!(
+        "go {version}\n{}\n{}",
+        texts.join("\n"),
+        peer_texts.join("\n")
+    );
     install_once(&dir, &stamp, |dir| {
         write_sources(&dir.join("src"), &files, &texts);
+        write_sources(&dir.join("peer"), &peer_files, &peer_texts);
         fs::create_dir_all(dir.join("bin")).expect("create the bin folder");
-        let mut build = Command::new(&go);
-        build
-            .args(["build", "-o"])
-            .arg(dir.join("bin"))
-            .args(["./server", "./client"])
-            .current_dir(dir.join("src"))
-            .env("GOMODCACHE", peers_dir().join("go-mod"))
-            .env("GOCACHE", peers_dir().join("go-build"))
-            .env("GOPATH", peers_dir().join("go-path"))
-            // The committed go.sum decides; the machine's own Go, whatever go.mod would ask.
-            .env("GOFLAGS", "-mod=readonly -modcacherw -buildvcs=false")
-            .env("GOTOOLCHAIN", "local")
-            .env("CGO_ENABLED", "0");
+        let go_in_src = |args: &[&str]| {
+            let mut cmd = Command::new(&go);
+            cmd.args(args)
+                .current_dir(dir.join("src"))
+                .env("GOMODCACHE", peers_dir().join("go-mod"))
+                .env("GOCACHE", peers_dir().join("go-build"))
+                .env("GOPATH", peers_dir().join("go-path"))
+                // The committed go.sum decides; the machine's own Go, whatever go.mod asks.
+                .env("GOFLAGS", "-mod=readonly -modcacherw -buildvcs=false")
+                .env("GOTOOLCHAIN", "local")
+                .env("CGO_ENABLED", "0");
+            cmd
+        };
+        let replace = format!("-replace=mcpsim.test/peer={}", dir.join("peer").display());
         check(
-            &mut build,
+            &mut go_in_src(&["mod", "edit", &replace]),
+            "pointing go.mod at the virtual-peer package (go mod edit)",
+        );
+        let bin = dir.join("bin").display().to_string();
+        check(
+            &mut go_in_src(&["build", "-o", &bin, "./server", "./client"]),
             &format!("building against the {what} (go build)"),
+        );
+        let virtual_test = dir.join("bin").join("virtual.test").display().to_string();
+        check(
+            &mut go_in_src(&["test", "-c", "-o", &virtual_test, "./server"]),
+            &format!("building the virtual-peer test against the {what} (go test -c)"),
         );
     });
     Some(GoPeers {
         server: dir.join("bin").join("server"),
         client: dir.join("bin").join("client"),
+        virtual_test: dir.join("bin").join("virtual.test"),
     })
 }
 

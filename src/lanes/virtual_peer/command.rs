@@ -13,6 +13,9 @@ pub enum Runtime {
     Python,
     /// Node.js: a fresh process per run (Node.js cannot fork).
     Node,
+    /// Go: a test of the server's module that calls `sim/go/peer`'s `Serve`, a fresh
+    /// process (and synctest bubble) per run.
+    Go,
 }
 
 /// A program to run as a virtual peer, as a user would start it, with the interpreter of
@@ -25,8 +28,10 @@ pub struct PeerCommand {
     program: Vec<String>,
 }
 
-const EXPECTED: &str = "--virtual runs `python server.py ARGS`, `python -m package ARGS` or \
-                        `node server.js ARGS` (the interpreter of the server's own environment)";
+const EXPECTED: &str = "--virtual runs `python server.py ARGS`, `python -m package ARGS`, \
+                        `node server.js ARGS` (the interpreter of the server's own environment), \
+                        or a Go test that calls mcp-sim's peer.Serve: `go test PKG -run NAME` or \
+                        a built `PKG.test -test.run NAME`";
 
 impl PeerCommand {
     /// Reads `command` (the words after `--`): an interpreter, then a script and its
@@ -43,6 +48,8 @@ impl PeerCommand {
             PeerCommand::python(command)
         } else if is_node_name(name) {
             PeerCommand::node(command)
+        } else if name == "go" || name.ends_with(".test") {
+            PeerCommand::go(command)
         } else {
             Err(VirtualError::Command(format!(
                 "{interpreter:?} is not an interpreter mcp-sim has a shim for: {EXPECTED}"
@@ -129,6 +136,40 @@ impl PeerCommand {
         }
     }
 
+    /// Reads a Go command: `go test [PKG] -run NAME` (built once with `go test -c` in the
+    /// current folder) or a built test binary, `PKG.test -test.run NAME`. The test must call
+    /// mcp-sim's `peer.Serve` (sim/go/peer).
+    pub fn go(command: &[String]) -> Result<PeerCommand, VirtualError> {
+        let usage = || {
+            VirtualError::Command(
+                "a Go server runs through a test that calls mcp-sim's peer.Serve: give \
+                 `go test PKG -run NAME` or `PKG.test -test.run NAME`"
+                    .into(),
+            )
+        };
+        let words: Vec<&str> = command.iter().map(String::as_str).collect();
+        let (interpreter, program) = match words.as_slice() {
+            ["go", "test", rest @ ..] => {
+                let (pkg, name) = match rest {
+                    ["-run", name] => (".", *name),
+                    [pkg, "-run", name] | ["-run", name, pkg] => (*pkg, *name),
+                    _ => return Err(usage()),
+                };
+                ("go".to_string(), vec![pkg.to_string(), name.to_string()])
+            }
+            [binary, "-test.run", name] | [binary, "-run", name] if binary.ends_with(".test") => {
+                existing(binary)?;
+                (binary.to_string(), vec![name.to_string()])
+            }
+            _ => return Err(usage()),
+        };
+        Ok(PeerCommand {
+            runtime: Runtime::Go,
+            interpreter,
+            program,
+        })
+    }
+
     /// Its runtime.
     pub fn runtime(&self) -> Runtime {
         self.runtime
@@ -136,6 +177,16 @@ impl PeerCommand {
 
     /// The command as the user gave it, for replay lines.
     pub fn words(&self) -> Vec<String> {
+        if self.runtime == Runtime::Go {
+            return match self.interpreter == "go" {
+                true => ["go", "test", &self.program[0], "-run", &self.program[1]]
+                    .map(String::from)
+                    .to_vec(),
+                false => [&self.interpreter, "-test.run", &self.program[0]]
+                    .map(String::from)
+                    .to_vec(),
+            };
+        }
         std::iter::once(self.interpreter.clone())
             .chain(self.program.iter().cloned())
             .collect()
@@ -150,12 +201,27 @@ impl PeerCommand {
     /// seed is pinned (`PYTHONHASHSEED=0`): set and dict orders of strings are then the same
     /// in every run. The program's stderr goes to `stderr`.
     pub(super) fn spawn_with(&self, stderr: Stdio) -> Result<Child, VirtualError> {
-        let shim: PathBuf = match self.runtime {
-            Runtime::Python => shims::python()?,
-            Runtime::Node => shims::node()?,
+        let mut cmd = match self.runtime {
+            Runtime::Python | Runtime::Node => {
+                let shim: PathBuf = match self.runtime {
+                    Runtime::Python => shims::python()?,
+                    _ => shims::node()?,
+                };
+                let mut cmd = Command::new(&self.interpreter);
+                cmd.arg(&shim).args(&self.program);
+                cmd
+            }
+            Runtime::Go => {
+                let (binary, name) = match self.interpreter == "go" {
+                    true => (shims::go_test_binary(&self.program[0])?, &self.program[1]),
+                    false => (PathBuf::from(&self.interpreter), &self.program[0]),
+                };
+                let mut cmd = Command::new(binary);
+                cmd.arg(format!("-test.run=^{name}$"))
+                    .env("MCP_SIM_VIRTUAL_PEER", "1");
+                cmd
+            }
         };
-        let mut cmd = Command::new(&self.interpreter);
-        cmd.arg(&shim).args(&self.program);
         if self.runtime == Runtime::Python {
             cmd.env("PYTHONHASHSEED", "0");
         }

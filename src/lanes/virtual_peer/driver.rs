@@ -53,6 +53,8 @@ pub(crate) struct VirtualServer<'p> {
     /// HTTP streams whose response has a `Content-Length` (the others are chunked).
     lengths: BTreeSet<u64>,
     next: Option<Time>,
+    /// The program's clock, as its last report gave it.
+    clock: Time,
     writes: VecDeque<(Time, Output)>,
     exited: bool,
     escapes: Vec<(Time, Escape)>,
@@ -75,6 +77,7 @@ impl<'p> VirtualServer<'p> {
             http: BTreeMap::new(),
             lengths: BTreeSet::new(),
             next: None,
+            clock: Time::ZERO,
             writes: VecDeque::new(),
             exited: false,
             escapes: Vec::new(),
@@ -107,6 +110,19 @@ impl<'p> VirtualServer<'p> {
         let timer = self.next.filter(|_| self.running);
         let write = self.writes.front().map(|(t, _)| *t);
         timer.into_iter().chain(write).min()
+    }
+
+    /// A shim that runs ahead ([`VirtualPeer::lookahead`]) is brought to `until`, the lane's
+    /// next instant, before the lane acts at it: it stops earlier at its program's first
+    /// write. Whether it wrote (the lane then takes that write first).
+    pub(crate) fn catch_up(&mut self, until: Time) -> bool {
+        if !self.peer.lookahead() || !self.running || self.stopped() || self.clock >= until {
+            return false;
+        }
+        let before = self.writes.len();
+        let r = self.peer.advance(until);
+        self.absorb(r);
+        self.writes.len() > before || self.exited
     }
 
     /// Timers due by `now` fire.
@@ -144,6 +160,7 @@ impl<'p> VirtualServer<'p> {
             }
             Ok(r) => {
                 self.next = r.next;
+                self.clock = r.t;
                 self.writes.extend(r.out);
                 self.escapes.extend(r.escapes.into_iter().map(|e| (r.t, e)));
                 self.fatal |= r.fatal;

@@ -210,6 +210,9 @@ pub struct VirtualPeer {
     process: Option<Process>,
     /// The runtime's version, as the shim reported it.
     runtime: String,
+    /// The shim cannot see its program's next timer: it runs ahead on `advance`, to its
+    /// target or its program's first write before it (Go's bubbles).
+    lookahead: bool,
     /// A run's child is alive.
     in_run: bool,
 }
@@ -242,6 +245,7 @@ impl VirtualPeer {
             stderr_log: stderr_log.map(Path::to_path_buf),
             process: None,
             runtime: String::new(),
+            lookahead: false,
             in_run: false,
         };
         peer.start_process()?;
@@ -280,12 +284,20 @@ impl VirtualPeer {
             VirtualError::Start(format!("{e}{log}"))
         })?;
         self.runtime = runtime_of(&hello)?;
+        self.lookahead = hello.get("lookahead") == Some(&Value::Bool(true));
         Ok(())
     }
 
     /// The command it runs.
     pub fn command(&self) -> &PeerCommand {
         &self.command
+    }
+
+    /// Whether the shim runs ahead on [`VirtualPeer::advance`] (to its target, or to its
+    /// program's first write before it) instead of reporting its next timer: the lane then
+    /// advances it to each of its own instants before acting at it.
+    pub fn lookahead(&self) -> bool {
+        self.lookahead
     }
 
     /// The runtime and its version (`CPython 3.11.7`).
@@ -490,10 +502,13 @@ impl Drop for VirtualPeer {
 }
 
 /// The runtime named by a shim's greeting: `{"python": VERSION, "fixed_addresses": B}` or
-/// `{"node": VERSION}`.
+/// `{"node": VERSION}` or `{"go": VERSION, "lookahead": true}`.
 fn runtime_of(hello: &Value) -> Result<String, VirtualError> {
     if let Some(version) = hello.get("node").and_then(Value::as_str) {
         return Ok(format!("Node.js {version}"));
+    }
+    if let Some(version) = hello.get("go").and_then(Value::as_str) {
+        return Ok(format!("Go {}", version.trim_start_matches("go")));
     }
     let version = hello
         .get("python")

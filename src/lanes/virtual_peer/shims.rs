@@ -3,6 +3,9 @@
 //! never share one. A folder is made under another name and renamed into place whole, so a
 //! run never sees half of one, whichever of several concurrent runs comes first.
 //!
+//! The Go shim is a package of the server's own module (`sim/go/peer`), so a Go server's
+//! test binary is built from the user's package (`go test -c`) and run as it is.
+//!
 //! The Node.js shim runs its program's clock on @sinonjs/fake-timers (pinned, with its lock
 //! file): that folder is filled by `npm ci` on first use, from the npm registry. The npm
 //! package of mcp-sim ships the shim with that dependency installed and names it in
@@ -134,4 +137,39 @@ fn unique() -> u64 {
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), VirtualError> {
     std::fs::write(dir.join(name), text)
         .map_err(|e| VirtualError::Start(format!("writing {}: {e}", dir.join(name).display())))
+}
+
+/// The test binary of the Go package `pkg` (in the current folder), built with `go test -c`
+/// once per mcp-sim process and package; the Go build cache makes a later build quick.
+pub(super) fn go_test_binary(pkg: &str) -> Result<PathBuf, VirtualError> {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get(pkg) {
+        return Ok(path.clone());
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-sim-go-peer-{}-{}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| VirtualError::Start(format!("making {}: {e}", dir.display())))?;
+    let binary = dir.join("peer.test");
+    let out = Command::new("go")
+        .args(["test", "-c", "-o"])
+        .arg(&binary)
+        .arg(pkg)
+        .output()
+        .map_err(|e| VirtualError::Start(format!("go cannot be run: {e}")))?;
+    if !out.status.success() || !binary.is_file() {
+        return Err(VirtualError::Start(format!(
+            "building the Go test (go test -c {pkg}) failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        )));
+    }
+    built.insert(pkg.to_string(), binary.clone());
+    Ok(binary)
 }

@@ -5,7 +5,12 @@ go 1.25.5
 require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	mcpsim.test/peer v0.0.0
 )
+
+// mcp-sim's virtual-peer package, from this repository (the tests' install names its
+// absolute path).
+replace mcpsim.test/peer => ../../../sim/go/peer
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect

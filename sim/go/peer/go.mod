@@ -1,0 +1,3 @@
+module mcpsim.test/peer
+
+go 1.25
