@@ -2,9 +2,11 @@
 //! runs under the virtual clock through its test glue (`server/virtual_test.go`, on
 //! `sim/go/peer`: a testing/synctest bubble per run). It must give its live baselines in both
 //! eras on stdio with the same digests on every run, each run checked twice (`--verify`), and
-//! a failing seed's replay must reprint its digest. mcp-go v1.2.1 cannot run in a bubble (its
-//! stdio session is a package-level value made outside it): it must come out
-//! `not-replayable`, naming why, never a verdict.
+//! a failing seed's replay must reprint its digest. Over Streamable HTTP (each request a call
+//! of the SDK's handler in the bubble) go-sdk's stateless handler and mcp-go's give their live
+//! verdicts in 2026-07-28. mcp-go v1.2.1 cannot serve stdio in a bubble (its stdio session is
+//! a package-level value made outside it): it must come out `not-replayable`, naming why,
+//! never a verdict.
 //!
 //! The Go peers install themselves on first use (`common::peers`); without `go` the tests
 //! skip, or fail under `CI=true`.
@@ -47,6 +49,50 @@ fn go_sdk_server_gives_its_live_baselines_in_both_eras_and_replays() {
         "{totals:#}"
     );
     assert_all_judged(&totals);
+}
+
+#[test]
+fn go_sdk_and_mcp_go_http_servers_give_their_live_baselines_in_2026_07_28() {
+    let Some(peers) = go_peers() else { return };
+    let test = peers.virtual_test.display().to_string();
+    let server = [test.as_str(), "-test.run", "TestMCPSimVirtual"];
+    let flags = [
+        "--transport",
+        "http",
+        "--seeds",
+        "0..12",
+        "--args",
+        SLOW,
+        "--verify",
+    ];
+    for (sdk, options, baseline_file) in [
+        (
+            "go-sdk",
+            "stateless",
+            "go-sdk-server-http-stateless-modern.txt",
+        ),
+        ("mcp-go", "", "mcp-go-server-http-modern.txt"),
+    ] {
+        let env = [("MCP_SIM_SERVER", sdk), ("MCP_SIM_HTTP_OPTIONS", options)];
+        let (code, totals) = sweep(&flags, &server, &env);
+        assert_eq!(rules(&totals), baseline(baseline_file), "{sdk}: {totals:#}");
+        assert_eq!(totals["eras"]["2026-07-28"], 12, "{sdk}: {totals:#}");
+        let unreplayable = totals["not_replayable"].as_array().map_or(0, Vec::len);
+        if sdk == "go-sdk" {
+            assert_eq!(code, 1, "{sdk}: {totals:#}");
+            assert_eq!(unreplayable, 0, "{sdk}: {totals:#}");
+        } else {
+            // mcp-go queues its progress apart from its answer: where both are due at one
+            // instant, the bubble wakes the two goroutines in no set order, and running each
+            // seed twice shows it (its live race, never a verdict here).
+            assert!(code == 1 || code == 3, "{sdk}: {totals:#}");
+            assert!(unreplayable < 6, "{sdk}: most runs hold: {totals:#}");
+            for run in totals["not_replayable"].as_array().into_iter().flatten() {
+                let why = run["why"].as_str().unwrap_or_default();
+                assert!(why.contains("two runs of the seed differ"), "{why}");
+            }
+        }
+    }
 }
 
 #[test]

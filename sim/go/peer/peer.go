@@ -19,7 +19,8 @@
 // goroutines, timers and clock are the bubble's, and the bubble's clock moves only when every
 // goroutine in it is durably blocked, which is the quiescence mcp-sim's control protocol asks
 // for (synctest.Wait). The control protocol (sim/python/mcp_sim/virtual_peer.py documents it)
-// goes over the process's stdin and stdout; the server's stdio is a pair of in-memory pipes.
+// goes over the process's stdin and stdout; the server's stdio is a pair of in-memory pipes,
+// and over HTTP each request is a call of the program's handler with no socket (Run).
 //
 // A bubble has no way to show its next timer. So on `advance` the peer runs ahead: its clock
 // moves to the target, or stops at the first write of the server before it, whichever comes
@@ -38,19 +39,25 @@
 // mutex, none of which synctest counts as durably blocked. The peer cannot tell these apart
 // from a long computation, so a command not finished within MCP_SIM_THREAD_BOUND_S seconds of
 // wall time (10) ends the run with that escape. Go's own randomness (crypto/rand, math/rand,
-// map order) is not seeded (the runtime offers no seam for it): running each seed twice
-// (`--verify`) shows whether it reaches the wire.
+// map order) cannot be seeded from outside; where an SDK offers a seam, the glue gives it the
+// run's seeded Rand or Text (go-sdk's ServerOptions.GetSessionID, google/uuid's SetRand).
+// Running each seed twice (`--verify`) shows whether anything else random reaches the wire.
 package peer
 
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -59,6 +66,60 @@ import (
 
 // Server runs an MCP server on in and out until ctx is done or in ends.
 type Server func(ctx context.Context, in io.Reader, out io.Writer) error
+
+// Servers are a program's servers, one per transport it serves (either may be nil).
+type Servers struct {
+	// Stdio serves stdio.
+	Stdio Server
+	// HTTP makes the program's Streamable HTTP handler (inside the run's bubble: its
+	// goroutines and timers must be the bubble's). Each request of the control protocol is
+	// one call of its ServeHTTP, with no socket: a client's close cancels the request's
+	// context.
+	HTTP func() http.Handler
+}
+
+// The run's entropy, for the seams an SDK offers (Rand, Text).
+var entropy struct {
+	sync.Mutex
+	source *mrand.ChaCha8
+}
+
+func seed(s uint64) {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], s)
+	copy(key[8:], "mcp-sim virtual peer entropy")
+	entropy.Lock()
+	entropy.source = mrand.NewChaCha8(key)
+	entropy.Unlock()
+}
+
+type entropyReader struct{}
+
+func (entropyReader) Read(p []byte) (int, error) {
+	entropy.Lock()
+	defer entropy.Unlock()
+	if entropy.source == nil {
+		seed(0)
+	}
+	return entropy.source.Read(p)
+}
+
+// Rand is the run's random bytes, drawn from its seed: give it where an SDK takes a source
+// of randomness (google/uuid's SetRand, which mcp-go's session ids use).
+func Rand() io.Reader { return entropyReader{} }
+
+// Text is a random text as crypto/rand.Text makes one (26 base32 letters), drawn from the
+// run's seed: give it where an SDK makes its ids with rand.Text (go-sdk's
+// ServerOptions.GetSessionID).
+func Text() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	b := make([]byte, 26)
+	_, _ = Rand().Read(b)
+	for i := range b {
+		b[i] = alphabet[b[i]%32]
+	}
+	return string(b)
+}
 
 // NopCloser gives a writer the Close an SDK's transport may ask for.
 func NopCloser(w io.Writer) io.WriteCloser { return nopCloser{w} }
@@ -69,18 +130,28 @@ func (nopCloser) Close() error { return nil }
 
 // command is one line of the control protocol.
 type command struct {
-	Op        string `json:"op"`
-	T         int64  `json:"t"`
-	Seed      uint64 `json:"seed"`
-	Data      string `json:"data"`
-	Transport string `json:"transport"`
+	Op        string            `json:"op"`
+	T         int64             `json:"t"`
+	Seed      uint64            `json:"seed"`
+	Data      string            `json:"data"`
+	Transport string            `json:"transport"`
+	Stream    uint64            `json:"stream"`
+	Method    string            `json:"method"`
+	Path      string            `json:"path"`
+	Headers   map[string]string `json:"headers"`
+	Body      string            `json:"body"`
 }
 
 // output is one thing the server did, stamped with its virtual time.
 type output struct {
-	T    int64   `json:"t"`
-	Data *string `json:"data,omitempty"`
-	Read *int    `json:"read,omitempty"`
+	T       int64             `json:"t"`
+	Data    *string           `json:"data,omitempty"`
+	Read    *int              `json:"read,omitempty"`
+	Stream  *uint64           `json:"stream,omitempty"`
+	Status  int               `json:"status,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    *string           `json:"body,omitempty"`
+	End     bool              `json:"end,omitempty"`
 }
 
 type escape struct {
@@ -150,11 +221,7 @@ type stdout struct{ r *run }
 
 func (w stdout) Write(p []byte) (int, error) {
 	text := string(p)
-	w.r.record(output{T: w.r.now(), Data: &text})
-	select {
-	case w.r.wrote <- struct{}{}:
-	default:
-	}
+	w.r.emit(output{T: w.r.now(), Data: &text})
 	return len(p), nil
 }
 
@@ -221,9 +288,16 @@ func (r *run) space(t int64) {
 	synctest.Wait()
 }
 
-// Serve runs the server server makes under mcp-sim's control protocol, or skips the test when
-// mcp-sim is not the one running it.
+// Serve runs a stdio server under mcp-sim's control protocol, or skips the test when mcp-sim
+// is not the one running it.
 func Serve(t *testing.T, server Server) {
+	t.Helper()
+	Run(t, Servers{Stdio: server})
+}
+
+// Run runs the program's server for the transport mcp-sim asks for under its control
+// protocol, or skips the test when mcp-sim is not the one running it.
+func Run(t *testing.T, servers Servers) {
 	t.Helper()
 	if os.Getenv("MCP_SIM_VIRTUAL_PEER") == "" {
 		t.Skip("run by mcp-sim sweep --virtual (MCP_SIM_VIRTUAL_PEER is not set)")
@@ -242,13 +316,23 @@ func Serve(t *testing.T, server Server) {
 		os.Exit(2)
 	}
 	go watchdog(ctl, bound)
+	seed(spawn.Seed)
 	synctest.Test(t, func(t *testing.T) {
 		r := &run{ctl: ctl, wrote: make(chan struct{}, 1)}
 		r.epoch = time.Now().Add(-time.Duration(spawn.T) * time.Millisecond)
-		if spawn.Transport != "" && spawn.Transport != "stdio" {
-			r.report(map[string]any{"escapes": []escape{{What: "the Go shim serves stdio only (" + spawn.Transport + " asked)", Where: "shim"}}, "fatal": true})
+		if spawn.Transport == "http" {
+			if servers.HTTP == nil {
+				r.report(map[string]any{"escapes": []escape{{What: "HTTP was asked for, and the test gives peer.Run no HTTP handler", Where: "the test's peer.Servers"}}, "fatal": true})
+				os.Exit(3)
+			}
+			r.serveHTTP(servers.HTTP())
+			return
+		}
+		if servers.Stdio == nil {
+			r.report(map[string]any{"escapes": []escape{{What: "stdio was asked for, and the test gives peer.Run no stdio server", Where: "the test's peer.Servers"}}, "fatal": true})
 			os.Exit(3)
 		}
+		server := servers.Stdio
 		pipeR, pipeW := io.Pipe()
 		feed := make(chan []byte, 1024)
 		go func() {
@@ -327,5 +411,147 @@ func watchdog(ctl *control, bound float64) {
 			})
 			os.Exit(3)
 		}
+	}
+}
+
+// serveHTTP takes HTTP requests and disconnects until the run ends.
+func (r *run) serveHTTP(handler http.Handler) {
+	gone := map[uint64]*response{}
+	synctest.Wait()
+	for {
+		r.report(nil)
+		cmd := r.ctl.read()
+		switch cmd.Op {
+		case "end":
+			os.Exit(0)
+		case "advance":
+			r.until(cmd.T)
+		case "request":
+			r.until(cmd.T)
+			r.space(cmd.T)
+			w := r.request(handler, cmd)
+			gone[cmd.Stream] = w
+			synctest.Wait()
+		case "disconnect":
+			r.until(cmd.T)
+			r.space(cmd.T)
+			if w := gone[cmd.Stream]; w != nil {
+				w.disconnect()
+				delete(gone, cmd.Stream)
+			}
+			synctest.Wait()
+		default:
+			r.report(map[string]any{"escapes": []escape{{What: "the Go shim has no " + strconv.Quote(cmd.Op) + " over HTTP", Where: "shim"}}, "fatal": true})
+			os.Exit(3)
+		}
+	}
+}
+
+// request starts one call of the handler for cmd, in a goroutine of the bubble.
+func (r *run) request(handler http.Handler, cmd command) *response {
+	path := cmd.Path
+	if path == "" {
+		path = "/mcp"
+	}
+	host := cmd.Headers["host"]
+	if host == "" {
+		host = "127.0.0.1:8080"
+	}
+	req := httptest.NewRequest(cmd.Method, "http://"+host+path, strings.NewReader(cmd.Body))
+	for name, value := range cmd.Headers {
+		req.Header.Set(name, value)
+	}
+	req.Host = host
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &response{r: r, stream: cmd.Stream, header: http.Header{}, cancel: cancel}
+	go func() {
+		handler.ServeHTTP(w, req.WithContext(ctx))
+		w.end()
+	}()
+	return w
+}
+
+// response is a request's http.ResponseWriter: what the handler writes is reported as it
+// writes it (so Flush has nothing left to do).
+type response struct {
+	r      *run
+	stream uint64
+	header http.Header
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	head   bool
+	done   bool
+}
+
+func (w *response) Header() http.Header { return w.header }
+
+func (w *response) WriteHeader(status int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHead(status)
+}
+
+func (w *response) writeHead(status int) {
+	if w.head || w.done {
+		return
+	}
+	w.head = true
+	headers := map[string]string{}
+	for name, values := range w.header {
+		headers[strings.ToLower(name)] = strings.Join(values, ", ")
+	}
+	stream := w.stream
+	w.r.emit(output{T: w.r.now(), Stream: &stream, Status: status, Headers: headers})
+}
+
+func (w *response) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return 0, http.ErrHandlerTimeout
+	}
+	w.writeHead(http.StatusOK)
+	if len(b) > 0 {
+		body, stream := string(b), w.stream
+		w.r.emit(output{T: w.r.now(), Stream: &stream, Body: &body})
+	}
+	return len(b), nil
+}
+
+// Flush is there for handlers that stream (server-sent events): each write is reported
+// already.
+func (w *response) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHead(http.StatusOK)
+}
+
+func (w *response) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	w.writeHead(http.StatusOK)
+	w.done = true
+	stream := w.stream
+	w.r.emit(output{T: w.r.now(), Stream: &stream, End: true})
+}
+
+// disconnect is the client's close: the request's context ends, and nothing more of the
+// response is reported.
+func (w *response) disconnect() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+	w.cancel()
+}
+
+// emit records a write and wakes a run that runs ahead.
+func (r *run) emit(o output) {
+	r.record(o)
+	select {
+	case r.wrote <- struct{}{}:
+	default:
 	}
 }

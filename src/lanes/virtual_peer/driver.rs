@@ -125,6 +125,12 @@ impl<'p> VirtualServer<'p> {
         self.writes.len() > before || self.exited
     }
 
+    /// The program's clock, as its last report gave it (ahead of the lane's for a shim that
+    /// ran ahead to the end of the run).
+    pub(crate) fn clock(&self) -> Time {
+        self.clock
+    }
+
     /// Timers due by `now` fire.
     pub(crate) fn timers(&mut self, now: Time) {
         if self.poll_timeout().is_some_and(|t| t <= now) {

@@ -3,6 +3,7 @@ module mcpsim.test/peers
 go 1.25.5
 
 require (
+	github.com/google/uuid v1.6.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	mcpsim.test/peer v0.0.0
@@ -14,7 +15,6 @@ replace mcpsim.test/peer => ../../../sim/go/peer
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

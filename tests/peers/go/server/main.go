@@ -50,8 +50,12 @@ type slowIn struct {
 	StepMs int `json:"step_ms"`
 }
 
-func goSDKServer() *gosdk.Server {
-	s := gosdk.NewServer(&gosdk.Implementation{Name: "go-sdk-slow", Version: "1.0.0"}, nil)
+func goSDKServer() *gosdk.Server { return goSDKServerWith(nil) }
+
+// goSDKServerWith makes the server with these options (the virtual-peer glue's seeded session
+// ids).
+func goSDKServerWith(opts *gosdk.ServerOptions) *gosdk.Server {
+	s := gosdk.NewServer(&gosdk.Implementation{Name: "go-sdk-slow", Version: "1.0.0"}, opts)
 	gosdk.AddTool(s, &gosdk.Tool{Name: "slow_op", Description: "Wait step_ms ms per step for steps steps, reporting progress after each"},
 		func(ctx context.Context, req *gosdk.CallToolRequest, in slowIn) (*gosdk.CallToolResult, any, error) {
 			token := req.Params.GetProgressToken()
