@@ -19,8 +19,9 @@
 //   and lets a driver see the next timer. `setImmediate`, `process.nextTick` and microtasks
 //   stay native: streams need them (faking them stalls a Readable), and they carry no time.
 // - Quiescent means: no native immediate is pending and no libuv request (a file read or
-//   close, a crypto job) is in flight, for two turns of the event loop running nothing else. The program's stdio is in
-//   memory, so nothing else can wake it but a faked timer, which only the driver fires.
+//   close, a crypto job) is in flight, for two turns of the event loop running nothing else.
+//   The program's stdio is in memory, so nothing else can wake it but a faked timer, which
+//   only the driver fires.
 // - `Math.random`, `crypto.randomUUID`, `crypto.getRandomValues`, `crypto.randomBytes` (and
 //   `randomFillSync`, `randomInt`) draw from the run's seed (xoshiro128**).
 // - HTTP: `Server.prototype.listen` binds nothing; each request of the control protocol is
@@ -396,14 +397,12 @@ function patchListen() {
     http.host = `${host}:${port}`;
     this.address = () => ({ address: host, port, family: "IPv4" });
     Object.defineProperty(this, "listening", { configurable: true, get: () => http.server === this });
-    const close = this.close;
     this.close = function (cb) {
       if (http.server === this) http.server = null;
       process.nextTick(() => this.emit("close"));
       if (cb) process.nextTick(cb);
       return this;
     };
-    void close;
     process.nextTick(() => {
       this.emit("listening");
       if (callback) callback();

@@ -88,7 +88,12 @@ impl PeerCommand {
             Some(flag) if flag.starts_with('-') && flag != "-m" => Err(VirtualError::Command(
                 format!("interpreter option {flag:?} is not supported: give the script first"),
             )),
-            Some(script) if script != "-m" => {
+            Some("-m") => Ok(PeerCommand {
+                runtime: Runtime::Python,
+                interpreter: interpreter.clone(),
+                program: program.to_vec(),
+            }),
+            Some(script) => {
                 // `server.py:object` names the file before the colon.
                 let file = match script.rsplit_once(':') {
                     Some((file, name)) if !name.contains('/') && file.ends_with(".py") => file,
@@ -101,11 +106,6 @@ impl PeerCommand {
                     program: program.to_vec(),
                 })
             }
-            Some(_) => Ok(PeerCommand {
-                runtime: Runtime::Python,
-                interpreter: interpreter.clone(),
-                program: program.to_vec(),
-            }),
         }
     }
 

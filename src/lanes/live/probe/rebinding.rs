@@ -27,7 +27,7 @@ use crate::wire::{self, Era, Message, Request, RequestId};
 pub const FOREIGN_HOST: &str = "evil.example";
 
 /// The streams the checks travel on, apart from any the run used.
-pub(crate) const FIRST_STREAM: u64 = 1 << 40;
+const FIRST_STREAM: u64 = 1 << 40;
 
 /// How long one check may take, connection and answer.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -56,14 +56,40 @@ pub(super) fn applies(endpoint: &Endpoint) -> bool {
 /// Sends both checks and records them.
 pub(super) fn check(probe: &mut Probe, endpoint: &Endpoint) {
     let era = probe.driver.client().era();
-    let origin = format!("http://{FOREIGN_HOST}");
+    for c in checks(era, &endpoint.authority) {
+        probe.record(c.sent());
+        let answer = post(endpoint, &c.headers, &c.msg).ok();
+        for e in c.answered(era, answer) {
+            probe.record(e);
+        }
+    }
+}
+
+/// One check: its stream, its request and the headers it carries.
+pub(crate) struct Check {
+    /// A stream apart from any the run used.
+    pub(crate) stream: StreamId,
+    /// The request a client of the run's era opens with.
+    pub(crate) msg: Message,
+    /// Its headers, `host` and `origin` among them.
+    pub(crate) headers: BTreeMap<String, String>,
+}
+
+/// An answer to a check: its status, content type and body.
+pub(crate) type Answer = (u16, Option<String>, Vec<u8>);
+
+/// The two checks of a client of `era` for a server whose own authority is `own_host`: a
+/// foreign `Origin` with the server's own `Host`, then a foreign `Host`.
+pub(crate) fn checks(era: Era, own_host: &str) -> [Check; 2] {
     let cases = [
-        (endpoint.authority.clone(), Some(origin)),
+        (own_host.to_owned(), Some(format!("http://{FOREIGN_HOST}"))),
         (FOREIGN_HOST.to_owned(), None),
     ];
-    for (k, (host, origin)) in cases.into_iter().enumerate() {
-        let stream = StreamId(FIRST_STREAM + k as u64);
+    let mut k = 0;
+    cases.map(|(host, origin)| {
         let msg = opening(era, k);
+        let stream = StreamId(FIRST_STREAM + k as u64);
+        k += 1;
         let mut headers = wire::http::request_headers(&msg);
         if era.is_legacy() {
             headers.remove("mcp-method");
@@ -73,61 +99,70 @@ pub(super) fn check(probe: &mut Probe, endpoint: &Endpoint) {
         if let Some(o) = origin {
             headers.insert("origin".into(), o);
         }
-        let mut sent = WireEvent::message(Transport::Http, Some(stream), &msg);
-        sent.headers = Some(headers.clone());
-        probe.record(EventKind::Send(sent));
-        let id = msg.id().cloned().unwrap_or(RequestId::Number(0));
-        let mut outcome = Outcome::Lost;
-        match post(endpoint, &headers, &msg) {
-            Ok((status, content_type, body)) => {
-                outcome = if status < 400 {
-                    Outcome::Result
-                } else {
-                    Outcome::Error
-                };
-                probe.record(EventKind::Status {
-                    stream: Some(stream.0),
-                    status,
-                    content_type: content_type.clone(),
-                    headers: None,
-                });
-                let json = content_type
-                    .as_deref()
-                    .is_some_and(|c| c.starts_with("application/json"));
-                if json && !body.is_empty() {
-                    let (w, _) = crate::lanes::recorder::observe_as_written_in(
-                        era,
-                        Transport::Http,
-                        Some(stream),
-                        &body,
-                    );
-                    probe.record(EventKind::Recv(w));
-                }
-            }
-            // Refused at the connection or cut: nothing was served, and the server's end
-            // of the connection went first.
-            Err(_) => probe.record(EventKind::Close {
-                stream: Some(stream.0),
+        Check {
+            stream,
+            msg,
+            headers,
+        }
+    })
+}
+
+impl Check {
+    /// What the client records of sending it.
+    pub(crate) fn sent(&self) -> EventKind {
+        let mut sent = WireEvent::message(Transport::Http, Some(self.stream), &self.msg);
+        sent.headers = Some(self.headers.clone());
+        EventKind::Send(sent)
+    }
+
+    /// What the client records of its answer, in order; `None`: refused at the connection or
+    /// cut, nothing served, the server's end of the connection gone first.
+    pub(crate) fn answered(&self, era: Era, answer: Option<Answer>) -> Vec<EventKind> {
+        let stream = Some(self.stream.0);
+        let request = self.msg.id().cloned().unwrap_or(RequestId::Number(0));
+        let Some((status, content_type, body)) = answer else {
+            let close = EventKind::Close {
+                stream,
                 by: Side::Server,
                 reason: None,
-            }),
+            };
+            let outcome = Outcome::Lost;
+            return vec![close, EventKind::Outcome { request, outcome }];
+        };
+        let json = content_type
+            .as_deref()
+            .is_some_and(|c| c.starts_with("application/json"));
+        let mut events = vec![EventKind::Status {
+            stream,
+            status,
+            content_type,
+            headers: None,
+        }];
+        if json && !body.is_empty() {
+            let (w, _) = crate::lanes::recorder::observe_as_written_in(
+                era,
+                Transport::Http,
+                Some(self.stream),
+                &body,
+            );
+            events.push(EventKind::Recv(w));
         }
-        probe.record(EventKind::Outcome {
-            request: id,
-            outcome,
+        let outcome = match status < 400 {
+            true => Outcome::Result,
+            false => Outcome::Error,
+        };
+        events.push(EventKind::Outcome { request, outcome });
+        events.push(EventKind::Close {
+            stream,
+            by: Side::Client,
+            reason: None,
         });
-        if outcome != Outcome::Lost {
-            probe.record(EventKind::Close {
-                stream: Some(stream.0),
-                by: Side::Client,
-                reason: None,
-            });
-        }
+        events
     }
 }
 
 /// The request a client of `era` opens with.
-pub(crate) fn opening(era: Era, k: usize) -> Message {
+fn opening(era: Era, k: usize) -> Message {
     let id = RequestId::String(format!("rebinding-{}", k + 1));
     match era {
         Era::Modern => Request::new(id, "server/discover").into(),
