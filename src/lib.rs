@@ -129,5 +129,7 @@ pub mod scenario;
 pub mod time;
 pub mod trace;
 #[cfg(feature = "live")]
+pub mod virtual_client;
+#[cfg(feature = "live")]
 pub mod virtual_run;
 pub mod wire;

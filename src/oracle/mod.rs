@@ -455,10 +455,29 @@ pub struct Verdict {
     pub upstream_era: Option<EraReading>,
 }
 
+/// Whether `rule` checks what a client declared about its timeouts (`--client-policy`).
+pub fn is_declared_policy_rule(rule: &str) -> bool {
+    [
+        rule::DECLARED_DEADLINE,
+        rule::TIMEOUT_DEADLINE,
+        rule::RESET_NEEDS_TOKEN,
+    ]
+    .contains(&rule)
+}
+
 impl Verdict {
     /// Whether a MUST-level rule is broken.
     pub fn has_must(&self) -> bool {
         self.violations.iter().any(|v| v.level == Level::Must)
+    }
+
+    /// Whether a client broke the timeout policy it declared (a black-box client judged from
+    /// the server's end: `serve`, `sweep --virtual-client`): its deadlines, or a declared reset
+    /// on progress its own calls make impossible.
+    pub fn breaks_declared_policy(&self) -> bool {
+        self.violations
+            .iter()
+            .any(|v| v.level == Level::Policy && is_declared_policy_rule(v.rule))
     }
 
     /// Whether nothing at all is broken.

@@ -31,10 +31,19 @@
 // - Escapes (a real socket, a DNS lookup, a child process, a worker thread, a file
 //   descriptor read directly) are named in the report: such a run is `not-replayable`.
 //
+// A client program (`"role": "client"` in `spawn`) gets mcp-sim's reference server as the child
+// process it spawns, whatever the command (`VirtualChild`): `deliver` is then bytes on that
+// child's stdout and `{"op": "exit", "t", "code"}` its end; the report's `out` also holds
+// `{"t", "spawned": ARGV}`, `{"t", "closed": true}` (its stdin ended) and `{"t", "killed": N}`.
+// The client's own stdout goes to its stderr, and it ends when nothing would keep its loop
+// alive under `node`.
+//
 // Control goes over file descriptors 0 and 1 with synchronous reads and writes: while the
 // driver decides, nothing in the program can run.
 
+import { EventEmitter } from "node:events";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { Duplex, Readable, Writable } from "node:stream";
@@ -195,6 +204,41 @@ function installClock(tMs) {
   });
 }
 
+/**
+ * What would keep a client's Node.js loop alive: a referenced faked timer, or its server
+ * process. (The timers' own objects say whether they are referenced; the heap's entries are
+ * the library's, so `unref` and `ref` are followed by id.)
+ */
+const nothingKeepsAlive = {
+  unref: new Set(),
+  track() {
+    for (const name of ["setTimeout", "setInterval"]) {
+      const faked = globalThis[name];
+      const unref = this.unref;
+      globalThis[name] = function (...args) {
+        const timer = faked.apply(this, args);
+        if (timer && typeof timer === "object") {
+          const id = Number(timer);
+          const [u, r] = [timer.unref, timer.ref];
+          timer.unref = function () {
+            unref.add(id);
+            return u.call(this);
+          };
+          timer.ref = function () {
+            unref.delete(id);
+            return r.call(this);
+          };
+        }
+        return timer;
+      };
+    }
+  },
+  hasWork() {
+    if (VirtualChild.current) return true;
+    return [...(clock?.timers?.values() ?? [])].some((t) => !this.unref.has(Number(t.id)));
+  },
+};
+
 const nowMs = () => (clock ? Math.floor(clock.now - EPOCH_MS) : 0);
 
 function nextDeadline() {
@@ -231,6 +275,9 @@ function escape(what, at = where()) {
 let armed = false;
 let exited = false;
 let transport = "stdio";
+// "server": the program serves on its stdin and stdout (or HTTP); "client": the program is a
+// client whose server process is mcp-sim's (`VirtualChild`).
+let role = "server";
 
 function report(extra = {}) {
   const msg = { t: nowMs(), out: out.splice(0), next: exited ? null : nextDeadline(), escapes: escapes.splice(0) };
@@ -249,7 +296,7 @@ class VirtualStdin extends Readable {
 class VirtualStdout extends Writable {
   _write(chunk, encoding, callback) {
     const text = Buffer.isBuffer(chunk) ? chunk.toString("utf8") : String(chunk);
-    if (transport !== "stdio") process.stderr.write(text);
+    if (transport !== "stdio" || role === "client") process.stderr.write(text);
     else if (text.length) out.push({ t: nowMs(), data: text });
     callback();
   }
@@ -270,6 +317,98 @@ function installStdio() {
   Object.defineProperty(process, "stdin", { configurable: true, enumerable: true, get: () => stdin });
   Object.defineProperty(process, "stdout", { configurable: true, enumerable: true, get: () => stdout });
   return stdin;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A client's server: the child process it spawns is mcp-sim's reference server.
+
+// Above Linux's largest pid (2**22): a signal sent to it reaches no real process.
+const FAKE_PID = 4_194_304 + 7;
+
+/**
+ * The server a client program spawns (`child_process.spawn`, and so cross-spawn and the SDKs'
+ * stdio transports), whatever command it names: its stdin is what the program writes (reported
+ * as `data`, its end as `closed`), its stdout what mcp-sim delivers; its exit is mcp-sim's to
+ * say (`exit`), or the program's (`kill`: reported as `killed`).
+ */
+class VirtualChild extends EventEmitter {
+  static current = null;
+
+  constructor(argv, options) {
+    super();
+    const child = this;
+    this.pid = FAKE_PID;
+    this.spawnfile = argv[0];
+    this.spawnargs = argv;
+    this.exitCode = null;
+    this.signalCode = null;
+    this.killed = false;
+    this.connected = false;
+    const stdio = Array.isArray(options?.stdio) ? options.stdio : [options?.stdio ?? "pipe", options?.stdio ?? "pipe", options?.stdio ?? "pipe"];
+    this.stdin = new Writable({
+      write(chunk, encoding, callback) {
+        if (!child.gone()) out.push({ t: nowMs(), data: Buffer.from(chunk, encoding).toString("utf8") });
+        callback();
+      },
+      final(callback) {
+        if (!child.gone()) out.push({ t: nowMs(), closed: true });
+        callback();
+      },
+    });
+    this.stdout = new Readable({ read() {} });
+    this.stderr = (stdio[2] ?? "pipe") === "pipe" ? new Readable({ read() {} }) : null;
+    this.stdio = [this.stdin, this.stdout, this.stderr];
+    options?.signal?.addEventListener?.("abort", () => this.kill("SIGTERM"), { once: true });
+    VirtualChild.current = this;
+    out.push({ t: nowMs(), spawned: argv.map(String) });
+    process.nextTick(() => this.emit("spawn"));
+  }
+
+  gone() {
+    return this.exitCode !== null || this.signalCode !== null;
+  }
+
+  kill(signal = "SIGTERM") {
+    if (this.gone()) return false;
+    const number = typeof signal === "number" ? signal : (os.constants.signals[signal] ?? 15);
+    const name = typeof signal === "string" ? signal : Object.keys(os.constants.signals).find((k) => os.constants.signals[k] === signal);
+    if (number === 0) return true;
+    out.push({ t: nowMs(), killed: number });
+    this.killed = true;
+    this.exited(null, name ?? "SIGTERM");
+    return true;
+  }
+
+  /** The server is gone: its pipes end, then `exit` and `close`, as Node.js reports them. */
+  exited(code, signal) {
+    if (this.gone()) return;
+    this.exitCode = code;
+    this.signalCode = signal;
+    this.stdout.push(null);
+    this.stderr?.push(null);
+    if (VirtualChild.current === this) VirtualChild.current = null;
+    process.nextTick(() => {
+      this.emit("exit", code, signal);
+      realSetImmediate(() => this.emit("close", code, signal));
+    });
+  }
+
+  ref() {}
+  unref() {}
+  disconnect() {}
+}
+
+function virtualSpawn(command, args, options) {
+  if (!Array.isArray(args)) {
+    options = args;
+    args = [];
+  }
+  if (VirtualChild.current) {
+    escape("a second server process was started while the first runs");
+    throw new Error("mcp-sim: one server process at a time");
+  }
+  const argv = options?.shell ? ["/bin/sh", "-c", [command, ...args].join(" ")] : [command, ...args];
+  return new VirtualChild(argv, options);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,6 +598,7 @@ function patchEscapes() {
   for (const name of ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"]) {
     const f = cp[name];
     cp[name] = function (...args) {
+      if (role === "client" && name === "spawn") return virtualSpawn(...args);
       escape(`a child process (${name})`);
       return f.apply(this, args);
     };
@@ -562,11 +702,15 @@ async function main() {
   }
   draw = rng(spawn.seed ?? 0);
   transport = spawn.transport ?? "stdio";
+  role = spawn.role ?? "server";
   patchEntropy();
   installClock(Number(spawn.t ?? 0));
+  if (role === "client") nothingKeepsAlive.track();
   patchListen();
   syncBuiltinESMExports();
   const stdin = installStdio();
+  // A client's own stdin is empty.
+  if (role === "client") stdin.push(null);
   process.argv = [process.argv[0], file, ...args];
 
   process.on("exit", (code) => {
@@ -583,12 +727,22 @@ async function main() {
   armed = true;
   // Not awaited: a module's top-level await may wait for a timer, which only the driver
   // fires. A module that fails to load ends the process as it would under `node`.
-  loadProgram(file).catch((e) => {
-    process.stderr.write(`${e?.stack ?? e}\n`);
-    process.exit(1);
-  });
+  let loaded = false;
+  loadProgram(file).then(
+    () => {
+      loaded = true;
+    },
+    (e) => {
+      process.stderr.write(`${e?.stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
   await settle();
   for (;;) {
+    // A client whose loop would be empty under `node` (no referenced timer, no server
+    // process) ends as it would there: with its exit code, or 13 for a top-level await that
+    // never settled. A server waits for its input, which only mcp-sim ends.
+    if (role === "client" && !nothingKeepsAlive.hasWork()) process.exit(loaded ? (process.exitCode ?? 0) : 13);
     report();
     const cmd = control.read();
     if (cmd.op === "end") {
@@ -597,7 +751,12 @@ async function main() {
     }
     // The timers due by T fire first, as Node's timers phase runs before its I/O.
     await advanceTo(Number(cmd.t ?? nowMs()));
-    if (cmd.op === "deliver") stdin.push(Buffer.from(cmd.data, "utf8"));
+    const child = VirtualChild.current;
+    if (role === "client" && (cmd.op === "deliver" || cmd.op === "exit")) {
+      // The server's output after the program let it go: nobody reads it.
+      if (child && cmd.op === "deliver") child.stdout.push(Buffer.from(cmd.data, "utf8"));
+      else if (child) child.exited(Number(cmd.code ?? 0), null);
+    } else if (cmd.op === "deliver") stdin.push(Buffer.from(cmd.data, "utf8"));
     else if (cmd.op === "close") stdin.push(null);
     else if (cmd.op === "request") httpRequest(cmd);
     else if (cmd.op === "disconnect") httpDisconnect(Number(cmd.stream));

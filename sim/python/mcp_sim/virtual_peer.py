@@ -32,6 +32,15 @@ but timers and input.
 - ``{"op": "disconnect", "t": T, "stream": N}``: the client went away from stream N
 - ``{"op": "end"}``: the run is over; the child exits without a report
 
+A *client* program (``"role": "client"`` in ``spawn``) has its server process given by
+mcp-sim: whatever command it starts (``asyncio.create_subprocess_exec``, and so
+``anyio.open_process`` and the SDKs' stdio clients) is a virtual child whose stdin is what
+the program writes and whose stdout is what mcp-sim delivers. Then ``deliver`` is bytes on
+that child's stdout, ``{"op": "exit", "t": T, "code": C}`` its end (its pipes close, its exit
+is seen), and the report's ``out`` also holds ``{"t", "spawned": ARGV}`` (the child started),
+``{"t", "closed": true}`` (the program closed its stdin) and ``{"t", "killed": SIGNAL}``.
+The client's own stdout is its log, with its stderr.
+
 A report: ``{"t": T, "out": [...], "next": MS|null, "escapes": [...], "exit": CODE?}``.
 ``out`` holds what the server wrote, in order, each stamped with its virtual time:
 ``{"t", "data"}`` on stdio, and ``{"t", "read": N}`` where it read the next N bytes of its
@@ -758,6 +767,179 @@ class _Http:
 _HTTP = _Http()
 
 
+# --------------------------------------------------------------------------------------------
+# A client's server: the child process it spawns is mcp-sim's reference server.
+
+# Above Linux's largest pid (2**22): a signal sent to it reaches no real process.
+_FAKE_PID = 4_194_304 + 7
+
+
+class _VirtualChild:
+    """The server a client program spawns (`asyncio.create_subprocess_exec`, and with it
+    `anyio.open_process` and the SDKs' stdio clients), whatever command it names: an asyncio
+    subprocess transport whose stdin is what the program writes (reported as `data`, its
+    close as `closed`) and whose stdout is what mcp-sim delivers. Its exit is mcp-sim's to
+    say (`exit`, after the reference server ended), or the program's (a signal: `killed`)."""
+
+    current = None
+
+    def __init__(self, loop, protocol, argv, pipes) -> None:
+        self.loop = loop
+        self.protocol = protocol
+        self.argv = argv
+        self.returncode = None
+        self.waiters: list = []
+        self.pipes = {fd: _ChildPipe(self, fd) for fd in pipes}
+        self.closed = False
+        _VirtualChild.current = self
+        _OUT.add({"spawned": [str(a) for a in argv]})
+
+    # The transport asyncio's Process and SubprocessStreamProtocol use.
+    def get_pid(self):
+        return _FAKE_PID
+
+    def get_returncode(self):
+        return self.returncode
+
+    def get_pipe_transport(self, fd):
+        return self.pipes.get(fd)
+
+    def get_extra_info(self, name, default=None):
+        return default
+
+    def is_closing(self):
+        return self.closed
+
+    def send_signal(self, signal):
+        if self.returncode is not None:
+            raise ProcessLookupError()
+        if signal == 0:
+            return
+        _OUT.add({"killed": int(signal)})
+        self.exited(-int(signal))
+
+    def terminate(self):
+        import signal
+
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        for pipe in self.pipes.values():
+            pipe.close()
+        if self.returncode is None:
+            self.kill()
+
+    async def _wait(self):
+        if self.returncode is not None:
+            return self.returncode
+        waiter = self.loop.create_future()
+        self.waiters.append(waiter)
+        return await waiter
+
+    # What mcp-sim delivers.
+    def feed(self, data: bytes) -> None:
+        pipe = self.pipes.get(1)
+        if pipe is not None and not pipe.ended:
+            self.loop.call_soon(self.protocol.pipe_data_received, 1, data)
+
+    def exited(self, code: int) -> None:
+        """The server is gone: its pipes end, then its exit is seen."""
+        if self.returncode is not None:
+            return
+        self.returncode = code
+        for fd in sorted(self.pipes):
+            self.pipes[fd].end()
+        self.loop.call_soon(self._process_exited)
+
+    def _process_exited(self):
+        self.protocol.process_exited()
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(self.returncode)
+        self.waiters.clear()
+        if _VirtualChild.current is self:
+            _VirtualChild.current = None
+
+
+class _ChildPipe:
+    """One of the child's pipes, as the program's side sees it: stdin (fd 0) written to,
+    stdout and stderr (1, 2) read from."""
+
+    def __init__(self, child: _VirtualChild, fd: int) -> None:
+        self.child = child
+        self.fd = fd
+        self.ended = False
+
+    def get_extra_info(self, name, default=None):
+        return default
+
+    def is_closing(self):
+        return self.ended
+
+    def pause_reading(self):
+        pass
+
+    def resume_reading(self):
+        pass
+
+    def is_reading(self):
+        return not self.ended
+
+    def set_protocol(self, protocol):
+        pass
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_write_buffer_limits(self):
+        return (0, 0)
+
+    def set_write_buffer_limits(self, high=None, low=None):
+        pass
+
+    def can_write_eof(self):
+        return self.fd == 0
+
+    def write(self, data):
+        if self.fd != 0 or self.ended:
+            return
+        data = bytes(data)
+        if data:
+            _OUT.add({"data": data.decode("utf-8", "replace")})
+
+    def writelines(self, chunks):
+        for chunk in chunks:
+            self.write(chunk)
+
+    def write_eof(self):
+        self.close()
+
+    def close(self):
+        if self.ended:
+            return
+        if self.fd == 0 and self.child.returncode is None:
+            _OUT.add({"closed": True})
+        self.end()
+
+    def abort(self):
+        self.close()
+
+    def end(self):
+        """The pipe is over: the protocol hears of it (stdout's end of file, stdin's close)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.child.loop.call_soon(self.child.protocol.pipe_connection_lost, self.fd, None)
+
+
 def _asyncio():
     import asyncio
 
@@ -831,6 +1013,9 @@ class _Peer:
     loop = None
     thread_bound_s = float(os.environ.get("MCP_SIM_THREAD_BOUND_S", "10"))
     transport = "stdio"
+    # "server": the program serves on its stdin and stdout (or HTTP); "client": the program
+    # is a client whose server process is mcp-sim's (`_VirtualChild`).
+    role = "server"
 
     @classmethod
     def report(cls, deadline_ms=None, **extra) -> None:
@@ -853,9 +1038,20 @@ class _Peer:
         t = int(cmd.get("t", _now_ms()))
         if t * 1_000_000 > _Clock.ns:
             _Clock.ns = t * 1_000_000
+        elif op == "advance":
+            # Advanced to where it already is: a timer it reported due has not fired.
+            _reach_due_timers(loop)
         # Input before the sleeps that end at the same instant, as asyncio handles the I/O a
         # select returns before the timers due in that iteration.
-        if op == "deliver":
+        child = _VirtualChild.current
+        if cls.role == "client" and op in ("deliver", "exit"):
+            if child is None:
+                pass  # the server's output after the program let it go: nobody reads it
+            elif op == "deliver":
+                child.feed(cmd["data"].encode("utf-8"))
+            else:
+                child.exited(int(cmd.get("code", 0)))
+        elif op == "deliver":
             cls.stdin.feed(cmd["data"].encode("utf-8"))
         elif op == "close":
             cls.stdin.close_input()
@@ -1022,7 +1218,50 @@ def _make_loop_class():
         def run_in_executor(self, executor, func, *args):
             return super().run_in_executor(executor, _JOBS.gate(func), *args)
 
+        async def subprocess_exec(self, protocol_factory, program, *args, **kwargs):
+            if _Peer.role != "client":
+                return await super().subprocess_exec(protocol_factory, program, *args, **kwargs)
+            return self._virtual_child(protocol_factory, [program, *args], kwargs)
+
+        async def subprocess_shell(self, protocol_factory, cmd, **kwargs):
+            if _Peer.role != "client":
+                return await super().subprocess_shell(protocol_factory, cmd, **kwargs)
+            return self._virtual_child(protocol_factory, ["/bin/sh", "-c", cmd], kwargs)
+
+        def _virtual_child(self, protocol_factory, argv, kwargs):
+            """A client's server process: mcp-sim's reference server, one at a time."""
+            import subprocess
+
+            if _VirtualChild.current is not None:
+                _escape("a second server process was started while the first runs")
+                raise OSError("mcp-sim: one server process at a time")
+            pipes = [fd for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")) if kwargs.get(name, subprocess.PIPE) == subprocess.PIPE]
+            protocol = protocol_factory()
+            child = _VirtualChild(self, protocol, argv, pipes)
+            protocol.connection_made(child)
+            return child, protocol
+
     return VirtualLoop
+
+
+def _reach_due_timers(loop) -> None:
+    """Moves the clock the few nanoseconds past a timer the shim reported due by now that did
+    not fire when the clock reached its millisecond: its float deadline (anyio's `start +
+    timeout`) lies a rounding error past that millisecond, and anyio fires a deadline only
+    once `deadline <= time()`, re-arming it at the same millisecond forever otherwise. The
+    millisecond the program sees does not change."""
+    if loop is None:
+        return
+    for handle in loop._scheduled:
+        when = handle.when()
+        if handle.cancelled() or not math.isfinite(when):
+            continue
+        if math.ceil(when * 1000 - 1e-6) * 1_000_000 > _Clock.ns or when <= _Clock.ns / 1e9:
+            continue
+        ns = math.ceil(when * 1e9)
+        while ns / 1e9 < when:
+            ns += 1
+        _Clock.ns = max(_Clock.ns, ns)
 
 
 def _next_deadline_ms(loop):
@@ -1088,6 +1327,29 @@ def _patch_anyio() -> None:
         self.queue = _HandOver(2)
 
     backend.WorkerThread.__init__ = init
+
+
+def _patch_signals() -> None:
+    """A client's signals to its server process (`os.kill`, `os.killpg`: the SDKs kill the
+    server's process group at shutdown) reach the virtual child, never a real process."""
+    real_kill, real_killpg = os.kill, os.killpg
+
+    def kill(pid, sig):
+        if pid == _FAKE_PID and _VirtualChild.current is not None:
+            return _VirtualChild.current.send_signal(sig)
+        if pid == _FAKE_PID:
+            raise ProcessLookupError(pid)
+        return real_kill(pid, sig)
+
+    def killpg(pgid, sig):
+        if pgid == _FAKE_PID and _VirtualChild.current is not None:
+            return _VirtualChild.current.send_signal(sig)
+        if pgid == _FAKE_PID:
+            raise ProcessLookupError(pgid)
+        return real_killpg(pgid, sig)
+
+    os.kill = kill
+    os.killpg = killpg
 
 
 def _patch_uvicorn() -> None:
@@ -1222,7 +1484,7 @@ def _run_program(kind: str, target: str, args: list) -> int:
         found = runpy.run_path(target, run_name="__main__")
     else:
         found = runpy.run_module(target, run_name="__main__", alter_sys=True)
-    if _Peer.loop is None:
+    if _Peer.loop is None and _Peer.role == "server":
         for name in _SERVER_NAMES:
             if hasattr(found.get(name), "run"):
                 return _serve_object(found[name])
@@ -1237,14 +1499,20 @@ def _serve_object(server) -> int:
     return 0
 
 
-def _child(seed: int, t_ms: int, transport: str, kind: str, target: str, args: list) -> None:
+def _child(seed: int, t_ms: int, transport: str, role: str, kind: str, target: str, args: list) -> None:
     _Peer.transport = transport
+    _Peer.role = role
     _Clock.ns = t_ms * 1_000_000
     _seed(seed)
     stdin = _VirtualStdin()
     _Peer.stdin = stdin
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8", errors="replace")
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_VirtualStdout()), encoding="utf-8", line_buffering=True)
+    if role == "server":
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8", errors="replace")
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_VirtualStdout()), encoding="utf-8", line_buffering=True)
+    else:
+        # A client's own stdout is its log (its stderr's file); its stdin is empty.
+        stdin.close_input()
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8", errors="replace")
     watchdog = threading.Thread(target=_watchdog, args=(_Peer.thread_bound_s,), name="mcp-sim watchdog", daemon=True)
     watchdog.start()
     _CTL.busy_since = _REAL["monotonic"]()
@@ -1305,6 +1573,7 @@ def _zygote(argv: list) -> None:
     _patch_time()
     _patch_entropy()
     _patch_threads()
+    _patch_signals()
     sys.addaudithook(_audit)
     _prewarm(kind, target)
     _rebind_clock_aliases()
@@ -1321,7 +1590,8 @@ def _zygote(argv: list) -> None:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(int(cmd.get("seed", 0)), int(cmd.get("t", 0)), cmd.get("transport", "stdio"), kind, target, args)
+            role = cmd.get("role", "server")
+            _child(int(cmd.get("seed", 0)), int(cmd.get("t", 0)), cmd.get("transport", "stdio"), role, kind, target, args)
         _, status = os.waitpid(pid, 0)
         _CTL.write({"reaped": os.waitstatus_to_exitcode(status)})
 

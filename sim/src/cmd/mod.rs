@@ -16,4 +16,5 @@ pub mod rules;
 pub mod serve;
 pub mod sweep;
 pub mod sweep_report;
+pub mod virtual_client;
 pub mod virtual_peer;

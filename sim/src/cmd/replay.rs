@@ -61,8 +61,12 @@ pub fn run(args: &Args) -> ExitCode {
         return run_file(args, path);
     }
     let seed = args.seed.expect("clap requires --seed without --scenario");
-    if args.virtual_peer.on {
-        return super::virtual_peer::replay(
+    if args.virtual_peer.on || args.virtual_peer.client {
+        let replay = match args.virtual_peer.on {
+            true => super::virtual_peer::replay,
+            false => super::virtual_client::replay,
+        };
+        return replay(
             &args.virtual_peer,
             &args.overrides,
             seed,

@@ -26,7 +26,7 @@ use mcp_sim::model::recorded::MatchMode;
 use mcp_sim::model::server::{OnCancel, OnMiss, Playback};
 use mcp_sim::model::{ClientPolicies, MutantSet};
 use mcp_sim::mutants::Mutant;
-use mcp_sim::oracle::{self, rule, Level, Verdict};
+use mcp_sim::oracle::{self, rule, Level};
 use mcp_sim::report;
 use mcp_sim::trace::{EventKind, Side};
 use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
@@ -326,25 +326,6 @@ pub fn run(args: &Args) -> ExitCode {
     finish(&served, args, baseline.as_ref(), confirm.as_ref())
 }
 
-/// The rules about what the client declared: its deadlines, and a declared reset on progress
-/// that its own calls make impossible (they ask for no progress).
-fn breaks_declared_policy(verdict: &Verdict) -> bool {
-    verdict
-        .violations
-        .iter()
-        .any(|v| v.level == Level::Policy && breaks_declared_policy_rule(v.rule))
-}
-
-/// Whether `rule` is one of what the client declared.
-fn breaks_declared_policy_rule(rule: &str) -> bool {
-    [
-        rule::DECLARED_DEADLINE,
-        rule::TIMEOUT_DEADLINE,
-        rule::RESET_NEEDS_TOKEN,
-    ]
-    .contains(&rule)
-}
-
 fn finish(
     served: &Served,
     args: &Args,
@@ -464,7 +445,7 @@ fn finish(
     let nothing = "nothing-exercised: no tools/call reached the server";
     let (word, code, outcome) = if verdict.has_must() {
         ("violations", 1, None)
-    } else if breaks_declared_policy(&verdict) {
+    } else if verdict.breaks_declared_policy() {
         let impossible = verdict
             .violations
             .iter()
@@ -513,7 +494,7 @@ fn finish(
         let policy = verdict
             .violations
             .iter()
-            .filter(|v| v.level == Level::Policy && breaks_declared_policy_rule(v.rule))
+            .filter(|v| v.level == Level::Policy && oracle::is_declared_policy_rule(v.rule))
             .map(|v| v.rule);
         let failing = verdict
             .violations

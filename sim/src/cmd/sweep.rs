@@ -153,13 +153,23 @@ impl Summary {
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    if args.virtual_peer.on {
+    let virtual_peer = &args.virtual_peer;
+    if virtual_peer.on || virtual_peer.client {
         if args.around.is_some() || args.shard.is_some() {
-            eprintln!("mcp-sim sweep: --virtual takes neither --around nor --shard");
+            let mode = if virtual_peer.on {
+                "--virtual"
+            } else {
+                "--virtual-client"
+            };
+            eprintln!("mcp-sim sweep: {mode} takes neither --around nor --shard");
             return ExitCode::from(2);
         }
-        return super::virtual_peer::sweep(
-            &args.virtual_peer,
+        let sweep = match virtual_peer.on {
+            true => super::virtual_peer::sweep,
+            false => super::virtual_client::sweep,
+        };
+        return sweep(
+            virtual_peer,
             &args.overrides,
             args.seeds,
             args.jobs,

@@ -41,18 +41,30 @@ pub(crate) fn write_report_with(
             suffix.push_str(&format!("-{}", era.version()));
         }
     }
-    let folder = dir.join(format!("seed-{}{suffix}", r.seed));
+    write_judged_report(dir, r.seed, &suffix, &r.judged, replay, scenario)
+}
+
+/// Writes trace, diagram and summary of a judged run to `seed-S{suffix}`; returns the folder.
+pub(crate) fn write_judged_report(
+    dir: &Path,
+    seed: u64,
+    suffix: &str,
+    judged: &Judged,
+    replay: &str,
+    scenario: &str,
+) -> std::io::Result<PathBuf> {
+    let folder = dir.join(format!("seed-{seed}{suffix}"));
     std::fs::create_dir_all(&folder)?;
-    let trace = &r.judged.run.trace;
+    let trace = &judged.run.trace;
     std::fs::write(folder.join("trace.jsonl"), trace.to_jsonl())?;
-    let events = report::slice(trace, &r.judged.verdict);
+    let events = report::slice(trace, &judged.verdict);
     std::fs::write(
         folder.join("sequence.mmd"),
-        report::mermaid(trace, &r.judged.verdict, &events),
+        report::mermaid(trace, &judged.verdict, &events),
     )?;
     std::fs::write(
         folder.join("summary.txt"),
-        summary_text_with(r, replay, scenario),
+        judged_summary(seed, judged, replay, scenario),
     )?;
     Ok(folder)
 }
@@ -63,10 +75,15 @@ pub(crate) fn summary_text(r: &SeedRun, replay: &str) -> String {
 
 /// [`summary_text`] with the scenario said as `scenario`.
 pub(crate) fn summary_text_with(r: &SeedRun, replay: &str, scenario: &str) -> String {
-    let (trace, report) = (&r.judged.run.trace, &r.judged.verdict);
+    judged_summary(r.seed, &r.judged, replay, scenario)
+}
+
+/// The summary of a judged run: its knobs, crash, digest, violations, trace slice, replay.
+pub(crate) fn judged_summary(seed: u64, judged: &Judged, replay: &str, scenario: &str) -> String {
+    let (trace, report) = (&judged.run.trace, &judged.verdict);
     let mut out = String::new();
-    let _ = writeln!(out, "SEED={} {scenario}", r.seed);
-    if let Some(c) = &r.judged.crash {
+    let _ = writeln!(out, "SEED={seed} {scenario}");
+    if let Some(c) = &judged.crash {
         let _ = writeln!(out, "CRASH: {c}");
     }
     let _ = writeln!(
@@ -74,7 +91,7 @@ pub(crate) fn summary_text_with(r: &SeedRun, replay: &str, scenario: &str) -> St
         "trace: {} events, digest {:016x}, complete={}",
         trace.events.len(),
         trace.digest(),
-        r.judged.run.complete
+        judged.run.complete
     );
     let _ = writeln!(out, "violations:\n{}", report::violations_text(report));
     let _ = writeln!(out, "trace slice:");

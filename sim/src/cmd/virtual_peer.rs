@@ -14,6 +14,7 @@ use mcp_sim::lanes::live::probe::ProbeEra;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, VirtualError, VirtualPeer};
 use mcp_sim::model::Transport;
 use mcp_sim::repro::EraChoice;
+use mcp_sim::run::Judged;
 use mcp_sim::scenario::ProxyChoice;
 use mcp_sim::virtual_run::{calibrate, judge_seed, Status, VirtualJudged, VirtualPlan};
 use serde_json::Value;
@@ -33,6 +34,18 @@ pub(crate) struct VirtualOptions {
     /// `legacy` or a revision's date, as for `probe`.
     #[arg(long = "virtual", requires = "command")]
     pub(crate) on: bool,
+    /// Run a real *client* program (the command after `--`: `python client.py ARGS`) under
+    /// the simulation's virtual clock: whatever server it starts on stdio is the reference
+    /// server (as `serve` runs it), each seed drawing the latency between them.
+    #[arg(long = "virtual-client", requires = "command", conflicts_with = "on")]
+    pub(crate) client: bool,
+    /// With `--virtual-client`: the timeout policy the client declares (as `serve
+    /// --client-policy`: a preset, or `timeout=MS[,reset][,max=MS]`, per method with `;`).
+    #[arg(long, requires = "client")]
+    pub(crate) client_policy: Option<String>,
+    /// With `--virtual-client`: a run stops at this virtual instant, in ms (default 600000).
+    #[arg(long, requires = "client")]
+    pub(crate) bound_ms: Option<u64>,
     /// With `--virtual`: the tool to call (default `slow_op`).
     #[arg(long, requires = "on")]
     tool: Option<String>,
@@ -55,9 +68,10 @@ pub(crate) struct VirtualOptions {
     /// tenth to two fifths of a calibrated call).
     #[arg(long, requires = "on")]
     cancel_within_ms: Option<u64>,
-    /// With `--virtual`: one-way latency in ms, `A..B` (default: the seed's range).
-    #[arg(long, requires = "on", value_parser = parse_ms_range)]
-    latency_ms: Option<(u64, u64)>,
+    /// With `--virtual` or `--virtual-client`: one-way latency in ms, `A..B` (default: the
+    /// seed's range).
+    #[arg(long, requires = "command", value_parser = parse_ms_range)]
+    pub(crate) latency_ms: Option<(u64, u64)>,
     /// With `--virtual --transport http`: percentage of calls whose stream is reset.
     #[arg(long, requires = "on")]
     reset_percent: Option<u64>,
@@ -69,14 +83,14 @@ pub(crate) struct VirtualOptions {
     /// `Host` sent after each run (`origin-validated`), as the probe's `--no-origin-check`.
     #[arg(long, requires = "on")]
     no_origin_check: bool,
-    /// With `--virtual`: run each seed twice and report a pair whose traces differ as
-    /// `not-replayable` (never a finding).
-    #[arg(long, requires = "on")]
-    verify: bool,
-    /// With `--virtual`: write the program's stderr here, one file per job with `.N` added
-    /// (default: `virtual-peer.stderr` in the report folder).
-    #[arg(long, requires = "on")]
-    peer_log: Option<PathBuf>,
+    /// With `--virtual` or `--virtual-client`: run each seed twice and report a pair whose
+    /// traces differ as `not-replayable` (never a finding).
+    #[arg(long, requires = "command")]
+    pub(crate) verify: bool,
+    /// With `--virtual` or `--virtual-client`: write the program's stderr here, one file per
+    /// job with `.N` added (default: `virtual-peer.stderr` in the report folder).
+    #[arg(long, requires = "command")]
+    pub(crate) peer_log: Option<PathBuf>,
     /// The program to run virtually, after `--`.
     #[arg(last = true, num_args = 1..)]
     pub(crate) command: Vec<String>,
@@ -161,14 +175,25 @@ fn plan(
 
 /// The `mcp-sim replay` line of `seed`.
 fn replay_line(plan: &VirtualPlan, command: &PeerCommand, seed: u64, verify: bool) -> String {
+    replay_words("--virtual", seed, plan.flags(), verify, command)
+}
+
+/// `mcp-sim replay --seed S MODE FLAGS [--verify] -- COMMAND`, quoted for a shell.
+pub(crate) fn replay_words(
+    mode: &str,
+    seed: u64,
+    flags: Vec<String>,
+    verify: bool,
+    command: &PeerCommand,
+) -> String {
     let mut words: Vec<String> = vec![
         "mcp-sim".into(),
         "replay".into(),
         "--seed".into(),
         seed.to_string(),
-        "--virtual".into(),
+        mode.into(),
     ];
-    words.extend(plan.flags());
+    words.extend(flags);
     if verify {
         words.push("--verify".into());
     }
@@ -183,7 +208,7 @@ fn replay_line(plan: &VirtualPlan, command: &PeerCommand, seed: u64, verify: boo
 
 /// The program's stderr log of job `k`: `--peer-log` or the report folder's
 /// `virtual-peer.stderr`, with `.k` added.
-fn peer_log(options: &VirtualOptions, report_dir: &Path, k: usize) -> PathBuf {
+pub(crate) fn peer_log(options: &VirtualOptions, report_dir: &Path, k: usize) -> PathBuf {
     let base = match &options.peer_log {
         Some(p) => p.clone(),
         None => report_dir.join("virtual-peer.stderr"),
@@ -193,7 +218,7 @@ fn peer_log(options: &VirtualOptions, report_dir: &Path, k: usize) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn start_peer(
+pub(crate) fn start_peer(
     options: &VirtualOptions,
     command: &PeerCommand,
     report_dir: &Path,
@@ -207,7 +232,7 @@ fn start_peer(
     VirtualPeer::start(command, Some(&log))
 }
 
-fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
     eprintln!("mcp-sim {cmd}: {e}");
     ExitCode::from(2)
 }
@@ -259,41 +284,16 @@ pub(crate) fn sweep(
             peer_log(options, report_dir, 0).display()
         );
     }
-    let bar = ProgressBar::new(b.saturating_sub(a));
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
-            .expect("valid template"),
-    );
-    let next = AtomicU64::new(a);
-    let results: Mutex<Vec<(u64, Result<VirtualJudged, VirtualError>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for peer in peers.iter_mut() {
-            let (next, results, plan, bar) = (&next, &results, &plan, &bar);
-            scope.spawn(move || loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= b {
-                    break;
-                }
-                let r = judge_seed(plan, seed, natural, peer, options.verify);
-                results
-                    .lock()
-                    .expect("no worker panics holding it")
-                    .push((seed, r));
-                bar.inc(1);
-            });
-        }
+    let results = run_seeds(&mut peers, seeds, |peer, seed| {
+        judge_seed(&plan, seed, natural, peer, options.verify)
     });
-    bar.finish_and_clear();
-    let wall = start.elapsed();
-    let mut results = results.into_inner().expect("workers finished");
-    results.sort_by_key(|(s, _)| *s);
     let setup = format!("--virtual {}", plan.flags().join(" "));
     let mut totals = Totals::empty(
         seeds,
         (1, 1),
         setup.trim_end().to_string(),
         results.len() as u64,
-        wall.as_millis() as u64,
+        start.elapsed().as_millis() as u64,
     );
     for (seed, r) in &results {
         let v = match r {
@@ -303,21 +303,63 @@ pub(crate) fn sweep(
         let replay = replay_line(&plan, &command, *seed, options.verify);
         add_run(&mut totals, *seed, v, &replay, report_dir);
     }
+    print_totals(&totals, format, "mcp-sim sweep --virtual");
+    exit_code(&totals)
+}
+
+/// Runs `judge` on every seed of `seeds`, one worker per peer, with a progress bar; the
+/// results in seed order.
+pub(crate) fn run_seeds<T: Send>(
+    peers: &mut [VirtualPeer],
+    (a, b): (u64, u64),
+    judge: impl Fn(&mut VirtualPeer, u64) -> Result<T, VirtualError> + Sync,
+) -> Vec<(u64, Result<T, VirtualError>)> {
+    let bar = ProgressBar::new(b.saturating_sub(a));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    let next = AtomicU64::new(a);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for peer in peers.iter_mut() {
+            let (next, results, bar, judge) = (&next, &results, &bar, &judge);
+            scope.spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= b {
+                    break;
+                }
+                let r = judge(peer, seed);
+                results
+                    .lock()
+                    .expect("no worker panics holding it")
+                    .push((seed, r));
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut results = results.into_inner().expect("workers finished");
+    results.sort_by_key(|(s, _)| *s);
+    results
+}
+
+/// Prints a sweep's totals in `format` (`title` names the JUnit suite).
+pub(crate) fn print_totals(totals: &Totals, format: Format, title: &str) {
     match format {
         Format::Json => println!(
             "{}",
-            serde_json::to_string(&totals).expect("totals serialize")
+            serde_json::to_string(totals).expect("totals serialize")
         ),
         Format::Text => print!("{}", totals.text()),
-        Format::Junit => print!("{}", totals.junit("mcp-sim sweep --virtual")),
+        Format::Junit => print!("{}", totals.junit(title)),
         Format::Github => print!("{}", totals.github()),
     }
-    exit_code(&totals)
 }
 
 /// 1 when a run broke a MUST rule; 3 when a run could not be trusted (not replayable) or
 /// nothing was exercised at all; else 0.
-fn exit_code(totals: &Totals) -> ExitCode {
+pub(crate) fn exit_code(totals: &Totals) -> ExitCode {
     if !totals.failing.is_empty() {
         ExitCode::from(1)
     } else if !totals.not_replayable.is_empty() || totals.inconclusive == totals.runs {
@@ -338,8 +380,38 @@ fn calibration_line(plan: &VirtualPlan, natural: Option<u64>) -> String {
 /// Adds one run to the totals: a judged one's counts and verdict, a not-replayable one's
 /// reason (its violations are not counted: nothing it shows can be trusted).
 fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, report_dir: &Path) {
+    let r = seed_run(seed, v);
+    let line = VirtualPlan::describe(&v.scenario);
+    let seeded = Seeded {
+        seed,
+        transport: v.scenario.transport,
+        judged: &v.judged,
+        status: &v.status,
+        fails: v.fails(),
+    };
+    add_seeded(totals, &seeded, replay, || {
+        write_report_with(report_dir, &r, replay, &line)
+    });
+}
+
+/// One judged seed of a virtual sweep, server or client.
+pub(crate) struct Seeded<'a> {
+    pub(crate) seed: u64,
+    pub(crate) transport: Transport,
+    pub(crate) judged: &'a Judged,
+    pub(crate) status: &'a Status,
+    /// It stands as a finding.
+    pub(crate) fails: bool,
+}
+
+/// Counts `v` in the totals; a finding's report is written by `write` and listed.
+pub(crate) fn add_seeded(
+    totals: &mut Totals,
+    v: &Seeded<'_>,
+    replay: &str,
+    write: impl FnOnce() -> std::io::Result<PathBuf>,
+) {
     let trace = &v.judged.run.trace;
-    let transport = Some(v.scenario.transport);
     let stats = &v.judged.run.stats;
     let counts = RunCounts {
         sim_ms: stats.sim_ms,
@@ -347,11 +419,12 @@ fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, repo
         outcomes: &stats.outcomes,
     };
     let spoke = v.judged.verdict.era.era.version();
-    totals.count_run(seed, transport, trace.digest(), &counts, spoke);
-    match &v.status {
+    let transport = Some(v.transport);
+    totals.count_run(v.seed, transport, trace.digest(), &counts, spoke);
+    match v.status {
         Status::NotReplayable(why) => {
             totals.not_replayable.push(NotReplayableRun {
-                seed,
+                seed: v.seed,
                 why: why.clone(),
                 replay: replay.into(),
             });
@@ -360,20 +433,17 @@ fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, repo
         Status::Inconclusive => totals.inconclusive += 1,
         Status::Judged => {}
     }
-    let rules = rule_levels(&v.judged);
+    let rules = rule_levels(v.judged);
     totals.count_rules(&rules);
-    if v.fails() {
-        let r = seed_run(seed, v);
-        let line = VirtualPlan::describe(&v.scenario);
-        let report = write_report_with(report_dir, &r, replay, &line).ok();
+    if v.fails {
         totals.failing.push(FailingRun {
-            seed,
+            seed: v.seed,
             transport: transport.map(|t| t.to_string()),
             rules: rules.iter().map(|r| r.0.to_string()).collect(),
             replay: replay.into(),
             test: String::new(),
             digest: format!("{:016x}", trace.digest()),
-            report: report.map(|p| p.display().to_string()),
+            report: write().ok().map(|p| p.display().to_string()),
         });
     }
 }
@@ -424,23 +494,41 @@ pub(crate) fn replay(
     if print_trace {
         print!("{}", v.judged.run.trace.to_jsonl());
     }
-    match &v.status {
+    let clean = v.judged.verdict.is_clean() && v.judged.crash.is_none();
+    finish_replay(
+        &v.status,
+        "no tools/call ended with a result (check --tool and --args)",
+        (clean, v.fails()),
+        || write_report_with(report_dir, &r, &replay, &line),
+    )
+}
+
+/// A replay's last lines and exit code: 3 when not replayable or nothing was exercised
+/// (`inconclusive` says why); else a verdict that is not `clean` gets its report (written by
+/// `write`) and one that `fails` exits 1.
+pub(crate) fn finish_replay(
+    status: &Status,
+    inconclusive: &str,
+    (clean, fails): (bool, bool),
+    write: impl FnOnce() -> std::io::Result<PathBuf>,
+) -> ExitCode {
+    match status {
         Status::NotReplayable(why) => {
             println!("not-replayable: {why}");
             ExitCode::from(3)
         }
         Status::Inconclusive => {
-            println!("inconclusive: no tools/call ended with a result (check --tool and --args)");
+            println!("inconclusive: {inconclusive}");
             ExitCode::from(3)
         }
         Status::Judged => {
-            if !v.judged.verdict.is_clean() || v.judged.crash.is_some() {
-                match write_report_with(report_dir, &r, &replay, &line) {
+            if !clean {
+                match write() {
                     Ok(folder) => println!("report written to {}", folder.display()),
                     Err(e) => eprintln!("mcp-sim replay: cannot write the report: {e}"),
                 }
             }
-            if v.fails() {
+            if fails {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

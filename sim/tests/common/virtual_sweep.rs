@@ -11,9 +11,18 @@ use serde_json::Value;
 
 /// `mcp-sim sweep --virtual` with `flags`, then `--` and `command`: its exit code and JSON.
 pub fn sweep(flags: &[&str], command: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+    sweep_as("--virtual", flags, command, env)
+}
+
+/// `mcp-sim sweep --virtual-client` (a real client program), as [`sweep`].
+pub fn sweep_client(flags: &[&str], command: &[&str]) -> (i32, Value) {
+    sweep_as("--virtual-client", flags, command, &[])
+}
+
+fn sweep_as(mode: &str, flags: &[&str], command: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
     let dir = std::env::temp_dir().join(format!("mcp-sim-virtual-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
-        .args(["sweep", "--virtual", "--format", "json", "--jobs", "2"])
+        .args(["sweep", mode, "--format", "json", "--jobs", "2"])
         .arg("--report-dir")
         .arg(&dir)
         .args(flags)

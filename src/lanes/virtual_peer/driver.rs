@@ -304,6 +304,10 @@ impl<'p> VirtualServer<'p> {
                 record(sink, events);
                 return self.poll_io(now, sink);
             }
+            // A client program's, never a server's.
+            Output::Spawned(_) | Output::Closed | Output::Killed(_) => {
+                return self.poll_io(now, sink)
+            }
             Output::Stdio(bytes) => {
                 self.stdio.wrote(&bytes, &mut events);
                 ServerWrite::Line(bytes)

@@ -1,6 +1,6 @@
-//! Virtual peers: real, unmodified server programs run inside the simulation, under its
-//! virtual clock, through a shim in their own runtime (feature `live`: they are real
-//! processes).
+//! Virtual peers: real, unmodified server programs (and client programs: [`run_client`]) run
+//! inside the simulation, under its virtual clock, through a shim in their own runtime
+//! (feature `live`: they are real processes).
 //!
 //! The shim speaks the model's sans-IO contract across a pipe ([`VirtualPeer`]): mcp-sim
 //! delivers bytes (or an HTTP request, or a close) at a virtual instant, the peer runs until
@@ -27,10 +27,12 @@
 //! The runtimes are CPython and Node.js ([`PeerCommand::parse`]); the shims ship inside the
 //! crate (and the wheel and the npm package) and are written to disk on first use.
 
+mod client;
 mod command;
 mod driver;
 mod shims;
 
+pub use client::{run_client, ClientEnd, ClientLane, ClientRun};
 pub use command::{PeerCommand, Runtime};
 pub(crate) use driver::{VirtualServer, VirtualWrite};
 
@@ -115,6 +117,13 @@ pub enum Output {
         /// The stream.
         stream: u64,
     },
+    /// A client program started its server process (this command line): mcp-sim's reference
+    /// server takes its place.
+    Spawned(Vec<String>),
+    /// A client program closed its server's stdin.
+    Closed,
+    /// A client program sent its server process this signal (it is gone at once).
+    Killed(i32),
 }
 
 /// What the peer reported once quiescent.
@@ -160,6 +169,10 @@ struct RawOutput {
     #[serde(default)]
     end: bool,
     read: Option<usize>,
+    spawned: Option<Vec<String>>,
+    #[serde(default)]
+    closed: bool,
+    killed: Option<i32>,
 }
 
 impl RawOutput {
@@ -167,6 +180,15 @@ impl RawOutput {
         let t = Time::from_millis(self.t);
         if let (Some(n), None, None) = (self.read, &self.data, self.stream) {
             return Ok((t, Output::Read(n)));
+        }
+        if let Some(argv) = self.spawned {
+            return Ok((t, Output::Spawned(argv)));
+        }
+        if self.closed {
+            return Ok((t, Output::Closed));
+        }
+        if let Some(signal) = self.killed {
+            return Ok((t, Output::Killed(signal)));
         }
         let out = match (self.data, self.stream, self.status, self.body, self.end) {
             (Some(data), None, ..) => Output::Stdio(text_bytes(&data)),
@@ -314,13 +336,39 @@ impl VirtualPeer {
         t: Time,
         transport: Transport,
     ) -> Result<Report, VirtualError> {
+        self.spawn_as(seed, t, transport, "server")
+    }
+
+    /// Starts a fresh run of a *client* program at `t`, seeded from `seed`: the server process
+    /// it starts is the lane's (its stdin is [`Output::Stdio`], its stdout
+    /// [`VirtualPeer::deliver`], its end [`VirtualPeer::exit`]).
+    pub fn spawn_client(&mut self, seed: u64, t: Time) -> Result<Report, VirtualError> {
+        self.spawn_as(seed, t, Transport::Stdio, "client")
+    }
+
+    fn spawn_as(
+        &mut self,
+        seed: u64,
+        t: Time,
+        transport: Transport,
+        role: &str,
+    ) -> Result<Report, VirtualError> {
         self.end()?;
         if self.process.is_none() {
             self.start_process()?;
         }
-        self.send(json!({"op": "spawn", "seed": seed, "t": t.as_millis(), "transport": transport.to_string()}))?;
+        self.send(json!({
+            "op": "spawn", "seed": seed, "t": t.as_millis(),
+            "transport": transport.to_string(), "role": role,
+        }))?;
         self.in_run = true;
         self.report()
+    }
+
+    /// A client program's server process ended at `t` with `code`: its pipes close and its
+    /// exit is seen.
+    pub fn exit(&mut self, t: Time, code: i32) -> Result<Report, VirtualError> {
+        self.command_op(json!({"op": "exit", "t": t.as_millis(), "code": code}))
     }
 
     /// Bytes on the program's stdin at `t`.

@@ -1,0 +1,385 @@
+//! A real *client* program under the virtual clock, against the reference server: the lane
+//! of `sweep --virtual-client`.
+//!
+//! The client runs under its runtime's shim in the client role ([`VirtualPeer::spawn_client`]):
+//! whatever server command it starts, the process it gets is this lane's, whose stdin is what
+//! the client writes and whose stdout is what the reference server answers. The server is
+//! `serve`'s (its behaviours, mutants and eras, [`crate::lanes::live::serve::server_config`]),
+//! driven by the same sans-IO driver, and recorded from its end exactly as `serve` records a
+//! real client: what it read as written, with the policy the client declares, and what it
+//! wrote. So the oracle judges the client as `serve` judges it, on a virtual clock: its own
+//! timeouts, retries and cancels fire at their virtual instants, in milliseconds of wall time.
+//!
+//! Between the two, a pipe with a seeded latency each way: every chunk one side writes
+//! reaches the other after a latency drawn from the run's range, never before an earlier
+//! chunk (a pipe keeps its order). At one instant the lane acts in a fixed order (what reaches
+//! the server, the server's timers, what reaches the client, the client's timers), so a run is
+//! a function of its seed as long as the client did not escape its shim.
+//!
+//! The run ends when the client program exits (its server's stdin closes with it, and what
+//! the server had still to read is read), when both sides wait for nothing (a client that
+//! waits forever), or at the time bound, which the result says.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{Escape, Output, Report, VirtualError, VirtualPeer};
+use crate::lanes::live::serve::{server_config, ServeConfig};
+use crate::lanes::response_writer::ServerWrite;
+use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::{RunResult, RunSink, RunStats};
+use crate::model::{Backend, Server, Transport};
+use crate::time::Time;
+use crate::trace::{EventKind, Side, Trace};
+
+/// What a client run is made of (its seed apart).
+#[derive(Debug, Clone)]
+pub struct ClientLane {
+    /// One-way latency of the pipe, each way: `(lo, hi)`.
+    pub latency: (Duration, Duration),
+    /// The reference server: its mutants, eras, keep-alive and the policy the client declares.
+    pub serve: ServeConfig,
+    /// The run stops here (virtual time) if the client has not ended by then.
+    pub bound: Time,
+}
+
+/// How a client run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEnd {
+    /// The program exited with this code.
+    Exited(i32),
+    /// Nothing was left to happen, yet the program had not exited (it waits for nothing).
+    Idle,
+    /// The time bound came first.
+    Bound,
+    /// The shim could not go on (a fatal escape).
+    Stopped,
+}
+
+/// One run of a client program.
+#[derive(Debug, Clone)]
+pub struct ClientRun {
+    /// The trace (the server's end) and counters.
+    pub run: RunResult,
+    /// What the client did that its shim could not hold deterministic, with when.
+    pub escapes: Vec<(Time, Escape)>,
+    /// How it ended.
+    pub end: ClientEnd,
+    /// The command lines of the server processes the client started, in order.
+    pub spawned: Vec<Vec<String>>,
+}
+
+/// The server's trace and counters at the lane's clock.
+struct Sink {
+    now: Time,
+    trace: Trace,
+    stats: RunStats,
+}
+
+impl RunSink for Sink {
+    fn record(&mut self, side: Side, kind: EventKind) {
+        self.trace.push(self.now, side, kind);
+    }
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
+        update(&mut self.stats);
+    }
+}
+
+enum ToServer {
+    Bytes(Vec<u8>),
+    /// The client closed the server's stdin.
+    Close,
+}
+
+enum ToClient {
+    Bytes(Vec<u8>),
+    /// The server process ended: its stdout closes, its exit is seen.
+    Exit(i32),
+}
+
+/// A pipe one way: what is in flight, each piece with the instant it arrives, in order.
+struct Pipe<T> {
+    queue: VecDeque<(Time, T)>,
+}
+
+impl<T> Pipe<T> {
+    fn new() -> Self {
+        Pipe {
+            queue: VecDeque::new(),
+        }
+    }
+    /// `item`, sent at `at`, arrives `latency` later but never before what was sent first.
+    fn send(&mut self, at: Time, latency: Duration, item: T) {
+        let last = self.queue.back().map_or(Time::ZERO, |(t, _)| *t);
+        self.queue.push_back(((at + latency).max(last), item));
+    }
+    fn due(&self) -> Option<Time> {
+        self.queue.front().map(|(t, _)| *t)
+    }
+    fn pop_due(&mut self, now: Time) -> Option<T> {
+        if self.due().is_some_and(|t| t <= now) {
+            self.queue.pop_front().map(|(_, x)| x)
+        } else {
+            None
+        }
+    }
+}
+
+struct Lane<'a> {
+    config: &'a ClientLane,
+    peer: &'a mut VirtualPeer,
+    rng: ChaCha8Rng,
+    sink: Sink,
+    /// The reference server while its process lives.
+    server: Option<ServerDriver>,
+    /// The server's stdin is still open (the client has not closed it).
+    stdin_open: bool,
+    to_server: Pipe<ToServer>,
+    to_client: Pipe<ToClient>,
+    client_next: Option<Time>,
+    client_exit: Option<i32>,
+    escapes: Vec<(Time, Escape)>,
+    fatal: bool,
+    spawned: Vec<Vec<String>>,
+}
+
+/// Runs `peer`'s client program once, seeded from `seed`, against the lane's reference
+/// server. An error is the shim's failure (it would not start, or broke its protocol), not
+/// the program's.
+pub fn run_client(
+    config: &ClientLane,
+    seed: u64,
+    peer: &mut VirtualPeer,
+) -> Result<ClientRun, VirtualError> {
+    // The pipe's latencies have a stream of their own: the program's entropy is the seed's.
+    let rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7069_7065_6c61_6e65);
+    let first = peer.spawn_client(seed, Time::ZERO)?;
+    let mut lane = Lane {
+        config,
+        peer,
+        rng,
+        sink: Sink {
+            now: Time::ZERO,
+            trace: Trace::default(),
+            stats: RunStats::default(),
+        },
+        server: None,
+        stdin_open: false,
+        to_server: Pipe::new(),
+        to_client: Pipe::new(),
+        client_next: None,
+        client_exit: None,
+        escapes: Vec::new(),
+        fatal: false,
+        spawned: Vec::new(),
+    };
+    lane.absorb(first)?;
+    let end = lane.run_loop()?;
+    if lane.client_exit.is_none() {
+        lane.peer.end()?;
+    }
+    let complete = match &lane.server {
+        Some(d) => d.server().active_jobs() == 0,
+        None => true,
+    };
+    let mut stats = lane.sink.stats;
+    stats.sim_ms = lane.sink.now.as_millis();
+    Ok(ClientRun {
+        run: RunResult {
+            trace: lane.sink.trace,
+            complete,
+            stats,
+        },
+        escapes: lane.escapes,
+        end,
+        spawned: lane.spawned,
+    })
+}
+
+impl Lane<'_> {
+    fn latency(&mut self) -> Duration {
+        let (lo, hi) = (
+            self.config.latency.0.as_millis() as u64,
+            self.config.latency.1.as_millis() as u64,
+        );
+        Duration::from_millis(lo + self.rng.next_u64() % (hi.saturating_sub(lo) + 1))
+    }
+
+    fn server_timer(&self) -> Option<Time> {
+        self.server.as_ref().and_then(|d| d.server().poll_timeout())
+    }
+
+    fn run_loop(&mut self) -> Result<ClientEnd, VirtualError> {
+        loop {
+            if self.fatal {
+                return Ok(ClientEnd::Stopped);
+            }
+            let alive = self.client_exit.is_none();
+            let next = [
+                self.to_server.due(),
+                self.server_timer(),
+                self.to_client.due().filter(|_| alive),
+                self.client_next.filter(|_| alive),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next else {
+                return Ok(match self.client_exit {
+                    Some(code) => ClientEnd::Exited(code),
+                    None => ClientEnd::Idle,
+                });
+            };
+            // Once the client is gone, the server's own timers alone do not keep the run.
+            if !alive && self.to_server.due().is_none() {
+                return Ok(ClientEnd::Exited(self.client_exit.unwrap_or_default()));
+            }
+            if next > self.config.bound {
+                return Ok(ClientEnd::Bound);
+            }
+            self.sink.now = self.sink.now.max(next);
+            self.step()?;
+        }
+    }
+
+    /// Everything due at the lane's `now`, in the lane's fixed order.
+    fn step(&mut self) -> Result<(), VirtualError> {
+        let now = self.sink.now;
+        while let Some(item) = self.to_server.pop_due(now) {
+            self.server_input(item);
+        }
+        if self.server_timer().is_some_and(|t| t <= now) {
+            if let Some(d) = self.server.as_mut() {
+                d.timers(now);
+            }
+            self.flush();
+        }
+        while self.client_exit.is_none() && !self.fatal {
+            let Some(item) = self.to_client.pop_due(now) else {
+                break;
+            };
+            let report = match item {
+                ToClient::Bytes(bytes) => self.peer.deliver(now, &bytes)?,
+                ToClient::Exit(code) => self.peer.exit(now, code)?,
+            };
+            self.absorb(report)?;
+        }
+        if self.client_exit.is_none() && !self.fatal && self.client_next.is_some_and(|t| t <= now) {
+            let report = self.peer.advance(now)?;
+            self.absorb(report)?;
+        }
+        Ok(())
+    }
+
+    fn server_input(&mut self, item: ToServer) {
+        let now = self.sink.now;
+        let Some(driver) = self.server.as_mut() else {
+            return; // the process is gone: nobody reads its pipe
+        };
+        match item {
+            ToServer::Bytes(bytes) => driver.stdio_bytes(now, &bytes, &mut self.sink),
+            ToServer::Close => {
+                driver.input_closed(now, &mut self.sink);
+                self.flush();
+                // The reference server exits once its stdin ends (§5.1), after its last line.
+                self.server = None;
+                let latency = self.latency();
+                self.to_client.send(now, latency, ToClient::Exit(0));
+                return;
+            }
+        }
+        self.flush();
+    }
+
+    /// The server's writes, each sent down the pipe.
+    fn flush(&mut self) {
+        let now = self.sink.now;
+        loop {
+            let Some(driver) = self.server.as_mut() else {
+                return;
+            };
+            let Some(out) = driver.poll_io(now, &mut self.sink) else {
+                return;
+            };
+            if let ServerOutput::Write(ServerWrite::Line(line)) = out {
+                let latency = self.latency();
+                self.to_client.send(now, latency, ToClient::Bytes(line));
+            }
+        }
+    }
+
+    /// A report of the client's shim: what it wrote goes down the pipe, a server it started
+    /// starts, its next timer is kept.
+    fn absorb(&mut self, report: Report) -> Result<(), VirtualError> {
+        for e in report.escapes {
+            self.escapes.push((report.t, e));
+        }
+        self.fatal |= report.fatal;
+        for (t, out) in report.out {
+            let at = t.max(self.sink.now);
+            match out {
+                Output::Spawned(argv) => self.start_server(at, argv),
+                Output::Stdio(bytes) if self.stdin_open => {
+                    let latency = self.latency();
+                    self.to_server.send(at, latency, ToServer::Bytes(bytes));
+                }
+                Output::Closed if self.stdin_open => {
+                    self.stdin_open = false;
+                    let latency = self.latency();
+                    self.to_server.send(at, latency, ToServer::Close);
+                }
+                Output::Killed(_) => self.kill_server(),
+                Output::Stdio(_) | Output::Closed | Output::Read(_) => {}
+                Output::Head { .. } | Output::Body { .. } | Output::End { .. } => {
+                    return Err(VirtualError::Protocol(
+                        "a client program's shim reported an HTTP response".into(),
+                    ))
+                }
+            }
+        }
+        self.client_next = report.next;
+        if let Some(code) = report.exit {
+            self.client_exit = Some(code);
+            // Its pipes close with it.
+            if self.stdin_open {
+                self.stdin_open = false;
+                let latency = self.latency();
+                self.to_server.send(report.t, latency, ToServer::Close);
+            }
+        }
+        Ok(())
+    }
+
+    fn start_server(&mut self, at: Time, argv: Vec<String>) {
+        let server =
+            Server::new(server_config(Transport::Stdio, &self.config.serve)).started_at(at);
+        self.server = Some(ServerDriver::new(
+            server,
+            Some(Backend::new()),
+            ServerRecording {
+                as_written: true,
+                client_policy: self.config.serve.client_policy.clone(),
+                count_requests: true,
+            },
+            true,
+        ));
+        self.stdin_open = true;
+        self.to_server = Pipe::new();
+        self.to_client = Pipe::new();
+        self.spawned.push(argv);
+    }
+
+    /// The client killed its server: it reads and writes nothing more, and what was still in
+    /// its pipe (a close among it) is lost with it.
+    fn kill_server(&mut self) {
+        if let Some(mut driver) = self.server.take() {
+            driver.input_closed(self.sink.now, &mut self.sink);
+        }
+        self.stdin_open = false;
+        self.to_server = Pipe::new();
+        self.to_client = Pipe::new();
+    }
+}
