@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::lanes::live::probe::ProbeEra;
 use crate::lanes::memory;
-use crate::lanes::virtual_peer::{Escape, VirtualError, VirtualPeer};
+use crate::lanes::virtual_peer::{Escape, ServiceModel, VirtualError, VirtualPeer};
 use crate::model::{Outcome, TimeoutPolicy, Transport};
 use crate::run::{self, Judged};
 use crate::scenario::{CallKind, Fault, Opening, PlannedCall, ProxyConfig, Scenario, ToolCalls};
@@ -72,6 +72,9 @@ pub struct VirtualPlan {
     /// HTTP: after the run, two POSTs with a foreign `Origin` and a foreign `Host`, which
     /// `origin-validated` judges, as the live probe sends them.
     pub origin_check: bool,
+    /// A seeded service time and tie order for each input the program handles (races by
+    /// seed, [`ServiceModel`]); `None`: none, the default.
+    pub service: Option<ServiceModel>,
 }
 
 impl Default for VirtualPlan {
@@ -93,6 +96,7 @@ impl Default for VirtualPlan {
             reset_percent: 0,
             restarts: 0,
             origin_check: true,
+            service: None,
         }
     }
 }
@@ -120,6 +124,9 @@ impl VirtualPlan {
         }
         if self.transport == Transport::Http && self.restarts > 0 {
             return Err("--restarts is for --transport stdio".into());
+        }
+        if self.service.is_some_and(|s| s.mean_us > 60_000_000) {
+            return Err("--service-us must be at most 60000000 (a minute)".into());
         }
         if self.restarts >= self.calls {
             return Err("--restarts must be below --calls (restarts go between calls)".into());
@@ -305,6 +312,15 @@ impl VirtualPlan {
         if !self.origin_check && self.transport == Transport::Http {
             f.push("--no-origin-check".into());
         }
+        if let Some(service) = self.service {
+            if service.mean_us > 0 {
+                f.push("--service-us".into());
+                f.push(service.mean_us.to_string());
+            }
+            if service.shuffle_ties {
+                f.push("--shuffle-ties".into());
+            }
+        }
         f
     }
 }
@@ -331,6 +347,7 @@ pub fn calibrate(plan: &VirtualPlan, peer: &mut VirtualPeer) -> Result<Option<u6
         ..plan.clone()
     };
     let scenario = once.scenario(0, None);
+    peer.set_service(plan.service);
     let run = memory::run_virtual(&scenario, &once.tool_calls(), peer, false)?;
     if !run.escapes.is_empty() {
         return Ok(None);
@@ -399,6 +416,7 @@ pub fn judge_seed(
 ) -> Result<VirtualJudged, VirtualError> {
     let scenario = plan.scenario(seed, natural_ms);
     let tool_calls = plan.tool_calls();
+    peer.set_service(plan.service);
     let first = memory::run_virtual(&scenario, &tool_calls, peer, plan.origin_check)?;
     let mut status = Status::Judged;
     if let Some((t, e)) = first.escapes.first() {

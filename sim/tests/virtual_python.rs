@@ -373,6 +373,51 @@ fn synchronous_servers_run_in_thread_mode_with_their_live_verdicts() {
     }
 }
 
+/// Races by seed: with no service time the SDK 2.3.0 server rarely sends a message after a
+/// cancel reached it (the cancel is dispatched in a task of its own, which a completing step
+/// can beat only at the very instant); with a seeded service time its loop is busy as a real
+/// one is, and the sweep finds the race on many seeds, each replaying its digest. The same
+/// flags give the same digests twice.
+#[test]
+fn service_time_sweeps_the_races_a_busy_loop_runs_into() {
+    let Some(py) = common::peers::python_sdk() else {
+        return;
+    };
+    let server = [python(&py), script("tests/peers/python_slow_server.py")];
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let base = [
+        "--seeds",
+        "0..60",
+        "--timeout-ms",
+        "1000",
+        "--args",
+        r#"{"steps":5,"step_ms":200}"#,
+    ];
+    let count = |totals: &serde_json::Value| {
+        totals["violations"]["response-after-cancel"]["runs"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let (_, plain) = sweep(&base, &server, &[]);
+    let busy: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--service-us", "100000", "--shuffle-ties"])
+        .collect();
+    let (code, first) = sweep(&busy, &server, &[]);
+    assert_eq!(code, 1, "{first:#}");
+    assert!(
+        count(&first) >= count(&plain) + 5,
+        "service time finds the race more often: {} against {}",
+        count(&first),
+        count(&plain)
+    );
+    assert_ne!(first["traces"], plain["traces"]);
+    let (_, second) = sweep(&busy, &server, &[]);
+    assert_eq!(first["traces"], second["traces"], "one seed, one run");
+    assert_caught_and_replayed(&first, "response-after-cancel");
+}
+
 #[test]
 fn bad_virtual_commands_are_usage_errors() {
     for (args, says) in [
@@ -408,6 +453,15 @@ fn bad_virtual_commands_are_usage_errors() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+    let node_server = script("tests/peers/node_raw_server.cjs");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["sweep", "--virtual", "--service-us", "1000", "--", "node"])
+        .arg(&node_server)
+        .output()
+        .expect("mcp-sim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("only the CPython shim"), "{stderr}");
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
         .args(["sweep", "--tool", "x", "--seeds", "0..1"])
         .output()

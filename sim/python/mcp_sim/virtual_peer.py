@@ -32,6 +32,13 @@ but timers and input.
 - ``{"op": "disconnect", "t": T, "stream": N}``: the client went away from stream N
 - ``{"op": "end"}``: the run is over; the child exits without a report
 
+An input (``deliver``, ``close``, ``request``, ``disconnect``) may carry a seeded *service
+time*, ``"cost_us": N``: once the input reached the program, its loop is busy for N
+microseconds (the clock moves, nothing else runs), as handling the message would keep a real
+loop; and ``"timers_first": true``: the timers due at the input's instant fire before it
+(by default the input comes first, as asyncio handles a select's I/O before the timers due
+in the same turn).
+
 A *client* program (``"role": "client"`` in ``spawn``) has its server process given by
 mcp-sim: whatever command it starts (``asyncio.create_subprocess_exec``, and so
 ``anyio.open_process`` and the SDKs' stdio clients) is a virtual child whose stdin is what
@@ -1027,9 +1034,16 @@ class _Peer:
         msg.update(extra)
         _CTL.write(msg)
 
+    # An input held back until the timers due at its instant have fired ("timers_first").
+    held = None
+
     @classmethod
     def idle(cls, loop, deadline_ms) -> None:
         """The loop is quiescent: report, then take the next command."""
+        if cls.held is not None:
+            cmd, cls.held = cls.held, None
+            cls.take(loop, cmd)
+            return
         cls.report(deadline_ms)
         cmd = _CTL.read()
         op = cmd.get("op")
@@ -1041,6 +1055,19 @@ class _Peer:
         elif op == "advance":
             # Advanced to where it already is: a timer it reported due has not fired.
             _reach_due_timers(loop)
+        if cmd.get("timers_first") and op != "advance":
+            # The seed put the timers due at this instant first: the loop runs them, and the
+            # input is taken at the next quiescent point, before any report.
+            cls.held = cmd
+            _JOBS.wake_sleepers(_Clock.ns)
+            return
+        cls.take(loop, cmd)
+
+    @classmethod
+    def take(cls, loop, cmd) -> None:
+        """An input (or a clock's advance) reaches the program; a seeded service time
+        (`cost_us`) then keeps its loop busy, as handling the message would."""
+        op = cmd.get("op")
         # Input before the sleeps that end at the same instant, as asyncio handles the I/O a
         # select returns before the timers due in that iteration.
         child = _VirtualChild.current
@@ -1062,6 +1089,9 @@ class _Peer:
                 _HTTP.request(loop, cmd)
         elif op == "disconnect":
             _HTTP.disconnect(int(cmd["stream"]))
+        cost_us = int(cmd.get("cost_us", 0))
+        if cost_us > 0:
+            _Clock.ns += cost_us * 1000
         _JOBS.wake_sleepers(_Clock.ns)
 
 

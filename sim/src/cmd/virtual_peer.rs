@@ -11,7 +11,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_sim::lanes::live::check_proxy::shell_quote;
 use mcp_sim::lanes::live::probe::ProbeEra;
-use mcp_sim::lanes::virtual_peer::{PeerCommand, VirtualError, VirtualPeer};
+use mcp_sim::lanes::virtual_peer::{PeerCommand, ServiceModel, VirtualError, VirtualPeer};
 use mcp_sim::model::Transport;
 use mcp_sim::repro::EraChoice;
 use mcp_sim::run::Judged;
@@ -79,6 +79,15 @@ pub(crate) struct VirtualOptions {
     /// between calls.
     #[arg(long, requires = "on")]
     restarts: Option<u32>,
+    /// With `--virtual`: give each input the program handles a seeded service time of this
+    /// mean, in µs (its loop is busy that long: races a real machine runs into, by seed; a
+    /// CPython program only). Off by default.
+    #[arg(long, requires = "on")]
+    service_us: Option<u64>,
+    /// With `--virtual`: draw at each input whether the program's timers due at its very
+    /// instant fire before it (races by seed; a CPython program only). Off by default.
+    #[arg(long, requires = "on")]
+    shuffle_ties: bool,
     /// With `--virtual --transport http`: leave out the two POSTs with a foreign `Origin` and
     /// `Host` sent after each run (`origin-validated`), as the probe's `--no-origin-check`.
     #[arg(long, requires = "on")]
@@ -167,9 +176,20 @@ fn plan(
         reset_percent: options.reset_percent.unwrap_or(d.reset_percent),
         restarts: options.restarts.unwrap_or(d.restarts),
         origin_check: !options.no_origin_check,
+        service: (options.service_us.is_some() || options.shuffle_ties).then(|| ServiceModel {
+            mean_us: options.service_us.unwrap_or(0),
+            shuffle_ties: options.shuffle_ties,
+        }),
     };
     plan.validate()?;
     let command = PeerCommand::parse(&options.command).map_err(|e| e.to_string())?;
+    if plan.service.is_some() && !command.takes_service_time() {
+        return Err(
+            "--service-us and --shuffle-ties: only the CPython shim takes a service \
+                    time yet"
+                .into(),
+        );
+    }
     Ok((plan, command))
 }
 

@@ -175,6 +175,12 @@ impl PeerCommand {
         self.runtime
     }
 
+    /// Whether its shim takes a seeded service time and tie order per input
+    /// ([`super::ServiceModel`]): CPython's does; Node.js's and Go's do not yet.
+    pub fn takes_service_time(&self) -> bool {
+        self.runtime() == Runtime::Python
+    }
+
     /// The command as the user gave it, for replay lines.
     pub fn words(&self) -> Vec<String> {
         if self.runtime == Runtime::Go {

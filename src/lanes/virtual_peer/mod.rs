@@ -30,11 +30,13 @@
 mod client;
 mod command;
 mod driver;
+mod service;
 mod shims;
 
 pub use client::{run_client, ClientEnd, ClientLane, ClientRun};
 pub use command::{PeerCommand, Runtime};
 pub(crate) use driver::{VirtualServer, VirtualWrite};
+pub use service::ServiceModel;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -237,6 +239,10 @@ pub struct VirtualPeer {
     lookahead: bool,
     /// A run's child is alive.
     in_run: bool,
+    /// The seeded service time of each input, if any ([`ServiceModel`]).
+    service_model: Option<ServiceModel>,
+    /// The current run's draws from it.
+    service: Option<service::Service>,
 }
 
 impl fmt::Debug for VirtualPeer {
@@ -269,6 +275,8 @@ impl VirtualPeer {
             runtime: String::new(),
             lookahead: false,
             in_run: false,
+            service_model: None,
+            service: None,
         };
         peer.start_process()?;
         Ok(peer)
@@ -322,6 +330,13 @@ impl VirtualPeer {
         self.lookahead
     }
 
+    /// Gives each input of the runs to come a seeded service time and tie order (`None`:
+    /// none, the default). The shim must take them: CPython's does
+    /// ([`PeerCommand::takes_service_time`]).
+    pub fn set_service(&mut self, model: Option<ServiceModel>) {
+        self.service_model = model;
+    }
+
     /// The runtime and its version (`CPython 3.11.7`).
     pub fn runtime(&self) -> &str {
         &self.runtime
@@ -361,6 +376,7 @@ impl VirtualPeer {
             "op": "spawn", "seed": seed, "t": t.as_millis(),
             "transport": transport.to_string(), "role": role,
         }))?;
+        self.service = self.service_model.map(|m| service::Service::new(m, seed));
         self.in_run = true;
         self.report()
     }
@@ -374,12 +390,20 @@ impl VirtualPeer {
     /// Bytes on the program's stdin at `t`.
     pub fn deliver(&mut self, t: Time, bytes: &[u8]) -> Result<Report, VirtualError> {
         let data = String::from_utf8_lossy(bytes);
-        self.command_op(json!({"op": "deliver", "t": t.as_millis(), "data": data}))
+        self.input_op(json!({"op": "deliver", "t": t.as_millis(), "data": data}))
     }
 
     /// The program's stdin ends at `t`.
     pub fn close(&mut self, t: Time) -> Result<Report, VirtualError> {
-        self.command_op(json!({"op": "close", "t": t.as_millis()}))
+        self.input_op(json!({"op": "close", "t": t.as_millis()}))
+    }
+
+    /// An input: with a service model, its seeded service time and tie order go with it.
+    fn input_op(&mut self, mut cmd: Value) -> Result<Report, VirtualError> {
+        if let Some(service) = self.service.as_mut() {
+            service.stamp(&mut cmd);
+        }
+        self.command_op(cmd)
     }
 
     /// The clock moves to `t`: the timers due by then fire.
@@ -397,7 +421,7 @@ impl VirtualPeer {
         body: &[u8],
     ) -> Result<Report, VirtualError> {
         let body = String::from_utf8_lossy(body);
-        self.command_op(json!({
+        self.input_op(json!({
             "op": "request", "t": t.as_millis(), "stream": stream, "method": method,
             "path": "/mcp", "headers": headers, "body": body,
         }))
@@ -405,7 +429,7 @@ impl VirtualPeer {
 
     /// The client went away from `stream` at `t`.
     pub fn disconnect(&mut self, t: Time, stream: u64) -> Result<Report, VirtualError> {
-        self.command_op(json!({"op": "disconnect", "t": t.as_millis(), "stream": stream}))
+        self.input_op(json!({"op": "disconnect", "t": t.as_millis(), "stream": stream}))
     }
 
     /// Ends the current run, if any: its process exits without another report.
