@@ -1,7 +1,7 @@
 //! Real clients inside the simulation: `mcp-sim sweep --virtual-client` and `replay
 //! --virtual-client` run the pinned Python SDK 2.3.0 and TypeScript SDK v1 (1.32.2) and v2
 //! (2.4.0) clients under the virtual clock, each against the reference server it starts as its
-//! stdio child, with each seed's latency between them. They must give the verdicts that
+//! stdio child or reaches by URL, with each seed's latency between them. They must give the verdicts that
 //! `serve_clients.rs` pins live (a compliant timeout is clean, a client with no timeout and
 //! the TypeScript SDK's unenforced `maxTotalTimeout` break the policy they declare), the same
 //! digests on every run, and a failing seed whose replay reprints its digest. A raw client
@@ -76,6 +76,24 @@ fn python_sdk_client_cancels_at_its_timeout_on_every_seed() {
     assert_clean_twice(&flags, &command);
 }
 
+/// Over Streamable HTTP the client reaches its server by URL (whatever host: nothing is
+/// resolved); its timeout closes the call's stream, the 2026-07-28 cancel.
+#[test]
+fn python_sdk_client_over_http_closes_the_stream_at_its_timeout() {
+    let Some(py) = python_sdk() else { return };
+    let flags = [
+        "--seeds",
+        "0..16",
+        "--client-policy",
+        "timeout=1500",
+        "--verify",
+    ];
+    let mut command = client(&py, script("tests/peers/python_client.py"), PY_PLAN);
+    command.truncate(3);
+    command.extend(["--url".into(), "http://localhost:8000/mcp".into()]);
+    assert_clean_twice(&flags, &command);
+}
+
 /// Live baseline: the Python SDK client has no default timeout; a host that declares 1 s and
 /// leaves `read_timeout_seconds` unset waits for the whole call.
 #[test]
@@ -110,6 +128,31 @@ fn ts_sdk_clients_cancel_at_their_timeout_on_every_seed() {
     if let Some(sdk) = node_ts_sdk_v1() {
         let command = client(&sdk.node, in_sdk(&sdk, "ts_v1_client.mjs"), TS_PLAN);
         assert_clean_twice(&flags, &command);
+    }
+}
+
+/// The same clients by URL: `fetch`'s connections are the lane's (v2 speaks 2026-07-28 and
+/// closes the stream; v1 the legacy era, with its session, and sends a cancel).
+#[test]
+fn ts_sdk_clients_over_http_give_up_at_their_timeout_on_every_seed() {
+    let flags = [
+        "--seeds",
+        "0..6",
+        "--client-policy",
+        "timeout=1500",
+        "--verify",
+    ];
+    let by_url = |sdk: &NodeSdk, file: &str| {
+        let mut command = client(&sdk.node, in_sdk(sdk, file), TS_PLAN);
+        command.truncate(3);
+        command.extend(["--url".into(), "http://127.0.0.1:8000/mcp".into()]);
+        command
+    };
+    if let Some(sdk) = node_ts_sdk() {
+        assert_clean_twice(&flags, &by_url(&sdk, "ts_client.mjs"));
+    }
+    if let Some(sdk) = node_ts_sdk_v1() {
+        assert_clean_twice(&flags, &by_url(&sdk, "ts_v1_client.mjs"));
     }
 }
 

@@ -35,8 +35,10 @@
 // process it spawns, whatever the command (`VirtualChild`): `deliver` is then bytes on that
 // child's stdout and `{"op": "exit", "t", "code"}` its end; the report's `out` also holds
 // `{"t", "spawned": ARGV}`, `{"t", "closed": true}` (its stdin ended) and `{"t", "killed": N}`.
-// The client's own stdout goes to its stderr, and it ends when nothing would keep its loop
-// alive under `node`.
+// Its TCP connections (`net.connect`, and so `fetch`) are mcp-sim's too: `{"t", "connect": N,
+// "host", "port"}`, `{"t", "conn": N, "data"}` and `{"t", "conn": N, "closed": true}` in `out`,
+// `deliver` and `close` with `"conn": N` from mcp-sim. The client's own stdout goes to its
+// stderr, and it ends when nothing would keep its loop alive under `node`.
 //
 // Control goes over file descriptors 0 and 1 with synchronous reads and writes: while the
 // driver decides, nothing in the program can run.
@@ -235,6 +237,7 @@ const nothingKeepsAlive = {
   },
   hasWork() {
     if (VirtualChild.current) return true;
+    if ([...VirtualSocket.open.values()].some((socket) => socket.refed)) return true;
     return [...(clock?.timers?.values() ?? [])].some((t) => !this.unref.has(Number(t.id)));
   },
 };
@@ -411,6 +414,81 @@ function virtualSpawn(command, args, options) {
   return new VirtualChild(argv, options);
 }
 
+/**
+ * A client's TCP connection (`net.connect`, and so `fetch` and the SDKs' HTTP transports), to
+ * whatever host and port: mcp-sim's reference server over HTTP. What the program writes is
+ * reported as `{"conn": N, "data"}` (its end as `closed`); what mcp-sim delivers on N is what
+ * it reads, mcp-sim's close its end.
+ */
+class VirtualSocket extends Duplex {
+  static open = new Map();
+  static count = 0;
+
+  constructor(host, port) {
+    super({ allowHalfOpen: false });
+    this.id = ++VirtualSocket.count;
+    this.remoteAddress = "127.0.0.1";
+    this.remotePort = Number(port) || 80;
+    this.remoteFamily = "IPv4";
+    this.localAddress = "127.0.0.1";
+    this.localPort = 40000 + (this.id % 20000);
+    this.connecting = false;
+    this.pending = false;
+    this.readyState = "open";
+    this.refed = true;
+    this.reported = false;
+    VirtualSocket.open.set(this.id, this);
+    out.push({ t: nowMs(), connect: this.id, host: String(host ?? "localhost"), port: this.remotePort });
+    process.nextTick(() => {
+      this.emit("connect");
+      this.emit("ready");
+    });
+  }
+  _read() {}
+  _write(chunk, encoding, callback) {
+    if (!this.reported) out.push({ t: nowMs(), conn: this.id, data: Buffer.from(chunk, encoding).toString("utf8") });
+    callback();
+  }
+  _final(callback) {
+    this.closeReported();
+    callback();
+  }
+  _destroy(err, callback) {
+    this.closeReported();
+    this.readyState = "closed";
+    callback(err);
+  }
+  closeReported() {
+    if (!this.reported) {
+      this.reported = true;
+      out.push({ t: nowMs(), conn: this.id, closed: true });
+    }
+    VirtualSocket.open.delete(this.id);
+  }
+  /** The server closed the connection: end of file, and the socket is done. */
+  ended() {
+    this.reported = true;
+    VirtualSocket.open.delete(this.id);
+    this.push(null);
+    realSetImmediate(() => this.destroy());
+  }
+  setNoDelay() { return this; }
+  setKeepAlive() { return this; }
+  setTimeout() { return this; }
+  ref() { this.refed = true; return this; }
+  unref() { this.refed = false; return this; }
+  address() { return { address: this.localAddress, family: "IPv4", port: this.localPort }; }
+}
+
+function virtualConnect(...args) {
+  let options = args[0];
+  if (typeof options !== "object" || options === null) options = { port: args[0], host: typeof args[1] === "string" ? args[1] : "localhost" };
+  const callback = args.find((a) => typeof a === "function");
+  const socket = new VirtualSocket(options.host ?? options.hostname, options.port);
+  if (callback) socket.once("connect", callback);
+  return socket;
+}
+
 // ---------------------------------------------------------------------------------------------
 // HTTP: the program's server, fed through in-memory sockets.
 
@@ -581,6 +659,13 @@ function httpDisconnect(stream) {
 
 function patchEscapes() {
   const net = require("node:net");
+  for (const name of ["connect", "createConnection"]) {
+    const f = net[name];
+    net[name] = function (...args) {
+      if (role === "client") return virtualConnect(...args);
+      return f.apply(this, args);
+    };
+  }
   const connect = net.Socket.prototype.connect;
   net.Socket.prototype.connect = function (...args) {
     escape("a real socket connected");
@@ -636,10 +721,27 @@ function turn() {
   return new Promise((resolve) => realSetImmediate(resolve));
 }
 
+// WebAssembly compiled off the loop's thread (undici's HTTP parser, which `fetch` compiles on
+// its first connection) ends by itself too, but libuv does not see it: counted here.
+const wasm = { inFlight: 0 };
+for (const name of ["compile", "instantiate", "compileStreaming", "instantiateStreaming"]) {
+  const f = WebAssembly[name];
+  if (typeof f !== "function") continue;
+  WebAssembly[name] = function (...args) {
+    wasm.inFlight++;
+    const done = () => {
+      wasm.inFlight--;
+    };
+    const promise = f.apply(this, args);
+    promise.then(done, done);
+    return promise;
+  };
+}
+
 async function settle() {
   for (let quiet = 0; quiet < 2; ) {
     await turn();
-    const busy = process.getActiveResourcesInfo().some((kind) => BUSY.test(kind));
+    const busy = wasm.inFlight > 0 || process.getActiveResourcesInfo().some((kind) => BUSY.test(kind));
     quiet = busy ? 0 : quiet + 1;
   }
 }
@@ -752,7 +854,11 @@ async function main() {
     // The timers due by T fire first, as Node's timers phase runs before its I/O.
     await advanceTo(Number(cmd.t ?? nowMs()));
     const child = VirtualChild.current;
-    if (role === "client" && (cmd.op === "deliver" || cmd.op === "exit")) {
+    if (role === "client" && cmd.conn !== undefined) {
+      const socket = VirtualSocket.open.get(Number(cmd.conn));
+      if (socket && cmd.op === "deliver") socket.push(Buffer.from(cmd.data, "utf8"));
+      else if (socket && cmd.op === "close") socket.ended();
+    } else if (role === "client" && (cmd.op === "deliver" || cmd.op === "exit")) {
       // The server's output after the program let it go: nobody reads it.
       if (child && cmd.op === "deliver") child.stdout.push(Buffer.from(cmd.data, "utf8"));
       else if (child) child.exited(Number(cmd.code ?? 0), null);

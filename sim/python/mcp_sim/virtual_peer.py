@@ -46,7 +46,12 @@ the program writes and whose stdout is what mcp-sim delivers. Then ``deliver`` i
 that child's stdout, ``{"op": "exit", "t": T, "code": C}`` its end (its pipes close, its exit
 is seen), and the report's ``out`` also holds ``{"t", "spawned": ARGV}`` (the child started),
 ``{"t", "closed": true}`` (the program closed its stdin) and ``{"t", "killed": SIGNAL}``.
-The client's own stdout is its log, with its stderr.
+The client's own stdout is its log, with its stderr. Its TCP connections
+(``loop.create_connection``, and so anyio's and httpx's) are mcp-sim's too, whatever host
+and port (a host name is not resolved): ``{"t", "connect": N, "host", "port"}`` opens one,
+``{"t", "conn": N, "data"}`` is what the program wrote on it and ``{"t", "conn": N,
+"closed": true}`` its close; ``deliver`` and ``close`` with ``"conn": N`` are the server's
+bytes on it and its end.
 
 A report: ``{"t": T, "out": [...], "next": MS|null, "escapes": [...], "exit": CODE?}``.
 ``out`` holds what the server wrote, in order, each stamped with its virtual time:
@@ -876,6 +881,128 @@ class _VirtualChild:
             _VirtualChild.current = None
 
 
+class _VirtualConn:
+    """A client's TCP connection (`loop.create_connection`, and so anyio's `connect_tcp` and
+    httpx's transports), to whatever host and port: mcp-sim's reference server over HTTP. What
+    the program writes is reported as `{"conn": N, "data"}` (its close as `closed`); what
+    mcp-sim delivers on connection N is what it reads; mcp-sim's close is its end of file."""
+
+    conns: dict = {}
+    count = 0
+
+    def __init__(self, loop, protocol, host, port) -> None:
+        _VirtualConn.count += 1
+        self.id = _VirtualConn.count
+        self.loop = loop
+        self.protocol = protocol
+        self.closed = False
+        self.reading = True
+        self.peer = (str(host), int(port or 0))
+        _VirtualConn.conns[self.id] = self
+        _OUT.add({"connect": self.id, "host": self.peer[0], "port": self.peer[1]})
+
+    def get_extra_info(self, name, default=None):
+        if name == "peername":
+            return self.peer
+        if name == "sockname":
+            return ("127.0.0.1", 40000 + self.id % 20000)
+        if name == "socket":
+            return _ConnSocket(self)
+        return default
+
+    def is_closing(self):
+        return self.closed
+
+    def pause_reading(self):
+        self.reading = False
+
+    def resume_reading(self):
+        self.reading = True
+
+    def is_reading(self):
+        return self.reading and not self.closed
+
+    def set_protocol(self, protocol):
+        self.protocol = protocol
+
+    def get_protocol(self):
+        return self.protocol
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_write_buffer_limits(self):
+        return (0, 0)
+
+    def set_write_buffer_limits(self, high=None, low=None):
+        pass
+
+    def can_write_eof(self):
+        return False
+
+    def write(self, data):
+        if self.closed:
+            return
+        data = bytes(data)
+        if data:
+            _OUT.add({"conn": self.id, "data": data.decode("utf-8", "replace")})
+
+    def writelines(self, chunks):
+        for chunk in chunks:
+            self.write(chunk)
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        _OUT.add({"conn": self.id, "closed": True})
+        self.loop.call_soon(self.protocol.connection_lost, None)
+
+    def abort(self):
+        self.close()
+
+    # What mcp-sim delivers.
+    def feed(self, data: bytes) -> None:
+        if not self.closed:
+            self.loop.call_soon(self.protocol.data_received, data)
+
+    def ended(self) -> None:
+        """The server closed the connection: end of file, then the connection is lost."""
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.call_soon(self.protocol.eof_received)
+        self.loop.call_soon(self.protocol.connection_lost, None)
+
+
+class _ConnSocket:
+    """What a virtual connection shows as its socket (anyio reads its addresses, httpx asks
+    whether it is readable): no file descriptor, so nothing can poll it; options are ignored."""
+
+    def __init__(self, conn) -> None:
+        import socket
+
+        self.conn = conn
+        self.family = socket.AF_INET
+        self.type = socket.SOCK_STREAM
+        self.proto = socket.IPPROTO_TCP
+
+    def fileno(self):
+        return -1
+
+    def getpeername(self):
+        return self.conn.get_extra_info("peername")
+
+    def getsockname(self):
+        return self.conn.get_extra_info("sockname")
+
+    def setsockopt(self, *args):
+        pass
+
+    def getsockopt(self, *args):
+        return 0
+
+
 class _ChildPipe:
     """One of the child's pipes, as the program's side sees it: stdin (fd 0) written to,
     stdout and stderr (1, 2) read from."""
@@ -1071,7 +1198,13 @@ class _Peer:
         # Input before the sleeps that end at the same instant, as asyncio handles the I/O a
         # select returns before the timers due in that iteration.
         child = _VirtualChild.current
-        if cls.role == "client" and op in ("deliver", "exit"):
+        if cls.role == "client" and "conn" in cmd:
+            conn = _VirtualConn.conns.get(int(cmd["conn"]))
+            if conn is not None and op == "deliver":
+                conn.feed(cmd["data"].encode("utf-8"))
+            elif conn is not None and op == "close":
+                conn.ended()
+        elif cls.role == "client" and op in ("deliver", "exit"):
             if child is None:
                 pass  # the server's output after the program let it go: nobody reads it
             elif op == "deliver":
@@ -1247,6 +1380,22 @@ def _make_loop_class():
 
         def run_in_executor(self, executor, func, *args):
             return super().run_in_executor(executor, _JOBS.gate(func), *args)
+
+        async def create_connection(self, protocol_factory, host=None, port=None, **kwargs):
+            if _Peer.role != "client" or kwargs.get("sock") is not None or kwargs.get("ssl"):
+                return await super().create_connection(protocol_factory, host, port, **kwargs)
+            protocol = protocol_factory()
+            conn = _VirtualConn(self, protocol, host, port)
+            protocol.connection_made(conn)
+            return conn, protocol
+
+        async def getaddrinfo(self, host, port, *, family=0, type=0, proto=0, flags=0):
+            if _Peer.role != "client":
+                return await super().getaddrinfo(host, port, family=family, type=type, proto=proto, flags=flags)
+            # Every host a client names is the lane's server: nothing is resolved.
+            import socket
+
+            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", int(port or 0)))]
 
         async def subprocess_exec(self, protocol_factory, program, *args, **kwargs):
             if _Peer.role != "client":

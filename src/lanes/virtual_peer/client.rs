@@ -20,12 +20,13 @@
 //! the server had still to read is read), when both sides wait for nothing (a client that
 //! waits forever), or at the time bound, which the result says.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::client_http::{ConnWrite, HttpServer};
 use super::{Escape, Output, Report, VirtualError, VirtualPeer};
 use crate::lanes::live::serve::{server_config, ServeConfig};
 use crate::lanes::response_writer::ServerWrite;
@@ -92,38 +93,78 @@ enum ToServer {
     Bytes(Vec<u8>),
     /// The client closed the server's stdin.
     Close,
+    /// Bytes on a TCP connection.
+    ConnBytes(u64, Vec<u8>),
+    /// The client closed a TCP connection.
+    ConnClose(u64),
 }
 
 enum ToClient {
     Bytes(Vec<u8>),
     /// The server process ended: its stdout closes, its exit is seen.
     Exit(i32),
+    /// Bytes of a response on a TCP connection.
+    ConnBytes(u64, Vec<u8>),
+    /// The server closed a TCP connection.
+    ConnClose(u64),
 }
 
-/// A pipe one way: what is in flight, each piece with the instant it arrives, in order.
+/// The pipe (stdio, channel 0) and the TCP connections (channel N) one way: what is in
+/// flight, each piece with the instant it arrives; on one channel, in the order sent.
 struct Pipe<T> {
-    queue: VecDeque<(Time, T)>,
+    queue: BTreeMap<(Time, u64), T>,
+    last: BTreeMap<u64, Time>,
+    sent: u64,
 }
 
 impl<T> Pipe<T> {
     fn new() -> Self {
         Pipe {
-            queue: VecDeque::new(),
+            queue: BTreeMap::new(),
+            last: BTreeMap::new(),
+            sent: 0,
         }
     }
-    /// `item`, sent at `at`, arrives `latency` later but never before what was sent first.
-    fn send(&mut self, at: Time, latency: Duration, item: T) {
-        let last = self.queue.back().map_or(Time::ZERO, |(t, _)| *t);
-        self.queue.push_back(((at + latency).max(last), item));
+    /// `item`, sent on `channel` at `at`, arrives `latency` later but never before what was
+    /// sent on it first.
+    fn send(&mut self, channel: u64, at: Time, latency: Duration, item: T) {
+        let last = self.last.get(&channel).copied().unwrap_or(Time::ZERO);
+        let arrives = (at + latency).max(last);
+        self.last.insert(channel, arrives);
+        self.sent += 1;
+        self.queue.insert((arrives, self.sent), item);
     }
     fn due(&self) -> Option<Time> {
-        self.queue.front().map(|(t, _)| *t)
+        self.queue.keys().next().map(|(t, _)| *t)
     }
     fn pop_due(&mut self, now: Time) -> Option<T> {
         if self.due().is_some_and(|t| t <= now) {
-            self.queue.pop_front().map(|(_, x)| x)
+            self.queue.pop_first().map(|(_, x)| x)
         } else {
             None
+        }
+    }
+    /// Drops what is in flight on `channel` (its end went away).
+    fn clear(&mut self, channel: u64, of: impl Fn(&T) -> u64) {
+        self.queue.retain(|_, item| of(item) != channel);
+        self.last.remove(&channel);
+    }
+}
+
+impl ToServer {
+    fn channel(&self) -> u64 {
+        match self {
+            ToServer::Bytes(_) | ToServer::Close => 0,
+            ToServer::ConnBytes(c, _) | ToServer::ConnClose(c) => *c,
+        }
+    }
+}
+
+impl ToClient {
+    fn channel(&self) -> u64 {
+        match self {
+            ToClient::Bytes(_) | ToClient::Exit(_) => 0,
+            ToClient::ConnBytes(c, _) | ToClient::ConnClose(c) => *c,
         }
     }
 }
@@ -135,6 +176,8 @@ struct Lane<'a> {
     sink: Sink,
     /// The reference server while its process lives.
     server: Option<ServerDriver>,
+    /// The reference server behind the client's TCP connections, once it opened one.
+    http: Option<HttpServer>,
     /// The server's stdin is still open (the client has not closed it).
     stdin_open: bool,
     to_server: Pipe<ToServer>,
@@ -167,6 +210,7 @@ pub fn run_client(
             stats: RunStats::default(),
         },
         server: None,
+        http: None,
         stdin_open: false,
         to_server: Pipe::new(),
         to_client: Pipe::new(),
@@ -181,10 +225,11 @@ pub fn run_client(
     if lane.client_exit.is_none() {
         lane.peer.end()?;
     }
-    let complete = match &lane.server {
-        Some(d) => d.server().active_jobs() == 0,
-        None => true,
-    };
+    let complete = lane
+        .server
+        .as_ref()
+        .is_none_or(|d| d.server().active_jobs() == 0)
+        && lane.http.as_ref().is_none_or(|h| !h.busy());
     let mut stats = lane.sink.stats;
     stats.sim_ms = lane.sink.now.as_millis();
     Ok(ClientRun {
@@ -209,7 +254,9 @@ impl Lane<'_> {
     }
 
     fn server_timer(&self) -> Option<Time> {
-        self.server.as_ref().and_then(|d| d.server().poll_timeout())
+        let stdio = self.server.as_ref().and_then(|d| d.server().poll_timeout());
+        let http = self.http.as_ref().and_then(HttpServer::poll_timeout);
+        stdio.into_iter().chain(http).min()
     }
 
     fn run_loop(&mut self) -> Result<ClientEnd, VirtualError> {
@@ -256,6 +303,10 @@ impl Lane<'_> {
                 d.timers(now);
             }
             self.flush();
+            if let Some(h) = self.http.as_mut() {
+                h.timers(now, &mut self.sink);
+            }
+            self.flush_http();
         }
         while self.client_exit.is_none() && !self.fatal {
             let Some(item) = self.to_client.pop_due(now) else {
@@ -264,6 +315,8 @@ impl Lane<'_> {
             let report = match item {
                 ToClient::Bytes(bytes) => self.peer.deliver(now, &bytes)?,
                 ToClient::Exit(code) => self.peer.exit(now, code)?,
+                ToClient::ConnBytes(conn, bytes) => self.peer.deliver_conn(now, conn, &bytes)?,
+                ToClient::ConnClose(conn) => self.peer.close_conn(now, conn)?,
             };
             self.absorb(report)?;
         }
@@ -276,18 +329,32 @@ impl Lane<'_> {
 
     fn server_input(&mut self, item: ToServer) {
         let now = self.sink.now;
+        if let ToServer::ConnBytes(..) | ToServer::ConnClose(_) = item {
+            if let Some(http) = self.http.as_mut() {
+                match item {
+                    ToServer::ConnBytes(conn, bytes) => {
+                        http.bytes(now, conn, &bytes, &mut self.sink)
+                    }
+                    ToServer::ConnClose(conn) => http.closed(now, conn, &mut self.sink),
+                    _ => {}
+                }
+            }
+            self.flush_http();
+            return;
+        }
         let Some(driver) = self.server.as_mut() else {
             return; // the process is gone: nobody reads its pipe
         };
         match item {
             ToServer::Bytes(bytes) => driver.stdio_bytes(now, &bytes, &mut self.sink),
+            ToServer::ConnBytes(..) | ToServer::ConnClose(_) => {}
             ToServer::Close => {
                 driver.input_closed(now, &mut self.sink);
                 self.flush();
                 // The reference server exits once its stdin ends (§5.1), after its last line.
                 self.server = None;
                 let latency = self.latency();
-                self.to_client.send(now, latency, ToClient::Exit(0));
+                self.to_client.send(0, now, latency, ToClient::Exit(0));
                 return;
             }
         }
@@ -306,8 +373,21 @@ impl Lane<'_> {
             };
             if let ServerOutput::Write(ServerWrite::Line(line)) = out {
                 let latency = self.latency();
-                self.to_client.send(now, latency, ToClient::Bytes(line));
+                self.to_client.send(0, now, latency, ToClient::Bytes(line));
             }
+        }
+    }
+
+    /// The HTTP server's writes, each sent down its connection.
+    fn flush_http(&mut self) {
+        let now = self.sink.now;
+        while let Some((conn, write)) = self.http.as_mut().and_then(HttpServer::poll) {
+            let latency = self.latency();
+            let item = match write {
+                ConnWrite::Bytes(bytes) => ToClient::ConnBytes(conn, bytes),
+                ConnWrite::Close => ToClient::ConnClose(conn),
+            };
+            self.to_client.send(conn, now, latency, item);
         }
     }
 
@@ -324,14 +404,30 @@ impl Lane<'_> {
                 Output::Spawned(argv) => self.start_server(at, argv),
                 Output::Stdio(bytes) if self.stdin_open => {
                     let latency = self.latency();
-                    self.to_server.send(at, latency, ToServer::Bytes(bytes));
+                    self.to_server.send(0, at, latency, ToServer::Bytes(bytes));
                 }
                 Output::Closed if self.stdin_open => {
                     self.stdin_open = false;
                     let latency = self.latency();
-                    self.to_server.send(at, latency, ToServer::Close);
+                    self.to_server.send(0, at, latency, ToServer::Close);
                 }
                 Output::Killed(_) => self.kill_server(),
+                Output::Connect { conn, .. } => {
+                    let serve = &self.config.serve;
+                    self.http
+                        .get_or_insert_with(|| HttpServer::new(serve, Time::ZERO))
+                        .connected(conn);
+                }
+                Output::ConnData { conn, bytes } => {
+                    let latency = self.latency();
+                    self.to_server
+                        .send(conn, at, latency, ToServer::ConnBytes(conn, bytes));
+                }
+                Output::ConnClosed { conn } => {
+                    let latency = self.latency();
+                    self.to_server
+                        .send(conn, at, latency, ToServer::ConnClose(conn));
+                }
                 Output::Stdio(_) | Output::Closed | Output::Read(_) => {}
                 Output::Head { .. } | Output::Body { .. } | Output::End { .. } => {
                     return Err(VirtualError::Protocol(
@@ -347,7 +443,7 @@ impl Lane<'_> {
             if self.stdin_open {
                 self.stdin_open = false;
                 let latency = self.latency();
-                self.to_server.send(report.t, latency, ToServer::Close);
+                self.to_server.send(0, report.t, latency, ToServer::Close);
             }
         }
         Ok(())
@@ -367,8 +463,8 @@ impl Lane<'_> {
             true,
         ));
         self.stdin_open = true;
-        self.to_server = Pipe::new();
-        self.to_client = Pipe::new();
+        self.to_server.clear(0, ToServer::channel);
+        self.to_client.clear(0, ToClient::channel);
         self.spawned.push(argv);
     }
 
@@ -379,7 +475,7 @@ impl Lane<'_> {
             driver.input_closed(self.sink.now, &mut self.sink);
         }
         self.stdin_open = false;
-        self.to_server = Pipe::new();
-        self.to_client = Pipe::new();
+        self.to_server.clear(0, ToServer::channel);
+        self.to_client.clear(0, ToClient::channel);
     }
 }

@@ -305,9 +305,12 @@ impl<'p> VirtualServer<'p> {
                 return self.poll_io(now, sink);
             }
             // A client program's, never a server's.
-            Output::Spawned(_) | Output::Closed | Output::Killed(_) => {
-                return self.poll_io(now, sink)
-            }
+            Output::Spawned(_)
+            | Output::Closed
+            | Output::Killed(_)
+            | Output::Connect { .. }
+            | Output::ConnData { .. }
+            | Output::ConnClosed { .. } => return self.poll_io(now, sink),
             Output::Stdio(bytes) => {
                 self.stdio.wrote(&bytes, &mut events);
                 ServerWrite::Line(bytes)

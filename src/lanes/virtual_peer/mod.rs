@@ -28,6 +28,7 @@
 //! crate (and the wheel and the npm package) and are written to disk on first use.
 
 mod client;
+mod client_http;
 mod command;
 mod driver;
 mod service;
@@ -126,6 +127,28 @@ pub enum Output {
     Closed,
     /// A client program sent its server process this signal (it is gone at once).
     Killed(i32),
+    /// A client program opened TCP connection `conn` (to whatever host and port: the lane's
+    /// HTTP server takes it).
+    Connect {
+        /// The connection.
+        conn: u64,
+        /// The host it named.
+        host: String,
+        /// The port it named.
+        port: u16,
+    },
+    /// Bytes a client program wrote on connection `conn`.
+    ConnData {
+        /// The connection.
+        conn: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// A client program closed connection `conn`.
+    ConnClosed {
+        /// The connection.
+        conn: u64,
+    },
 }
 
 /// What the peer reported once quiescent.
@@ -175,6 +198,10 @@ struct RawOutput {
     #[serde(default)]
     closed: bool,
     killed: Option<i32>,
+    connect: Option<u64>,
+    conn: Option<u64>,
+    host: Option<String>,
+    port: Option<u16>,
 }
 
 impl RawOutput {
@@ -182,6 +209,26 @@ impl RawOutput {
         let t = Time::from_millis(self.t);
         if let (Some(n), None, None) = (self.read, &self.data, self.stream) {
             return Ok((t, Output::Read(n)));
+        }
+        if let Some(conn) = self.connect {
+            let host = self.host.unwrap_or_default();
+            let port = self.port.unwrap_or_default();
+            return Ok((t, Output::Connect { conn, host, port }));
+        }
+        if let Some(conn) = self.conn {
+            return match (self.data, self.closed) {
+                (Some(data), false) => Ok((
+                    t,
+                    Output::ConnData {
+                        conn,
+                        bytes: text_bytes(&data),
+                    },
+                )),
+                (None, true) => Ok((t, Output::ConnClosed { conn })),
+                _ => Err(VirtualError::Protocol(
+                    "a connection's output of no known shape".into(),
+                )),
+            };
         }
         if let Some(argv) = self.spawned {
             return Ok((t, Output::Spawned(argv)));
@@ -379,6 +426,22 @@ impl VirtualPeer {
         self.service = self.service_model.map(|m| service::Service::new(m, seed));
         self.in_run = true;
         self.report()
+    }
+
+    /// Bytes from the server on a client program's connection `conn` at `t`.
+    pub fn deliver_conn(
+        &mut self,
+        t: Time,
+        conn: u64,
+        bytes: &[u8],
+    ) -> Result<Report, VirtualError> {
+        let data = String::from_utf8_lossy(bytes);
+        self.input_op(json!({"op": "deliver", "t": t.as_millis(), "conn": conn, "data": data}))
+    }
+
+    /// The server closed a client program's connection `conn` at `t`.
+    pub fn close_conn(&mut self, t: Time, conn: u64) -> Result<Report, VirtualError> {
+        self.input_op(json!({"op": "close", "t": t.as_millis(), "conn": conn}))
     }
 
     /// A client program's server process ended at `t` with `code`: its pipes close and its
