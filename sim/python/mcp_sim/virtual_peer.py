@@ -881,7 +881,25 @@ class _VirtualChild:
             _VirtualChild.current = None
 
 
-class _VirtualConn:
+class _Unbuffered:
+    """What asyncio's transports share and a virtual one has nothing to do for: no write
+    buffer (every write is reported at once), so no flow control to tune."""
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_write_buffer_limits(self):
+        return (0, 0)
+
+    def set_write_buffer_limits(self, high=None, low=None):
+        pass
+
+    def writelines(self, chunks):
+        for chunk in chunks:
+            self.write(chunk)
+
+
+class _VirtualConn(_Unbuffered):
     """A client's TCP connection (`loop.create_connection`, and so anyio's `connect_tcp` and
     httpx's transports), to whatever host and port: mcp-sim's reference server over HTTP. What
     the program writes is reported as `{"conn": N, "data"}` (its close as `closed`); what
@@ -928,15 +946,6 @@ class _VirtualConn:
     def get_protocol(self):
         return self.protocol
 
-    def get_write_buffer_size(self):
-        return 0
-
-    def get_write_buffer_limits(self):
-        return (0, 0)
-
-    def set_write_buffer_limits(self, high=None, low=None):
-        pass
-
     def can_write_eof(self):
         return False
 
@@ -946,10 +955,6 @@ class _VirtualConn:
         data = bytes(data)
         if data:
             _OUT.add({"conn": self.id, "data": data.decode("utf-8", "replace")})
-
-    def writelines(self, chunks):
-        for chunk in chunks:
-            self.write(chunk)
 
     def close(self):
         if self.closed:
@@ -1003,7 +1008,7 @@ class _ConnSocket:
         return 0
 
 
-class _ChildPipe:
+class _ChildPipe(_Unbuffered):
     """One of the child's pipes, as the program's side sees it: stdin (fd 0) written to,
     stdout and stderr (1, 2) read from."""
 
@@ -1030,15 +1035,6 @@ class _ChildPipe:
     def set_protocol(self, protocol):
         pass
 
-    def get_write_buffer_size(self):
-        return 0
-
-    def get_write_buffer_limits(self):
-        return (0, 0)
-
-    def set_write_buffer_limits(self, high=None, low=None):
-        pass
-
     def can_write_eof(self):
         return self.fd == 0
 
@@ -1048,10 +1044,6 @@ class _ChildPipe:
         data = bytes(data)
         if data:
             _OUT.add({"data": data.decode("utf-8", "replace")})
-
-    def writelines(self, chunks):
-        for chunk in chunks:
-            self.write(chunk)
 
     def write_eof(self):
         self.close()
