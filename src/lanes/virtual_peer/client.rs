@@ -20,7 +20,7 @@
 //! the server had still to read is read), when both sides wait for nothing (a client that
 //! waits forever), or at the time bound, which the result says.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
@@ -178,6 +178,8 @@ struct Lane<'a> {
     server: Option<ServerDriver>,
     /// The reference server behind the client's TCP connections, once it opened one.
     http: Option<HttpServer>,
+    /// The client's connections neither side has closed.
+    open_conns: BTreeSet<u64>,
     /// The server's stdin is still open (the client has not closed it).
     stdin_open: bool,
     to_server: Pipe<ToServer>,
@@ -211,6 +213,7 @@ pub fn run_client(
         },
         server: None,
         http: None,
+        open_conns: BTreeSet::new(),
         stdin_open: false,
         to_server: Pipe::new(),
         to_client: Pipe::new(),
@@ -316,7 +319,10 @@ impl Lane<'_> {
                 ToClient::Bytes(bytes) => self.peer.deliver(now, &bytes)?,
                 ToClient::Exit(code) => self.peer.exit(now, code)?,
                 ToClient::ConnBytes(conn, bytes) => self.peer.deliver_conn(now, conn, &bytes)?,
-                ToClient::ConnClose(conn) => self.peer.close_conn(now, conn)?,
+                ToClient::ConnClose(conn) => {
+                    self.open_conns.remove(&conn);
+                    self.peer.close_conn(now, conn)?
+                }
             };
             self.absorb(report)?;
         }
@@ -413,6 +419,7 @@ impl Lane<'_> {
                 }
                 Output::Killed(_) => self.kill_server(),
                 Output::Connect { conn, .. } => {
+                    self.open_conns.insert(conn);
                     let serve = &self.config.serve;
                     self.http
                         .get_or_insert_with(|| HttpServer::new(serve, Time::ZERO))
@@ -424,6 +431,7 @@ impl Lane<'_> {
                         .send(conn, at, latency, ToServer::ConnBytes(conn, bytes));
                 }
                 Output::ConnClosed { conn } => {
+                    self.open_conns.remove(&conn);
                     let latency = self.latency();
                     self.to_server
                         .send(conn, at, latency, ToServer::ConnClose(conn));
@@ -439,11 +447,16 @@ impl Lane<'_> {
         self.client_next = report.next;
         if let Some(code) = report.exit {
             self.client_exit = Some(code);
-            // Its pipes close with it.
+            // Its pipes and connections close with it.
             if self.stdin_open {
                 self.stdin_open = false;
                 let latency = self.latency();
                 self.to_server.send(0, report.t, latency, ToServer::Close);
+            }
+            for conn in std::mem::take(&mut self.open_conns) {
+                let latency = self.latency();
+                self.to_server
+                    .send(conn, report.t, latency, ToServer::ConnClose(conn));
             }
         }
         Ok(())
