@@ -1,8 +1,10 @@
-//! How fast real servers run inside the simulation: `mcp-sim sweep --virtual` over
+//! How fast real servers and clients run inside the simulation: `mcp-sim sweep --virtual` over
 //! `VIRTUAL_SEEDS` seeds (default 1000) on 2 jobs, for the pinned Python (SDK 2.3.0 and
 //! 1.30.0), Node.js (TypeScript SDK v1 1.32.2 and v2 2.4.0, server-everything, FastMCP) and Go
 //! (go-sdk v1.8.0) servers on the transports they serve (a slow tool with progress: 5 steps
-//! of 1 s, a third of the calls cancelled; server-everything's long-running operation). Each
+//! of 1 s, a third of the calls cancelled; server-everything's long-running operation), and
+//! `sweep --virtual-client` for the Python SDK 2.3.0 client (stdio and by URL) and the
+//! TypeScript SDK v2 client (stdio), each with three calls, one timing out at 1500 ms. Each
 //! case runs twice (Python with `PYTHONHASHSEED` 1, then 2) and prints seeds per second and
 //! compression (simulated seconds per wall second), both with the runtimes' start-up included
 //! (the whole command's wall time), the rules found, and whether the two runs gave the same
@@ -33,6 +35,8 @@ fn repo() -> PathBuf {
 /// the environments of its two runs.
 struct Case {
     name: &'static str,
+    /// `--virtual` (a server) or `--virtual-client`.
+    mode: &'static str,
     command: Vec<PathBuf>,
     flags: Vec<&'static str>,
     envs: [&'static [(&'static str, &'static str)]; 2],
@@ -72,15 +76,17 @@ fn cases(root: &Path) -> Vec<Case> {
     let p = |s: &str| PathBuf::from(s);
     vec![
         Case {
+            mode: "--virtual",
             name: "Python SDK 2.3.0, stdio",
             command: vec![py2.clone(), root.join("tests/peers/python_slow_server.py")],
             flags: slow.clone(),
             envs: HASH_SEEDS,
         },
         Case {
+            mode: "--virtual",
             name: "Python SDK 2.3.0, Streamable HTTP, 2026-07-28",
             command: vec![
-                py2,
+                py2.clone(),
                 root.join("tests/peers/python_slow_http_server.py"),
                 p("8000"),
             ],
@@ -88,12 +94,14 @@ fn cases(root: &Path) -> Vec<Case> {
             envs: HASH_SEEDS,
         },
         Case {
+            mode: "--virtual",
             name: "Python SDK 1.30.0, stdio",
             command: vec![py1.clone(), root.join("tests/peers/python1/slow_server.py")],
             flags: slow.clone(),
             envs: HASH_SEEDS,
         },
         Case {
+            mode: "--virtual",
             name: "Python SDK 1.30.0, Streamable HTTP (sessions)",
             command: vec![
                 py1,
@@ -105,36 +113,42 @@ fn cases(root: &Path) -> Vec<Case> {
             envs: HASH_SEEDS,
         },
         Case {
+            mode: "--virtual",
             name: "Node.js TS SDK v1 1.32.2, stdio",
             command: vec![node.clone(), ts1.join("ts_v1_slow_server.mjs")],
             flags: slow.clone(),
             envs: PLAIN,
         },
         Case {
+            mode: "--virtual",
             name: "Node.js TS SDK v2 2.4.0, stdio",
             command: vec![node.clone(), ts2.join("ts_slow_server.mjs")],
             flags: slow.clone(),
             envs: PLAIN,
         },
         Case {
+            mode: "--virtual",
             name: "Node.js server-everything, stdio",
             command: vec![node.clone(), everything.clone(), p("stdio")],
             flags: long_running("stdio"),
             envs: PLAIN,
         },
         Case {
+            mode: "--virtual",
             name: "Node.js server-everything, Streamable HTTP",
             command: vec![node.clone(), everything, p("streamableHttp")],
             flags: long_running("http"),
             envs: PLAIN,
         },
         Case {
+            mode: "--virtual",
             name: "Node.js FastMCP 4.20.16, stdio",
             command: vec![node.clone(), fastmcp.join("fastmcp_slow_server.mjs")],
             flags: slow.clone(),
             envs: PLAIN,
         },
         Case {
+            mode: "--virtual",
             name: "Node.js FastMCP 4.20.16, httpStream",
             command: vec![
                 node,
@@ -146,13 +160,57 @@ fn cases(root: &Path) -> Vec<Case> {
             envs: PLAIN,
         },
         Case {
+            mode: "--virtual",
             name: "Go go-sdk v1.8.0, stdio",
             command: vec![go, p("-test.run"), p("TestMCPSimVirtual")],
             flags: slow,
             envs: PLAIN,
         },
+        Case {
+            mode: "--virtual-client",
+            name: "Python SDK 2.3.0 client, stdio",
+            command: vec![
+                py2.clone(),
+                root.join("tests/peers/python_client.py"),
+                p(PY_CLIENT_PLAN),
+                p("--"),
+                p("server"),
+            ],
+            flags: vec!["--client-policy", "timeout=1500"],
+            envs: HASH_SEEDS,
+        },
+        Case {
+            mode: "--virtual-client",
+            name: "Python SDK 2.3.0 client, Streamable HTTP",
+            command: vec![
+                py2,
+                root.join("tests/peers/python_client.py"),
+                p(PY_CLIENT_PLAN),
+                p("--url"),
+                p("http://127.0.0.1:8000/mcp"),
+            ],
+            flags: vec!["--client-policy", "timeout=1500"],
+            envs: HASH_SEEDS,
+        },
+        Case {
+            mode: "--virtual-client",
+            name: "Node.js TS SDK v2 2.4.0 client, stdio",
+            command: vec![
+                PathBuf::from("node"),
+                ts2.join("ts_client.mjs"),
+                p(TS_CLIENT_PLAN),
+                p("--"),
+                p("server"),
+            ],
+            flags: vec!["--client-policy", "timeout=1500"],
+            envs: PLAIN,
+        },
     ]
 }
+
+/// The clients' plans: a short call, one that times out at 1500 ms, a short one after.
+const PY_CLIENT_PLAN: &str = r#"[{"steps":3,"step_ms":100,"timeout_ms":1500},{"steps":25,"step_ms":200,"timeout_ms":1500},{"steps":2,"step_ms":100,"timeout_ms":1500}]"#;
+const TS_CLIENT_PLAN: &str = r#"[{"steps":3,"step_ms":100,"options":{"timeout":1500}},{"steps":25,"step_ms":200,"options":{"timeout":1500}},{"steps":2,"step_ms":100,"options":{"timeout":1500}}]"#;
 
 fn main() {
     let seeds: u64 = std::env::var("VIRTUAL_SEEDS")
@@ -182,7 +240,7 @@ fn main() {
         for env in case.envs {
             let start = Instant::now();
             let out = Command::new(MCP_SIM)
-                .args(["sweep", "--virtual", "--format", "json", "--jobs", "2"])
+                .args(["sweep", case.mode, "--format", "json", "--jobs", "2"])
                 .args(["--seeds", &format!("0..{seeds}")])
                 .args(["--report-dir", "target/mcp-sim-reports/bench-virtual"])
                 .args(&case.flags)

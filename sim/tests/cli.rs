@@ -12,12 +12,15 @@ fn mcp_sim(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("mcp-sim starts");
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(stdin)
-        .expect("stdin takes the input");
+    // A command that refuses its flags exits before it reads: its closed pipe is no failure.
+    let written = child.stdin.take().expect("piped").write_all(stdin);
+    if let Err(e) = written {
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe,
+            "stdin takes the input: {e}"
+        );
+    }
     child.wait_with_output().expect("mcp-sim finishes")
 }
 

@@ -218,3 +218,35 @@ fn commonjs_programs_are_seeded_and_their_escapes_named() {
         );
     }
 }
+
+/// Races by seed in Node.js: a seeded service time (whole ms: the loop busy, the timers due
+/// meanwhile fired late, before the input) and tie order leave every run replayable, change
+/// the runs, and leave the v1 server clean, as it is without them.
+#[test]
+fn service_time_runs_are_replayable_and_keep_the_verdict() {
+    let Some(sdk) = node_ts_sdk_v1() else { return };
+    let server = [node(&sdk), in_sdk(&sdk, "ts_v1_slow_server.mjs")];
+    let base = [
+        "--seeds",
+        "0..8",
+        "--timeout-ms",
+        "1000",
+        "--args",
+        r#"{"steps":5,"step_ms":200}"#,
+    ];
+    let (code, plain) = sweep(&base, &words(&server), &[]);
+    assert_eq!(code, 0, "{plain:#}");
+    let busy: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--service-us", "50000", "--shuffle-ties", "--verify"])
+        .collect();
+    let (code, first) = sweep(&busy, &words(&server), &[]);
+    assert_eq!(code, 0, "{first:#}");
+    assert!(rules(&first).is_empty(), "{first:#}");
+    assert!(first.get("not_replayable").is_none(), "{first:#}");
+    assert_ne!(
+        first["traces"], plain["traces"],
+        "the costs change the runs"
+    );
+}

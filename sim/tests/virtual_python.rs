@@ -453,15 +453,14 @@ fn bad_virtual_commands_are_usage_errors() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
-    let node_server = script("tests/peers/node_raw_server.cjs");
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
-        .args(["sweep", "--virtual", "--service-us", "1000", "--", "node"])
-        .arg(&node_server)
+        .args(["sweep", "--virtual", "--service-us", "1000", "--"])
+        .args(["go", "test", "./server", "-run", "TestServer"])
         .output()
         .expect("mcp-sim runs");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("only the CPython shim"), "{stderr}");
+    assert!(stderr.contains("a Go bubble does not"), "{stderr}");
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
         .args(["sweep", "--tool", "x", "--seeds", "0..1"])
         .output()

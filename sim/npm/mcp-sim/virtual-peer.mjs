@@ -746,6 +746,17 @@ async function settle() {
   }
 }
 
+/** Fires the timers due before `target` and moves the clock to it, those due at it pending. */
+async function advanceBefore(target) {
+  for (;;) {
+    const first = clock.timerHeap?.peek();
+    if (!first || first.callAt >= EPOCH_MS + target) break;
+    clock.next();
+    await settle();
+  }
+  if (EPOCH_MS + target > clock.now) clock.now = EPOCH_MS + target;
+}
+
 async function advanceTo(target) {
   for (;;) {
     const first = clock.timerHeap?.peek();
@@ -851,8 +862,18 @@ async function main() {
       exited = true;
       realExit(0);
     }
-    // The timers due by T fire first, as Node's timers phase runs before its I/O.
-    await advanceTo(Number(cmd.t ?? nowMs()));
+    // The timers due by T fire first, as Node's timers phase runs before its I/O; a seeded
+    // tie order may put the input before those due at T exactly ("ties": "input").
+    const t = Number(cmd.t ?? nowMs());
+    if (cmd.ties === "input" && cmd.op !== "advance") await advanceBefore(t);
+    else await advanceTo(t);
+    // A seeded service time keeps the loop busy before the input is handled: the timers that
+    // fall due meanwhile fire late, at its end, before the input (timers phase, then I/O).
+    const costMs = Math.floor(Number(cmd.cost_us ?? 0) / 1000);
+    if (costMs > 0 && cmd.op !== "advance") {
+      clock.jump(costMs);
+      await settle();
+    }
     const child = VirtualChild.current;
     if (role === "client" && cmd.conn !== undefined) {
       const socket = VirtualSocket.open.get(Number(cmd.conn));

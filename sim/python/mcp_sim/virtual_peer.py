@@ -35,9 +35,9 @@ but timers and input.
 An input (``deliver``, ``close``, ``request``, ``disconnect``) may carry a seeded *service
 time*, ``"cost_us": N``: once the input reached the program, its loop is busy for N
 microseconds (the clock moves, nothing else runs), as handling the message would keep a real
-loop; and ``"timers_first": true``: the timers due at the input's instant fire before it
-(by default the input comes first, as asyncio handles a select's I/O before the timers due
-in the same turn).
+loop; and ``"ties": "timers"`` or ``"input"``: whether the timers due at the input's instant
+fire before it (by default the input comes first, as asyncio handles a select's I/O before
+the timers due in the same turn).
 
 A *client* program (``"role": "client"`` in ``spawn``) has its server process given by
 mcp-sim: whatever command it starts (``asyncio.create_subprocess_exec``, and so
@@ -1153,7 +1153,7 @@ class _Peer:
         msg.update(extra)
         _CTL.write(msg)
 
-    # An input held back until the timers due at its instant have fired ("timers_first").
+    # An input held back until the timers due at its instant have fired (`"ties": "timers"`).
     held = None
 
     @classmethod
@@ -1174,7 +1174,7 @@ class _Peer:
         elif op == "advance":
             # Advanced to where it already is: a timer it reported due has not fired.
             _reach_due_timers(loop)
-        if cmd.get("timers_first") and op != "advance":
+        if cmd.get("ties") == "timers" and op != "advance":
             # The seed put the timers due at this instant first: the loop runs them, and the
             # input is taken at the next quiescent point, before any report.
             cls.held = cmd

@@ -80,12 +80,12 @@ pub(crate) struct VirtualOptions {
     #[arg(long, requires = "on")]
     restarts: Option<u32>,
     /// With `--virtual`: give each input the program handles a seeded service time of this
-    /// mean, in µs (its loop is busy that long: races a real machine runs into, by seed; a
-    /// CPython program only). Off by default.
+    /// mean, in µs (its loop is busy that long: races a real machine runs into, by seed;
+    /// CPython and Node.js programs, Node.js's in whole ms). Off by default.
     #[arg(long, requires = "on")]
     service_us: Option<u64>,
     /// With `--virtual`: draw at each input whether the program's timers due at its very
-    /// instant fire before it (races by seed; a CPython program only). Off by default.
+    /// instant fire before it (races by seed; CPython and Node.js programs). Off by default.
     #[arg(long, requires = "on")]
     shuffle_ties: bool,
     /// With `--virtual --transport http`: leave out the two POSTs with a foreign `Origin` and
@@ -185,8 +185,8 @@ fn plan(
     let command = PeerCommand::parse(&options.command).map_err(|e| e.to_string())?;
     if plan.service.is_some() && !command.takes_service_time() {
         return Err(
-            "--service-us and --shuffle-ties: only the CPython shim takes a service \
-                    time yet"
+            "--service-us and --shuffle-ties: the CPython and Node.js shims take a service \
+             time, a Go bubble does not (it runs ahead by itself)"
                 .into(),
         );
     }

@@ -176,9 +176,10 @@ impl PeerCommand {
     }
 
     /// Whether its shim takes a seeded service time and tie order per input
-    /// ([`super::ServiceModel`]): CPython's does; Node.js's and Go's do not yet.
+    /// ([`super::ServiceModel`]): CPython's and Node.js's do; Go's does not (a bubble runs
+    /// ahead by itself).
     pub fn takes_service_time(&self) -> bool {
-        self.runtime() == Runtime::Python
+        self.runtime() != Runtime::Go
     }
 
     /// The command as the user gave it, for replay lines.

@@ -7,7 +7,8 @@
 //! drawn time (the clock moves while nothing else runs, as a real loop is busy parsing and
 //! dispatching), so the timers due meanwhile fire late and the next inputs queue behind it;
 //! and at each input a coin decides whether the timers due at its very instant fire before it
-//! (by default the input comes first). Both are drawn from the run's seed, so every
+//! or after it (without the coin, each runtime's own order: asyncio's input first, Node.js's
+//! timers first). Both are drawn from the run's seed, so every
 //! interleaving a sweep reaches is still one seed, replayed byte for byte.
 //!
 //! The distribution is integer arithmetic only, so that a seed draws the same costs on every
@@ -48,7 +49,8 @@ impl Service {
         }
     }
 
-    /// The next input's fields: `cost_us` and `timers_first`, each only when drawn non-zero.
+    /// The next input's fields: `cost_us` when drawn above zero, and with shuffled ties
+    /// `ties`: `"timers"` (the timers due at its instant fire first) or `"input"`.
     pub(crate) fn stamp(&mut self, cmd: &mut Value) {
         let mean = self.model.mean_us;
         if mean > 0 {
@@ -59,8 +61,13 @@ impl Service {
                 cmd["cost_us"] = cost.into();
             }
         }
-        if self.model.shuffle_ties && self.rng.next_u64() % 2 == 0 {
-            cmd["timers_first"] = true.into();
+        if self.model.shuffle_ties {
+            let first = if self.rng.next_u64() % 2 == 0 {
+                "timers"
+            } else {
+                "input"
+            };
+            cmd["ties"] = first.into();
         }
     }
 }
@@ -81,10 +88,7 @@ mod tests {
                 .map(|_| {
                     let mut v = serde_json::json!({});
                     s.stamp(&mut v);
-                    (
-                        v["cost_us"].as_u64().unwrap_or(0),
-                        v.get("timers_first").is_some(),
-                    )
+                    (v["cost_us"].as_u64().unwrap_or(0), v["ties"] == "timers")
                 })
                 .collect::<Vec<_>>()
         };
