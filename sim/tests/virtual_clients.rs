@@ -94,6 +94,29 @@ fn python_sdk_client_over_http_closes_the_stream_at_its_timeout() {
     assert_clean_twice(&flags, &command);
 }
 
+/// `--era legacy`: the reference server refuses `server/discover`, as a legacy-only server
+/// does, and the Python SDK client falls back to `initialize`: clean, in 2025-11-25; `--era
+/// modern` keeps it in 2026-07-28. The era is in the replay lines.
+#[test]
+fn python_sdk_client_falls_back_to_a_legacy_only_server() {
+    let Some(py) = python_sdk() else { return };
+    let command = client(&py, script("tests/peers/python_client.py"), PY_PLAN);
+    for (era, spoke) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let flags = [
+            "--seeds",
+            "0..6",
+            "--client-policy",
+            "timeout=1500",
+            "--era",
+            era,
+        ];
+        let (code, totals) = sweep(&flags, &command);
+        assert_eq!(code, 0, "{totals:#}");
+        assert!(rules(&totals).is_empty(), "{totals:#}");
+        assert_eq!(totals["eras"][spoke], 6, "{totals:#}");
+    }
+}
+
 /// Live baseline: the Python SDK client has no default timeout; a host that declares 1 s and
 /// leaves `read_timeout_seconds` unset waits for the whole call.
 #[test]

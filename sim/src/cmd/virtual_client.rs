@@ -9,15 +9,17 @@ use std::time::Instant;
 
 use mcp_sim::lanes::live::serve::ServeConfig;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, Runtime};
-use mcp_sim::model::{ClientPolicies, Transport};
+use mcp_sim::model::{ClientPolicies, ServerEras, Transport};
+use mcp_sim::repro::EraChoice;
 use mcp_sim::virtual_client::{judge_client_seed, ClientJudged, ClientPlan, DEFAULT_BOUND_MS};
+use mcp_sim::Era;
 
 use super::sweep_report::{judged_summary, write_judged_report, Totals};
 use super::virtual_peer::{
     add_seeded, exit_code, fail, finish_replay, peer_log, print_totals, replay_words, run_seeds,
     start_peer, Seeded, VirtualOptions,
 };
-use crate::args::{Format, Overrides, TransportArg};
+use crate::args::{EraArg, Format, Overrides, TransportArg};
 
 /// The plan and the program from the flags; errors name the flag.
 fn plan(
@@ -42,10 +44,19 @@ fn plan(
         }
         None => None,
     };
+    // The server's eras: both (the client decides, the default), or one, as `serve --era`.
+    let eras = match overrides.era {
+        EraArg::One(EraChoice::Fixed(Era::Modern)) => ServerEras::ModernOnly,
+        EraArg::One(EraChoice::Fixed(Era::Legacy(_))) => ServerEras::LegacyOnly {
+            ignores_discover: false,
+        },
+        EraArg::One(EraChoice::FromSeed) | EraArg::Auto | EraArg::Both => ServerEras::Both,
+    };
     let plan = ClientPlan {
         latency_ms: options.latency_ms,
         serve: ServeConfig {
             client_policy,
+            eras,
             ..ServeConfig::default()
         },
         bound_ms: options.bound_ms.unwrap_or(DEFAULT_BOUND_MS),
@@ -69,6 +80,11 @@ fn flags(plan: &ClientPlan, options: &VirtualOptions) -> Vec<String> {
     if let Some(spec) = &options.client_policy {
         words.push("--client-policy".into());
         words.push(spec.clone());
+    }
+    match plan.serve.eras {
+        ServerEras::ModernOnly => words.extend(["--era".into(), "modern".into()]),
+        ServerEras::LegacyOnly { .. } => words.extend(["--era".into(), "legacy".into()]),
+        ServerEras::Both => {}
     }
     if let Some((lo, hi)) = plan.latency_ms {
         words.push("--latency-ms".into());

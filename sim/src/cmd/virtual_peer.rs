@@ -36,7 +36,8 @@ pub(crate) struct VirtualOptions {
     pub(crate) on: bool,
     /// Run a real *client* program (the command after `--`: `python client.py ARGS`) under
     /// the simulation's virtual clock: whatever server it starts on stdio is the reference
-    /// server (as `serve` runs it), each seed drawing the latency between them.
+    /// server (as `serve` runs it: both eras, or one with `--era modern|legacy`), each seed
+    /// drawing the latency between them.
     #[arg(long = "virtual-client", requires = "command", conflicts_with = "on")]
     pub(crate) client: bool,
     /// With `--virtual-client`: the timeout policy the client declares (as `serve
