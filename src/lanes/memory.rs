@@ -25,7 +25,7 @@ use super::memory_server::{process_gone, SimServer, SimServerOutput};
 use super::readers::{ExchangeItem, ResponseReader};
 use super::response_writer::{ResponsePart, ServerWrite};
 use super::server_driver::{ServerDriver, ServerRecording};
-use super::{RunResult, RunSink, RunStats};
+use super::{RunResult, RunSink, RunStats, SimTrace};
 use crate::model::server::Playback;
 use crate::model::{Backend, Mutant, Server, StreamId, Transport};
 use crate::scenario::workload::{Crashes, Step, Workload};
@@ -198,23 +198,6 @@ impl Ord for Scheduled {
 enum Channel {
     ToServer(Option<StreamId>),
     ToClient(Option<StreamId>),
-}
-
-/// The run's trace and counters, at the simulation's clock.
-struct SimTrace {
-    now: Time,
-    trace: Trace,
-    stats: RunStats,
-}
-
-impl RunSink for SimTrace {
-    fn record(&mut self, side: Side, kind: EventKind) {
-        self.trace.push(self.now, side, kind);
-    }
-
-    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
-        update(&mut self.stats);
-    }
 }
 
 /// The scenario's server, started at `t`, playing `playback` back if there is one (a

@@ -34,6 +34,7 @@ use std::collections::BTreeMap;
 use crate::model::Outcome;
 use crate::oracle::OracleConfig;
 use crate::scenario::Scenario;
+use crate::time::Time;
 use crate::trace::{EventKind, Side, Trace};
 
 pub(crate) mod client_driver;
@@ -138,6 +139,25 @@ pub(crate) trait RunSink {
     fn record(&mut self, side: Side, kind: EventKind);
     /// Updates the run's counters.
     fn tally(&mut self, update: impl FnOnce(&mut RunStats));
+}
+
+/// A run's trace and counters at a simulated clock (`now`, which the lane moves): the
+/// in-memory lane's and the virtual-client lane's sink.
+#[derive(Debug, Default)]
+pub(crate) struct SimTrace {
+    pub(crate) now: Time,
+    pub(crate) trace: Trace,
+    pub(crate) stats: RunStats,
+}
+
+impl RunSink for SimTrace {
+    fn record(&mut self, side: Side, kind: EventKind) {
+        self.trace.push(self.now, side, kind);
+    }
+
+    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
+        update(&mut self.stats);
+    }
 }
 
 /// The text of a panic's payload (a `&str` or a `String`), for reports.

@@ -1503,24 +1503,19 @@ def _patch_anyio() -> None:
 def _patch_signals() -> None:
     """A client's signals to its server process (`os.kill`, `os.killpg`: the SDKs kill the
     server's process group at shutdown) reach the virtual child, never a real process."""
-    real_kill, real_killpg = os.kill, os.killpg
 
-    def kill(pid, sig):
-        if pid == _FAKE_PID and _VirtualChild.current is not None:
+    def to_child(real):
+        def send(pid, sig):
+            if pid != _FAKE_PID:
+                return real(pid, sig)
+            if _VirtualChild.current is None:
+                raise ProcessLookupError(pid)
             return _VirtualChild.current.send_signal(sig)
-        if pid == _FAKE_PID:
-            raise ProcessLookupError(pid)
-        return real_kill(pid, sig)
 
-    def killpg(pgid, sig):
-        if pgid == _FAKE_PID and _VirtualChild.current is not None:
-            return _VirtualChild.current.send_signal(sig)
-        if pgid == _FAKE_PID:
-            raise ProcessLookupError(pgid)
-        return real_killpg(pgid, sig)
+        return send
 
-    os.kill = kill
-    os.killpg = killpg
+    os.kill = to_child(os.kill)
+    os.killpg = to_child(os.killpg)
 
 
 def _patch_uvicorn() -> None:

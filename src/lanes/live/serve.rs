@@ -180,6 +180,33 @@ pub fn server_config(transport: Transport, config: &ServeConfig) -> ServerConfig
     }
 }
 
+/// The driver of `serve`'s reference server on `transport`, its process started at `now`:
+/// its backend in process, recorded as the server of a black-box client (what it read as
+/// written, the policy the client declares on each request it covers, every request
+/// counted), its event streams saying `X-Accel-Buffering: no`. `serve` and the virtual-client
+/// lane both run it.
+pub(crate) fn reference_driver(
+    transport: Transport,
+    config: &ServeConfig,
+    now: Time,
+) -> ServerDriver {
+    let server = Server::new(server_config(transport, config)).started_at(now);
+    let server = match config.playback.clone() {
+        Some(p) => server.playing(p),
+        None => server,
+    };
+    ServerDriver::new(
+        server,
+        Some(Backend::new()),
+        ServerRecording {
+            as_written: true,
+            client_policy: config.client_policy.clone(),
+            count_requests: true,
+        },
+        true,
+    )
+}
+
 /// Serves until the input closes, `stop` is raised or the time bound passes; returns the
 /// trace. Runs on the calling thread (a single-threaded tokio runtime), with a thread each
 /// for reading and writing stdio.
@@ -263,22 +290,7 @@ async fn run(
         })
     };
     drop(tx);
-    let server_config = server_config(transport, &config);
-    let server = Server::new(server_config);
-    let server = match config.playback.clone() {
-        Some(p) => server.playing(p),
-        None => server,
-    };
-    let mut driver = ServerDriver::new(
-        server,
-        Some(Backend::new()),
-        ServerRecording {
-            as_written: true,
-            client_policy: config.client_policy.clone(),
-            count_requests: true,
-        },
-        true,
-    );
+    let mut driver = reference_driver(transport, &config, Time::ZERO);
     if let Some(policy) = origin_policy {
         driver = driver.guarded(policy);
     }

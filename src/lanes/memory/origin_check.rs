@@ -10,11 +10,11 @@
 
 use std::time::Duration;
 
-use super::SimTrace;
 use crate::lanes::live::probe::rebinding::{checks, Answer};
 use crate::lanes::response_writer::{ResponsePart, ServerWrite};
 use crate::lanes::virtual_peer::{VirtualServer, VirtualWrite};
 use crate::lanes::RunSink;
+use crate::lanes::SimTrace;
 use crate::model::StreamId;
 use crate::trace::Side;
 use crate::wire::http::Method;

@@ -28,13 +28,12 @@ use rand_chacha::ChaCha8Rng;
 
 use super::client_http::{ConnWrite, HttpServer};
 use super::{Escape, Output, Report, VirtualError, VirtualPeer};
-use crate::lanes::live::serve::{server_config, ServeConfig};
+use crate::lanes::live::serve::{reference_driver, ServeConfig};
 use crate::lanes::response_writer::ServerWrite;
-use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
-use crate::lanes::{RunResult, RunSink, RunStats};
-use crate::model::{Backend, Server, Transport};
+use crate::lanes::server_driver::{ServerDriver, ServerOutput};
+use crate::lanes::{RunResult, SimTrace};
+use crate::model::Transport;
 use crate::time::Time;
-use crate::trace::{EventKind, Side, Trace};
 
 /// What a client run is made of (its seed apart).
 #[derive(Debug, Clone)]
@@ -71,22 +70,6 @@ pub struct ClientRun {
     pub end: ClientEnd,
     /// The command lines of the server processes the client started, in order.
     pub spawned: Vec<Vec<String>>,
-}
-
-/// The server's trace and counters at the lane's clock.
-struct Sink {
-    now: Time,
-    trace: Trace,
-    stats: RunStats,
-}
-
-impl RunSink for Sink {
-    fn record(&mut self, side: Side, kind: EventKind) {
-        self.trace.push(self.now, side, kind);
-    }
-    fn tally(&mut self, update: impl FnOnce(&mut RunStats)) {
-        update(&mut self.stats);
-    }
 }
 
 enum ToServer {
@@ -173,7 +156,7 @@ struct Lane<'a> {
     config: &'a ClientLane,
     peer: &'a mut VirtualPeer,
     rng: ChaCha8Rng,
-    sink: Sink,
+    sink: SimTrace,
     /// The reference server while its process lives.
     server: Option<ServerDriver>,
     /// The reference server behind the client's TCP connections, once it opened one.
@@ -206,11 +189,7 @@ pub fn run_client(
         config,
         peer,
         rng,
-        sink: Sink {
-            now: Time::ZERO,
-            trace: Trace::default(),
-            stats: RunStats::default(),
-        },
+        sink: SimTrace::default(),
         server: None,
         http: None,
         open_conns: BTreeSet::new(),
@@ -463,18 +442,7 @@ impl Lane<'_> {
     }
 
     fn start_server(&mut self, at: Time, argv: Vec<String>) {
-        let server =
-            Server::new(server_config(Transport::Stdio, &self.config.serve)).started_at(at);
-        self.server = Some(ServerDriver::new(
-            server,
-            Some(Backend::new()),
-            ServerRecording {
-                as_written: true,
-                client_policy: self.config.serve.client_policy.clone(),
-                count_requests: true,
-            },
-            true,
-        ));
+        self.server = Some(reference_driver(Transport::Stdio, &self.config.serve, at));
         self.stdin_open = true;
         self.to_server.clear(0, ToServer::channel);
         self.to_client.clear(0, ToClient::channel);

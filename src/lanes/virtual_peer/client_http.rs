@@ -9,15 +9,15 @@
 //! response is still open closes that stream (on 2026-07-28, the cancel of its request). Bytes
 //! that are not HTTP/1.1 get a 400 and the connection's close.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::lanes::http_serve::IncomingRequest;
-use crate::lanes::live::serve::{server_config, ServeConfig};
+use crate::lanes::live::serve::{reference_driver, ServeConfig};
 use crate::lanes::recorder::recorded_headers;
 use crate::lanes::response_writer::{ResponsePart, ServerWrite};
-use crate::lanes::server_driver::{ServerDriver, ServerOutput, ServerRecording};
+use crate::lanes::server_driver::{ServerDriver, ServerOutput};
 use crate::lanes::RunSink;
-use crate::model::{Backend, Server, StreamId, Transport};
+use crate::model::{StreamId, Transport};
 use crate::time::Time;
 use crate::trace::Side;
 use crate::wire::http::Method;
@@ -51,28 +51,18 @@ pub(super) struct HttpServer {
     streams: BTreeMap<StreamId, u64>,
     next_stream: u64,
     /// Writes waiting to be taken, in order.
-    out: Vec<(u64, ConnWrite)>,
+    out: VecDeque<(u64, ConnWrite)>,
 }
 
 impl HttpServer {
     /// `serve`'s server on HTTP, started at `now`.
     pub(super) fn new(serve: &ServeConfig, now: Time) -> HttpServer {
-        let server = Server::new(server_config(Transport::Http, serve)).started_at(now);
         HttpServer {
-            driver: ServerDriver::new(
-                server,
-                Some(Backend::new()),
-                ServerRecording {
-                    as_written: true,
-                    client_policy: serve.client_policy.clone(),
-                    count_requests: true,
-                },
-                true,
-            ),
+            driver: reference_driver(Transport::Http, serve, now),
             conns: BTreeMap::new(),
             streams: BTreeMap::new(),
             next_stream: 1,
-            out: Vec::new(),
+            out: VecDeque::new(),
         }
     }
 
@@ -117,7 +107,7 @@ impl HttpServer {
 
     /// The next write for a connection.
     pub(super) fn poll(&mut self) -> Option<(u64, ConnWrite)> {
-        (!self.out.is_empty()).then(|| self.out.remove(0))
+        self.out.pop_front()
     }
 
     /// Serves the requests complete in `conn`'s buffer, one at a time.
@@ -185,8 +175,9 @@ impl HttpServer {
     fn refuse(&mut self, conn: u64) {
         self.conns.remove(&conn);
         let answer = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
-        self.out.push((conn, ConnWrite::Bytes(answer.to_vec())));
-        self.out.push((conn, ConnWrite::Close));
+        self.out
+            .push_back((conn, ConnWrite::Bytes(answer.to_vec())));
+        self.out.push_back((conn, ConnWrite::Close));
     }
 
     /// The server's writes, framed as HTTP/1.1 on their connections.
@@ -230,7 +221,7 @@ impl HttpServer {
                     b"0\r\n\r\n".to_vec()
                 }
             };
-            self.out.push((conn, ConnWrite::Bytes(bytes)));
+            self.out.push_back((conn, ConnWrite::Bytes(bytes)));
         }
         // A connection whose response ended may hold its next request already.
         for conn in ended {
