@@ -129,6 +129,8 @@ pub mod scenario;
 pub mod time;
 pub mod trace;
 #[cfg(feature = "live")]
+pub mod virtual_bridge;
+#[cfg(feature = "live")]
 pub mod virtual_client;
 #[cfg(feature = "live")]
 pub mod virtual_run;

@@ -27,9 +27,10 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
 use crate::lanes::live::probe::ProbeEra;
+use crate::lanes::live::serve::ServeConfig;
 use crate::lanes::memory;
 use crate::lanes::virtual_peer::{Escape, ServiceModel, VirtualError, VirtualPeer};
-use crate::model::{Outcome, TimeoutPolicy, Transport};
+use crate::model::{Outcome, TimeoutPolicy, Transport, CALL_TAG};
 use crate::run::{self, Judged};
 use crate::scenario::{CallKind, Fault, Opening, PlannedCall, ProxyConfig, Scenario, ToolCalls};
 use crate::time::Time;
@@ -338,6 +339,65 @@ fn era_word(era: ProbeEra) -> String {
 /// result), measured once under the virtual clock with no fault; `None` when the call did not
 /// end with a result (the cancel window then falls in the first second).
 pub fn calibrate(plan: &VirtualPlan, peer: &mut VirtualPeer) -> Result<Option<u64>, VirtualError> {
+    calibrate_in(Seat::Server, plan, peer)
+}
+
+/// Where the program sits in a run: in the server's place, or between the reference client
+/// and the reference server it reaches ([`crate::virtual_bridge`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Seat<'a> {
+    /// The program is the server.
+    Server,
+    /// The program is an intermediary; its upstream is this reference server.
+    Bridge(&'a ServeConfig),
+}
+
+impl Seat<'_> {
+    /// The scenario of `seed`: a bridge's grace window and timer tolerance cover its
+    /// upstream link, as the turmoil lane's bridge scenarios do.
+    fn scenario(self, plan: &VirtualPlan, seed: u64, natural_ms: Option<u64>) -> Scenario {
+        let mut scenario = plan.scenario(seed, natural_ms);
+        scenario.bridge = matches!(self, Seat::Bridge(_));
+        scenario
+    }
+
+    /// The calls: through an intermediary each carries its number ([`CALL_TAG`]), which the
+    /// reference server echoes, so that every front call pairs with its upstream request.
+    fn tool_calls(self, plan: &VirtualPlan) -> ToolCalls {
+        match self {
+            Seat::Server => plan.tool_calls(),
+            Seat::Bridge(_) => {
+                let arguments = plan.arguments.clone();
+                ToolCalls::from_fn(plan.tool.clone(), move |i, _| {
+                    let mut a = arguments.clone();
+                    a.insert(CALL_TAG.into(), Value::from(i as u64));
+                    Value::Object(a)
+                })
+            }
+        }
+    }
+
+    fn run(
+        self,
+        scenario: &Scenario,
+        tool_calls: &ToolCalls,
+        peer: &mut VirtualPeer,
+        origin_check: bool,
+    ) -> Result<memory::VirtualRun, VirtualError> {
+        match self {
+            Seat::Server => memory::run_virtual(scenario, tool_calls, peer, origin_check),
+            Seat::Bridge(upstream) => {
+                memory::run_virtual_bridge(scenario, tool_calls, peer, upstream)
+            }
+        }
+    }
+}
+
+pub(crate) fn calibrate_in(
+    seat: Seat<'_>,
+    plan: &VirtualPlan,
+    peer: &mut VirtualPeer,
+) -> Result<Option<u64>, VirtualError> {
     let once = VirtualPlan {
         calls: 1,
         cancel_percent: 0,
@@ -346,9 +406,9 @@ pub fn calibrate(plan: &VirtualPlan, peer: &mut VirtualPeer) -> Result<Option<u6
         origin_check: false,
         ..plan.clone()
     };
-    let scenario = once.scenario(0, None);
+    let scenario = seat.scenario(&once, 0, None);
     peer.set_service(plan.service);
-    let run = memory::run_virtual(&scenario, &once.tool_calls(), peer, false)?;
+    let run = seat.run(&scenario, &seat.tool_calls(&once), peer, false)?;
     if !run.escapes.is_empty() {
         return Ok(None);
     }
@@ -380,7 +440,8 @@ pub enum Status {
     /// It cannot be trusted to replay: the program escaped the shim, or two runs of the seed
     /// differed. Never a finding, never a pass.
     NotReplayable(String),
-    /// It exercised nothing: no `tools/call` ended with a result.
+    /// It exercised nothing: no `tools/call` ended with a result (through an intermediary:
+    /// none reached the upstream, or none ended with a result or a cancel).
     Inconclusive,
 }
 
@@ -414,15 +475,26 @@ pub fn judge_seed(
     peer: &mut VirtualPeer,
     verify: bool,
 ) -> Result<VirtualJudged, VirtualError> {
-    let scenario = plan.scenario(seed, natural_ms);
-    let tool_calls = plan.tool_calls();
+    judge_in(Seat::Server, plan, seed, natural_ms, peer, verify)
+}
+
+pub(crate) fn judge_in(
+    seat: Seat<'_>,
+    plan: &VirtualPlan,
+    seed: u64,
+    natural_ms: Option<u64>,
+    peer: &mut VirtualPeer,
+    verify: bool,
+) -> Result<VirtualJudged, VirtualError> {
+    let scenario = seat.scenario(plan, seed, natural_ms);
+    let tool_calls = seat.tool_calls(plan);
     peer.set_service(plan.service);
-    let first = memory::run_virtual(&scenario, &tool_calls, peer, plan.origin_check)?;
+    let first = seat.run(&scenario, &tool_calls, peer, plan.origin_check)?;
     let mut status = Status::Judged;
     if let Some((t, e)) = first.escapes.first() {
         status = Status::NotReplayable(format!("the program escaped the shim at {t}: {e}"));
     } else if verify {
-        let second = memory::run_virtual(&scenario, &tool_calls, peer, plan.origin_check)?;
+        let second = seat.run(&scenario, &tool_calls, peer, plan.origin_check)?;
         if let Some(why) = divergence(&first.run.trace, &second.run.trace) {
             status = Status::NotReplayable(why);
         } else if let Some((t, e)) = second.escapes.first() {
@@ -432,7 +504,16 @@ pub fn judge_seed(
     let escapes = first.escapes;
     let judged = run::judge_run(&scenario, first.run);
     // A MUST rule broken stands even in a run that exercised little.
-    if status == Status::Judged && !judged.fails() && !exercised(&judged) {
+    let exercised = match seat {
+        Seat::Server => exercised(&judged, &[Outcome::Result]),
+        // Through an intermediary a call cancelled once it reached the upstream exercised the
+        // cancel's path across it, which is what such a sweep is for.
+        Seat::Bridge(_) => {
+            crate::lanes::live::check_proxy::calls_upstream(&judged.run.trace) > 0
+                && exercised(&judged, &[Outcome::Result, Outcome::Cancelled])
+        }
+    };
+    if status == Status::Judged && !judged.fails() && !exercised {
         status = Status::Inconclusive;
     }
     Ok(VirtualJudged {
@@ -464,9 +545,9 @@ pub fn divergence(a: &Trace, b: &Trace) -> Option<String> {
     ))
 }
 
-/// Whether a `tools/call` of the run ended with a result (the probe's test: a run whose
-/// every call failed, or never got an answer, exercised nothing).
-fn exercised(judged: &Judged) -> bool {
+/// Whether a `tools/call` of the run ended with one of `outcomes` (the probe's test, with a
+/// result: a run whose every call failed, or never got an answer, exercised nothing).
+fn exercised(judged: &Judged, outcomes: &[Outcome]) -> bool {
     let events = &judged.run.trace.events;
     let calls: Vec<&Value> = events
         .iter()
@@ -479,10 +560,9 @@ fn exercised(judged: &Judged) -> bool {
         .filter_map(|m| m.get("id"))
         .collect();
     events.iter().any(|e| match &e.kind {
-        EventKind::Outcome {
-            request,
-            outcome: Outcome::Result,
-        } if e.side == Side::Client => calls.contains(&&request.to_json()),
+        EventKind::Outcome { request, outcome } if e.side == Side::Client => {
+            outcomes.contains(outcome) && calls.contains(&&request.to_json())
+        }
         _ => false,
     })
 }

@@ -9,7 +9,12 @@
 //!   nearest neighbour that breaks the rule, and `check-proxy --scenario --perturb-seed N`
 //!   until that neighbour's prediction is confirmed live.
 //!
-//! The figure is the ratio of the two wall times. Both are on the wall clock, so each is
+//! - **virtually**: `mcp-sim check-proxy --virtual --service-us 100000` over ten seeds at a
+//!   time until one breaks the rule, both hops virtual, then that seed's replay line once,
+//!   which must show it again (`docs/virtual.md`, "Intermediaries").
+//!
+//! The figure is the ratio of the first two wall times; the virtual way's is printed beside
+//! them (`RACE_VIRTUAL_ONLY=1` runs it alone, in seconds rather than minutes). Both are on the wall clock, so each is
 //! repeated `RACE_REPEATS` times (default 3) and the medians compared; a repetition that does
 //! not fire within `RACE_MAX_SEEDS` seeds (default 100) counts with its time so far, and the
 //! ratio is then a lower bound ("at least").
@@ -75,6 +80,76 @@ fn by_repetition(proxy: &Path, first: u64) -> Result<(u64, Duration), Duration> 
         }
     }
     Err(start.elapsed())
+}
+
+/// `check-proxy --virtual` ten seeds at a time from `first` until one breaks the rule, then
+/// that seed alone again: (the seed, wall time to find it, wall time of its replay).
+fn virtually(proxy: &Path, first: u64) -> Option<(u64, Duration, Duration)> {
+    let python = proxy.parent()?.join("python");
+    let command = [
+        python.display().to_string(),
+        "-m".into(),
+        "mcp_proxy".into(),
+        "--transport".into(),
+        "streamablehttp".into(),
+        "{upstream-url}".into(),
+    ];
+    let schedule = [
+        "--calls",
+        "4",
+        "--cancel-percent",
+        "100",
+        "--service-us",
+        "100000",
+    ];
+    let start = Instant::now();
+    let mut from = first;
+    while from < first + max_seeds() {
+        let out = Command::new(MCP_SIM)
+            .args([
+                "check-proxy",
+                "--virtual",
+                "--format",
+                "json",
+                "--jobs",
+                "2",
+            ])
+            .args(["--seeds", &format!("{from}..{}", from + 10)])
+            .args(schedule)
+            .arg("--")
+            .args(&command)
+            .output()
+            .expect("mcp-sim runs");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("the sweep's JSON");
+        let found = v["failing"].as_array().and_then(|f| {
+            f.iter().find(|x| {
+                x["rules"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|y| y == RACE))
+            })
+        });
+        if let Some(f) = found {
+            let seed = f["seed"].as_u64()?;
+            let found_in = start.elapsed();
+            let t = Instant::now();
+            let again = Command::new(MCP_SIM)
+                .args(["check-proxy", "--virtual", "--seed", &seed.to_string()])
+                .args(schedule)
+                .arg("--")
+                .args(&command)
+                .output()
+                .expect("mcp-sim runs");
+            let text = String::from_utf8_lossy(&again.stdout);
+            let digest = f["digest"].as_str()?;
+            assert!(
+                text.contains(RACE) && text.contains(digest),
+                "seed {seed} replays with digest {digest}:\n{text}"
+            );
+            return Some((seed, found_in, t.elapsed()));
+        }
+        from += 10;
+    }
+    None
 }
 
 /// fit + sweep --around + confirmation: (attempts live, wall time of each step).
@@ -160,6 +235,17 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
+    match virtually(&proxy, 0) {
+        Some((seed, found, replay)) => println!(
+            "virtually: fired on seed {seed} after {:.1} s; its replay showed it again in {:.1} s",
+            found.as_secs_f64(),
+            replay.as_secs_f64()
+        ),
+        None => println!("virtually: not fired in seeds 0..{}", max_seeds()),
+    }
+    if std::env::var_os("RACE_VIRTUAL_ONLY").is_some() {
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("mcp-sim-race-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch folder");
     let (mut live, mut bridged) = (Vec::new(), Vec::new());

@@ -325,6 +325,48 @@ pub fn run_virtual(
     }
 }
 
+/// Runs `scenario` with a real *intermediary* program between the reference client and the
+/// reference server `upstream` (as `serve` runs it): the program's front is the scenario's
+/// transport, and the server process it starts, or the URL it connects to, is the reference
+/// server, behind a link with the scenario's latency range each way (seeded apart from the
+/// front's). The trace has two hops ([`Trace::two_hop`]): the client's end of the front and
+/// the server's end of the upstream, each recorded on the lane's one clock, as `check-proxy`
+/// records a live intermediary. An error is the peer's failure, not the program's.
+#[cfg(feature = "live")]
+pub fn run_virtual_bridge(
+    scenario: &Scenario,
+    tool_calls: &ToolCalls,
+    peer: &mut super::virtual_peer::VirtualPeer,
+    upstream: &crate::lanes::live::serve::ServeConfig,
+) -> Result<VirtualRun, super::virtual_peer::VirtualError> {
+    let rng = ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x7570_7374_7265_616d);
+    let up = super::virtual_peer::Upstream::new(upstream.clone(), scenario.latency, rng);
+    let server =
+        super::virtual_peer::VirtualServer::bridge(peer, scenario.seed, scenario.transport, up);
+    let mut sim = Sim::new(scenario, tool_calls, None, SimServer::Virtual(server));
+    let mut run = sim.run_loop();
+    let SimServer::Virtual(mut server) = sim.server else {
+        unreachable!("made virtual above")
+    };
+    let up = server.take_upstream().expect("made with an upstream above");
+    let (error, escapes) = server.finish();
+    if let Some(e) = error {
+        return Err(e);
+    }
+    // The intermediary is a black box: of the front hop, the client's end.
+    let front = Trace {
+        events: run
+            .trace
+            .events
+            .into_iter()
+            .filter(|e| e.side == Side::Client)
+            .collect(),
+    };
+    run.trace = Trace::two_hop(&front, &up.sink.trace);
+    run.stats.sim_ms = run.stats.sim_ms.max(up.sink.now.as_millis());
+    Ok(VirtualRun { run, escapes })
+}
+
 impl<'s, 'p> Sim<'s, 'p> {
     fn new(
         scenario: &'s Scenario,

@@ -32,13 +32,18 @@
 //   descriptor read directly) are named in the report: such a run is `not-replayable`.
 //
 // A client program (`"role": "client"` in `spawn`) gets mcp-sim's reference server as the child
-// process it spawns, whatever the command (`VirtualChild`): `deliver` is then bytes on that
-// child's stdout and `{"op": "exit", "t", "code"}` its end; the report's `out` also holds
-// `{"t", "spawned": ARGV}`, `{"t", "closed": true}` (its stdin ended) and `{"t", "killed": N}`.
+// process it spawns, whatever the command (`VirtualChild`): `deliver` with `"child": true` is
+// then bytes on that child's stdout and `{"op": "exit", "t", "code"}` its end; the report's
+// `out` also holds `{"t", "spawned": ARGV}`, `{"t", "child": true, "data"}` (written on its
+// stdin), `{"t", "closed": true}` (its stdin ended) and `{"t", "killed": N}`.
 // Its TCP connections (`net.connect`, and so `fetch`) are mcp-sim's too: `{"t", "connect": N,
 // "host", "port"}`, `{"t", "conn": N, "data"}` and `{"t", "conn": N, "closed": true}` in `out`,
 // `deliver` and `close` with `"conn": N` from mcp-sim. The client's own stdout goes to its
 // stderr, and it ends when nothing would keep its loop alive under `node`.
+//
+// A bridge (`"role": "bridge"`: an intermediary) is both: its stdin and stdout (or its HTTP
+// server) are its front, served as a server's are, and the child it spawns and the
+// connections it opens are its upstream, as a client's are.
 //
 // Control goes over file descriptors 0 and 1 with synchronous reads and writes: while the
 // driver decides, nothing in the program can run.
@@ -278,8 +283,9 @@ function escape(what, at = where()) {
 let armed = false;
 let exited = false;
 let transport = "stdio";
-// "server": the program serves on its stdin and stdout (or HTTP); "client": the program is a
-// client whose server process is mcp-sim's (`VirtualChild`).
+// "server": the program serves on its stdin and stdout (or HTTP); "bridge": it does, and also
+// reaches an upstream as a client does; "client": the program is a client whose server
+// process is mcp-sim's (`VirtualChild`).
 let role = "server";
 
 function report(extra = {}) {
@@ -350,7 +356,7 @@ class VirtualChild extends EventEmitter {
     const stdio = Array.isArray(options?.stdio) ? options.stdio : [options?.stdio ?? "pipe", options?.stdio ?? "pipe", options?.stdio ?? "pipe"];
     this.stdin = new Writable({
       write(chunk, encoding, callback) {
-        if (!child.gone()) out.push({ t: nowMs(), data: Buffer.from(chunk, encoding).toString("utf8") });
+        if (!child.gone()) out.push({ t: nowMs(), child: true, data: Buffer.from(chunk, encoding).toString("utf8") });
         callback();
       },
       final(callback) {
@@ -662,7 +668,7 @@ function patchEscapes() {
   for (const name of ["connect", "createConnection"]) {
     const f = net[name];
     net[name] = function (...args) {
-      if (role === "client") return virtualConnect(...args);
+      if (role !== "server") return virtualConnect(...args);
       return f.apply(this, args);
     };
   }
@@ -683,7 +689,7 @@ function patchEscapes() {
   for (const name of ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"]) {
     const f = cp[name];
     cp[name] = function (...args) {
-      if (role === "client" && name === "spawn") return virtualSpawn(...args);
+      if (role !== "server" && name === "spawn") return virtualSpawn(...args);
       escape(`a child process (${name})`);
       return f.apply(this, args);
     };
@@ -875,11 +881,11 @@ async function main() {
       await settle();
     }
     const child = VirtualChild.current;
-    if (role === "client" && cmd.conn !== undefined) {
+    if (role !== "server" && cmd.conn !== undefined) {
       const socket = VirtualSocket.open.get(Number(cmd.conn));
       if (socket && cmd.op === "deliver") socket.push(Buffer.from(cmd.data, "utf8"));
       else if (socket && cmd.op === "close") socket.ended();
-    } else if (role === "client" && (cmd.op === "deliver" || cmd.op === "exit")) {
+    } else if (role !== "server" && (cmd.op === "exit" || (cmd.op === "deliver" && cmd.child))) {
       // The server's output after the program let it go: nobody reads it.
       if (child && cmd.op === "deliver") child.stdout.push(Buffer.from(cmd.data, "utf8"));
       else if (child) child.exited(Number(cmd.code ?? 0), null);

@@ -38,20 +38,28 @@ microseconds (the clock moves, nothing else runs), as handling the message would
 loop; and ``"ties": "timers"`` or ``"input"``: whether the timers due at the input's instant
 fire before it (by default the input comes first, as asyncio handles a select's I/O before
 the timers due in the same turn).
+With ``"hold": true`` the loop does not run after the input: the report names the end of its
+service time as ``next``, the inputs that arrive before then are taken the same way, and
+``advance`` releases the loop, which finds them all ready at once.
 
 A *client* program (``"role": "client"`` in ``spawn``) has its server process given by
 mcp-sim: whatever command it starts (``asyncio.create_subprocess_exec``, and so
 ``anyio.open_process`` and the SDKs' stdio clients) is a virtual child whose stdin is what
-the program writes and whose stdout is what mcp-sim delivers. Then ``deliver`` is bytes on
-that child's stdout, ``{"op": "exit", "t": T, "code": C}`` its end (its pipes close, its exit
-is seen), and the report's ``out`` also holds ``{"t", "spawned": ARGV}`` (the child started),
-``{"t", "closed": true}`` (the program closed its stdin) and ``{"t", "killed": SIGNAL}``.
-The client's own stdout is its log, with its stderr. Its TCP connections
-(``loop.create_connection``, and so anyio's and httpx's) are mcp-sim's too, whatever host
-and port (a host name is not resolved): ``{"t", "connect": N, "host", "port"}`` opens one,
-``{"t", "conn": N, "data"}`` is what the program wrote on it and ``{"t", "conn": N,
-"closed": true}`` its close; ``deliver`` and ``close`` with ``"conn": N`` are the server's
-bytes on it and its end.
+the program writes and whose stdout is what mcp-sim delivers. Then ``{"op": "deliver",
+"child": true, ...}`` is bytes on that child's stdout, ``{"op": "exit", "t": T, "code": C}``
+its end (its pipes close, its exit is seen), and the report's ``out`` also holds ``{"t",
+"spawned": ARGV}`` (the child started), ``{"t", "child": true, "data"}`` (the program wrote
+on its stdin), ``{"t", "closed": true}`` (the program closed its stdin) and ``{"t",
+"killed": SIGNAL}``. The client's own stdout is its log, with its stderr. Its TCP
+connections (``loop.create_connection``, and so anyio's and httpx's) are mcp-sim's too,
+whatever host and port (a host name is not resolved): ``{"t", "connect": N, "host",
+"port"}`` opens one, ``{"t", "conn": N, "data"}`` is what the program wrote on it and
+``{"t", "conn": N, "closed": true}`` its close; ``deliver`` and ``close`` with ``"conn":
+N`` are the server's bytes on it and its end.
+
+A *bridge* (``"role": "bridge"``: an intermediary) is both at once: its own stdin and stdout
+(or its ASGI app) are its front, served as a server's are, and the child it starts and the
+connections it opens are its upstream, as a client's are.
 
 A report: ``{"t": T, "out": [...], "next": MS|null, "escapes": [...], "exit": CODE?}``.
 ``out`` holds what the server wrote, in order, each stamped with its virtual time:
@@ -1043,7 +1051,7 @@ class _ChildPipe(_Unbuffered):
             return
         data = bytes(data)
         if data:
-            _OUT.add({"data": data.decode("utf-8", "replace")})
+            _OUT.add({"child": True, "data": data.decode("utf-8", "replace")})
 
     def write_eof(self):
         self.close()
@@ -1139,7 +1147,8 @@ class _Peer:
     loop = None
     thread_bound_s = float(os.environ.get("MCP_SIM_THREAD_BOUND_S", "10"))
     transport = "stdio"
-    # "server": the program serves on its stdin and stdout (or HTTP); "client": the program
+    # "server": the program serves on its stdin and stdout (or HTTP); "bridge": it does, and
+    # also reaches an upstream as a client does; "client": the program
     # is a client whose server process is mcp-sim's (`_VirtualChild`).
     role = "server"
 
@@ -1158,29 +1167,43 @@ class _Peer:
 
     @classmethod
     def idle(cls, loop, deadline_ms) -> None:
-        """The loop is quiescent: report, then take the next command."""
+        """The loop is quiescent: report, then take the next command.
+
+        An input marked ``"hold": true`` (mcp-sim marks every input when it gives service
+        times) is taken without the loop running after it: the report that follows names the
+        end of its service time as ``next``, and inputs that arrive before then are taken the
+        same way, so that the loop, once released (``advance``), finds them all ready at once
+        and their handling interleaves, as a real loop's next select returns every input that
+        arrived while it was busy."""
         if cls.held is not None:
             cmd, cls.held = cls.held, None
             cls.take(loop, cmd)
-            return
-        cls.report(deadline_ms)
-        cmd = _CTL.read()
-        op = cmd.get("op")
-        if op == "end":
-            os._exit(0)
-        t = int(cmd.get("t", _now_ms()))
-        if t * 1_000_000 > _Clock.ns:
-            _Clock.ns = t * 1_000_000
-        elif op == "advance":
-            # Advanced to where it already is: a timer it reported due has not fired.
-            _reach_due_timers(loop)
-        if cmd.get("ties") == "timers" and op != "advance":
-            # The seed put the timers due at this instant first: the loop runs them, and the
-            # input is taken at the next quiescent point, before any report.
-            cls.held = cmd
-            _JOBS.wake_sleepers(_Clock.ns)
-            return
-        cls.take(loop, cmd)
+            if not cmd.get("hold"):
+                return
+            deadline_ms = -(-_Clock.ns // 1_000_000)
+        while True:
+            cls.report(deadline_ms)
+            cmd = _CTL.read()
+            op = cmd.get("op")
+            if op == "end":
+                os._exit(0)
+            t = int(cmd.get("t", _now_ms()))
+            if t * 1_000_000 > _Clock.ns:
+                _Clock.ns = t * 1_000_000
+            elif op == "advance":
+                # Advanced to where it already is: a timer it reported due has not fired.
+                _reach_due_timers(loop)
+            if cmd.get("ties") == "timers" and op != "advance":
+                # The seed put the timers due at this instant first: the loop runs them, and
+                # the input is taken at the next quiescent point, before any report.
+                cls.held = cmd
+                _JOBS.wake_sleepers(_Clock.ns)
+                return
+            cls.take(loop, cmd)
+            if not cmd.get("hold"):
+                return
+            # Busy until its service time ends: the timers due meanwhile fire late, then.
+            deadline_ms = -(-_Clock.ns // 1_000_000)
 
     @classmethod
     def take(cls, loop, cmd) -> None:
@@ -1190,13 +1213,13 @@ class _Peer:
         # Input before the sleeps that end at the same instant, as asyncio handles the I/O a
         # select returns before the timers due in that iteration.
         child = _VirtualChild.current
-        if cls.role == "client" and "conn" in cmd:
+        if cls.role != "server" and "conn" in cmd:
             conn = _VirtualConn.conns.get(int(cmd["conn"]))
             if conn is not None and op == "deliver":
                 conn.feed(cmd["data"].encode("utf-8"))
             elif conn is not None and op == "close":
                 conn.ended()
-        elif cls.role == "client" and op in ("deliver", "exit"):
+        elif cls.role != "server" and (op == "exit" or (op == "deliver" and cmd.get("child"))):
             if child is None:
                 pass  # the server's output after the program let it go: nobody reads it
             elif op == "deliver":
@@ -1374,7 +1397,7 @@ def _make_loop_class():
             return super().run_in_executor(executor, _JOBS.gate(func), *args)
 
         async def create_connection(self, protocol_factory, host=None, port=None, **kwargs):
-            if _Peer.role != "client" or kwargs.get("sock") is not None or kwargs.get("ssl"):
+            if _Peer.role == "server" or kwargs.get("sock") is not None or kwargs.get("ssl"):
                 return await super().create_connection(protocol_factory, host, port, **kwargs)
             protocol = protocol_factory()
             conn = _VirtualConn(self, protocol, host, port)
@@ -1382,7 +1405,7 @@ def _make_loop_class():
             return conn, protocol
 
         async def getaddrinfo(self, host, port, *, family=0, type=0, proto=0, flags=0):
-            if _Peer.role != "client":
+            if _Peer.role == "server":
                 return await super().getaddrinfo(host, port, family=family, type=type, proto=proto, flags=flags)
             # Every host a client names is the lane's server: nothing is resolved.
             import socket
@@ -1390,12 +1413,12 @@ def _make_loop_class():
             return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", int(port or 0)))]
 
         async def subprocess_exec(self, protocol_factory, program, *args, **kwargs):
-            if _Peer.role != "client":
+            if _Peer.role == "server":
                 return await super().subprocess_exec(protocol_factory, program, *args, **kwargs)
             return self._virtual_child(protocol_factory, [program, *args], kwargs)
 
         async def subprocess_shell(self, protocol_factory, cmd, **kwargs):
-            if _Peer.role != "client":
+            if _Peer.role == "server":
                 return await super().subprocess_shell(protocol_factory, cmd, **kwargs)
             return self._virtual_child(protocol_factory, ["/bin/sh", "-c", cmd], kwargs)
 
@@ -1672,7 +1695,7 @@ def _child(seed: int, t_ms: int, transport: str, role: str, kind: str, target: s
     _seed(seed)
     stdin = _VirtualStdin()
     _Peer.stdin = stdin
-    if role == "server":
+    if role in ("server", "bridge"):
         sys.stdin = io.TextIOWrapper(io.BufferedReader(stdin), encoding="utf-8", errors="replace")
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(_VirtualStdout()), encoding="utf-8", line_buffering=True)
     else:

@@ -55,10 +55,43 @@ pub struct Args {
     /// Without it, cutting a call the upstream still works on is a finding.
     #[arg(long)]
     intermediary_timeout_ms: Option<u64>,
+    #[command(flatten)]
+    virtual_bridge: super::virtual_bridge::VirtualBridgeOptions,
     /// The intermediary's command and arguments (after `--`), with `{upstream}`,
     /// `{upstream-url}` and `{port}`.
     #[arg(required = true, last = true, num_args = 1..)]
     command: Vec<String>,
+}
+
+/// `--virtual`: the intermediary under the virtual clock, by seed.
+fn run_virtual(
+    args: &Args,
+    probe: mcp_sim::lanes::live::probe::ProbeConfig,
+    baseline: bool,
+) -> ExitCode {
+    if baseline || args.options.live_scenario.flags().is_some() {
+        return usage(
+            "--virtual judges each seed on its own: --baseline and a live scenario's flags are \
+             for a live check",
+        );
+    }
+    if args.intermediary_timeout_ms.is_some() {
+        return usage(
+            "--intermediary-timeout-ms is for a live check (a virtual one judges without it)",
+        );
+    }
+    let upstream_era: check_proxy::UpstreamEra = args.upstream_era.into();
+    let flags = super::virtual_bridge::BridgeFlags {
+        probe,
+        front_url: args.front_url.as_deref(),
+        upstream_era,
+        upstream_era_word: upstream_era.flag(),
+        era_word: era_asked(args.options.era),
+        format: args.options.format,
+        trace: args.options.trace.as_deref(),
+        command: &args.command,
+    };
+    super::virtual_bridge::run(&args.virtual_bridge, &flags)
 }
 
 fn usage(msg: &str) -> ExitCode {
@@ -78,6 +111,9 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
+    if args.virtual_bridge.on {
+        return run_virtual(args, probe, baseline.is_some());
+    }
     // The front the intermediary serves is the transport a scenario must run on.
     let front = match args.front_url {
         Some(_) => Transport::Http,

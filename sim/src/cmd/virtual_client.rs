@@ -16,8 +16,8 @@ use mcp_sim::Era;
 
 use super::sweep_report::{judged_summary, write_judged_report, Totals};
 use super::virtual_peer::{
-    add_seeded, exit_code, fail, finish_replay, peer_log, print_totals, replay_words, run_seeds,
-    start_peer, Seeded, VirtualOptions,
+    add_seeded, exit_code, fail, finish_replay, heading, peer_log, print_totals, replay_words,
+    run_seeds, start_peer, start_peers, Seeded, VirtualOptions,
 };
 use crate::args::{EraArg, Format, Overrides, TransportArg};
 
@@ -126,26 +126,21 @@ pub(crate) fn sweep(
         Err(e) => return fail("sweep", e),
     };
     let start = Instant::now();
-    let (a, b) = seeds;
-    let jobs = jobs.max(1).min((b.saturating_sub(a)).max(1) as usize);
-    let mut peers = Vec::new();
-    for k in 0..jobs {
-        match start_peer(options, &command, report_dir, k) {
-            Ok(p) => peers.push(p),
-            Err(e) => return fail("sweep", e),
-        }
-    }
+    let mut peers = match start_peers(
+        &command,
+        options.peer_log.as_deref(),
+        report_dir,
+        jobs,
+        seeds,
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail("sweep", e),
+    };
     if matches!(format, Format::Text) {
+        let what = format!("virtual client {}", peers[0].runtime());
         println!(
-            "sweep: seeds {a}..{b}, {} runs, virtual client {} ({}), {jobs} job(s){}",
-            b.saturating_sub(a),
-            peers[0].runtime(),
-            command.words().join(" "),
-            if options.verify {
-                ", each run twice"
-            } else {
-                ""
-            }
+            "{}",
+            heading("sweep", seeds, &what, &command, peers.len(), options.verify)
         );
         println!("{}", policy_line(options));
         println!(

@@ -230,8 +230,14 @@ pub(crate) fn replay_words(
 /// The program's stderr log of job `k`: `--peer-log` or the report folder's
 /// `virtual-peer.stderr`, with `.k` added.
 pub(crate) fn peer_log(options: &VirtualOptions, report_dir: &Path, k: usize) -> PathBuf {
-    let base = match &options.peer_log {
-        Some(p) => p.clone(),
+    peer_log_at(options.peer_log.as_deref(), report_dir, k)
+}
+
+/// The stderr log of job `k`: `base`, or the report folder's `virtual-peer.stderr`, with `.k`
+/// added.
+pub(crate) fn peer_log_at(base: Option<&Path>, report_dir: &Path, k: usize) -> PathBuf {
+    let base = match base {
+        Some(p) => p.to_path_buf(),
         None => report_dir.join("virtual-peer.stderr"),
     };
     let mut name = base.into_os_string();
@@ -245,12 +251,19 @@ pub(crate) fn start_peer(
     report_dir: &Path,
     k: usize,
 ) -> Result<VirtualPeer, VirtualError> {
-    let log = peer_log(options, report_dir, k);
+    start_peer_logged(command, &peer_log(options, report_dir, k))
+}
+
+/// Starts the shim for `command`, its program's stderr into `log`.
+pub(crate) fn start_peer_logged(
+    command: &PeerCommand,
+    log: &Path,
+) -> Result<VirtualPeer, VirtualError> {
     if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| VirtualError::Start(format!("cannot make {}: {e}", dir.display())))?;
     }
-    VirtualPeer::start(command, Some(&log))
+    VirtualPeer::start(command, Some(log))
 }
 
 pub(crate) fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
@@ -272,32 +285,25 @@ pub(crate) fn sweep(
         Err(e) => return fail("sweep", e),
     };
     let start = Instant::now();
-    let jobs = jobs
-        .max(1)
-        .min((seeds.1.saturating_sub(seeds.0)).max(1) as usize);
-    let mut peers = Vec::new();
-    for k in 0..jobs {
-        match start_peer(options, &command, report_dir, k) {
-            Ok(p) => peers.push(p),
-            Err(e) => return fail("sweep", e),
-        }
-    }
+    let mut peers = match start_peers(
+        &command,
+        options.peer_log.as_deref(),
+        report_dir,
+        jobs,
+        seeds,
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail("sweep", e),
+    };
     let natural = match calibrate(&plan, &mut peers[0]) {
         Ok(n) => n,
         Err(e) => return fail("sweep", e),
     };
-    let (a, b) = seeds;
     if matches!(format, Format::Text) {
+        let what = format!("virtual {}", peers[0].runtime());
         println!(
-            "sweep: seeds {a}..{b}, {} runs, virtual {} ({}), {jobs} job(s){}",
-            b.saturating_sub(a),
-            peers[0].runtime(),
-            command.words().join(" "),
-            if options.verify {
-                ", each run twice"
-            } else {
-                ""
-            }
+            "{}",
+            heading("sweep", seeds, &what, &command, peers.len(), options.verify)
         );
         println!("{}", calibration_line(&plan, natural));
         println!(
@@ -326,6 +332,37 @@ pub(crate) fn sweep(
     }
     print_totals(&totals, format, "mcp-sim sweep --virtual");
     exit_code(&totals)
+}
+
+/// One shim per job (no more jobs than seeds), each program's stderr in its own log.
+pub(crate) fn start_peers(
+    command: &PeerCommand,
+    log_base: Option<&Path>,
+    report_dir: &Path,
+    jobs: usize,
+    (a, b): (u64, u64),
+) -> Result<Vec<VirtualPeer>, VirtualError> {
+    let jobs = jobs.max(1).min(b.saturating_sub(a).max(1) as usize);
+    (0..jobs)
+        .map(|k| start_peer_logged(command, &peer_log_at(log_base, report_dir, k)))
+        .collect()
+}
+
+/// A sweep's first line: `CMD: seeds A..B, N runs, WHAT (COMMAND), J job(s)`.
+pub(crate) fn heading(
+    cmd: &str,
+    (a, b): (u64, u64),
+    what: &str,
+    command: &PeerCommand,
+    jobs: usize,
+    verify: bool,
+) -> String {
+    format!(
+        "{cmd}: seeds {a}..{b}, {} runs, {what} ({}), {jobs} job(s){}",
+        b.saturating_sub(a),
+        command.words().join(" "),
+        if verify { ", each run twice" } else { "" }
+    )
 }
 
 /// Runs `judge` on every seed of `seeds`, one worker per peer, with a progress bar; the
@@ -390,7 +427,7 @@ pub(crate) fn exit_code(totals: &Totals) -> ExitCode {
     }
 }
 
-fn calibration_line(plan: &VirtualPlan, natural: Option<u64>) -> String {
+pub(crate) fn calibration_line(plan: &VirtualPlan, natural: Option<u64>) -> String {
     let (lo, hi) = plan.cancel_window(natural);
     match natural {
         Some(ms) => format!("calibration: a call takes {ms} ms; cancels fall {lo}..{hi} ms after their call's start"),
@@ -400,7 +437,13 @@ fn calibration_line(plan: &VirtualPlan, natural: Option<u64>) -> String {
 
 /// Adds one run to the totals: a judged one's counts and verdict, a not-replayable one's
 /// reason (its violations are not counted: nothing it shows can be trusted).
-fn add_run(totals: &mut Totals, seed: u64, v: &VirtualJudged, replay: &str, report_dir: &Path) {
+pub(crate) fn add_run(
+    totals: &mut Totals,
+    seed: u64,
+    v: &VirtualJudged,
+    replay: &str,
+    report_dir: &Path,
+) {
     let r = seed_run(seed, v);
     let line = VirtualPlan::describe(&v.scenario);
     let seeded = Seeded {
@@ -469,7 +512,7 @@ pub(crate) fn add_seeded(
     }
 }
 
-fn seed_run(seed: u64, v: &VirtualJudged) -> SeedRun {
+pub(crate) fn seed_run(seed: u64, v: &VirtualJudged) -> SeedRun {
     SeedRun {
         seed,
         transport: Some(v.scenario.transport),

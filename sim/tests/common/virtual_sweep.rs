@@ -20,9 +20,21 @@ pub fn sweep_client(flags: &[&str], command: &[&str]) -> (i32, Value) {
 }
 
 fn sweep_as(mode: &str, flags: &[&str], command: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+    sweep_with(&["sweep", mode], flags, command, env)
+}
+
+/// `mcp-sim WORDS --format json --jobs 2` with `flags`, then `--` and `command` (a sweep of
+/// `sweep` or `check-proxy --virtual`): its exit code and JSON.
+pub fn sweep_with(
+    words: &[&str],
+    flags: &[&str],
+    command: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, Value) {
     let dir = std::env::temp_dir().join(format!("mcp-sim-virtual-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
-        .args(["sweep", mode, "--format", "json", "--jobs", "2"])
+        .args(words)
+        .args(["--format", "json", "--jobs", "2"])
         .arg("--report-dir")
         .arg(&dir)
         .args(flags)
@@ -100,7 +112,7 @@ pub fn assert_caught_and_replayed(totals: &Value, rule: &str) {
 }
 
 /// The words of a replay line (single quotes as `shell_quote` writes them).
-fn shell_words(line: &str) -> Vec<String> {
+pub fn shell_words(line: &str) -> Vec<String> {
     let mut words = Vec::new();
     let (mut word, mut quoted, mut any) = (String::new(), false, false);
     let mut chars = line.chars().peekable();

@@ -256,7 +256,7 @@ pub fn upstream_files(dir: &Path, pid: u32) -> (PathBuf, PathBuf) {
 }
 
 /// The intermediary's arguments with the placeholders filled in.
-fn expand(command: &[String], upstream: &[String], url: &str, port: u16) -> Vec<String> {
+pub(crate) fn expand(command: &[String], upstream: &[String], url: &str, port: u16) -> Vec<String> {
     let line = upstream
         .iter()
         .map(|w| shell_quote(w))
@@ -392,6 +392,11 @@ fn stop(child: Option<&mut Child>) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// The `tools/call` requests that reached the upstream in a two-hop trace ([`Trace::two_hop`]).
+pub fn calls_upstream(two_hop: &Trace) -> usize {
+    upstream_calls(&two_hop.hop(crate::trace::Hop::Back).0)
 }
 
 /// The `tools/call` requests the upstream received.

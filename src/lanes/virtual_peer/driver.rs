@@ -10,11 +10,18 @@
 //! Like the model's driver it has no clock: each input carries the lane's `now`, and what the
 //! program wrote comes back from [`VirtualServer::poll_io`], recorded. A process that ends is
 //! started again, at the lane's `now`, by the next input (a host restarting its server).
+//!
+//! An intermediary ([`VirtualServer::bridge`]) is driven the same way on its front, and what
+//! it does as a client (the server process it starts, the URL it connects to) reaches the
+//! reference server of its [`Upstream`], recorded there as the second hop. The upstream's
+//! instants are this server's timers to the lane: at each, the upstream server acts, then
+//! what reaches the program is handed to it, then the program's own timers fire.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use super::upstream::Upstream;
 use super::{Escape, Output, Report, VirtualError, VirtualPeer};
 use crate::lanes::http_exchange::STREAM_HEADER;
 use crate::lanes::response_writer::{ResponseHead, ResponsePart, ServerWrite};
@@ -61,6 +68,8 @@ pub(crate) struct VirtualServer<'p> {
     /// The peer broke its protocol or could not start: the run cannot go on.
     error: Option<VirtualError>,
     fatal: bool,
+    /// An intermediary's upstream: the reference server it reaches.
+    upstream: Option<Upstream>,
 }
 
 impl<'p> VirtualServer<'p> {
@@ -83,7 +92,34 @@ impl<'p> VirtualServer<'p> {
             escapes: Vec::new(),
             error: None,
             fatal: false,
+            upstream: None,
         }
+    }
+
+    /// Drives runs of `peer`'s *intermediary* program, seeded from `seed`: its front on
+    /// `transport`, its upstream `upstream`.
+    pub(crate) fn bridge(
+        peer: &'p mut VirtualPeer,
+        seed: u64,
+        transport: Transport,
+        upstream: Upstream,
+    ) -> Self {
+        VirtualServer {
+            upstream: Some(upstream),
+            ..VirtualServer::new(peer, seed, transport)
+        }
+    }
+
+    /// The upstream of an intermediary, taken at the end of a run.
+    pub(crate) fn take_upstream(&mut self) -> Option<Upstream> {
+        self.upstream.take()
+    }
+
+    /// The upstream's next instant: the server side's, or what reaches a running program.
+    fn upstream_due(&self) -> Option<Time> {
+        let up = self.upstream.as_ref()?;
+        let program = up.program_due().filter(|_| self.running);
+        up.server_due().into_iter().chain(program).min()
     }
 
     /// Whether the run must stop: the peer failed, or an escape left it unable to go on.
@@ -107,9 +143,17 @@ impl<'p> VirtualServer<'p> {
         if self.stopped() {
             return None;
         }
-        let timer = self.next.filter(|_| self.running);
         let write = self.writes.front().map(|(t, _)| *t);
-        timer.into_iter().chain(write).min()
+        self.own_timer()
+            .into_iter()
+            .chain(write)
+            .chain(self.upstream_due())
+            .min()
+    }
+
+    /// The program's own next timer.
+    fn own_timer(&self) -> Option<Time> {
+        self.next.filter(|_| self.running)
     }
 
     /// A shim that runs ahead ([`VirtualPeer::lookahead`]) is brought to `until`, the lane's
@@ -131,9 +175,24 @@ impl<'p> VirtualServer<'p> {
         self.clock
     }
 
-    /// Timers due by `now` fire.
+    /// Timers due by `now` fire: the upstream's first (its server, then what reaches the
+    /// program), then the program's.
     pub(crate) fn timers(&mut self, now: Time) {
-        if self.poll_timeout().is_some_and(|t| t <= now) {
+        if let Some(up) = self.upstream.as_mut() {
+            up.serve(now);
+            while self.running && !self.stopped() {
+                let Some(item) = self.upstream.as_mut().and_then(|u| u.pop_for_program(now)) else {
+                    break;
+                };
+                let r = Upstream::deliver(self.peer, now, item);
+                self.absorb(r);
+            }
+        }
+        if self.stopped() {
+            return;
+        }
+        let write = self.writes.front().map(|(t, _)| *t);
+        if self.own_timer().into_iter().chain(write).any(|t| t <= now) {
             let r = self.peer.advance(now);
             self.absorb(r);
         }
@@ -153,7 +212,10 @@ impl<'p> VirtualServer<'p> {
             self.http.clear();
             self.lengths.clear();
             self.running = true;
-            let r = self.peer.spawn(seed, now, self.transport);
+            let r = match self.upstream {
+                Some(_) => self.peer.spawn_bridge(seed, now, self.transport),
+                None => self.peer.spawn(seed, now, self.transport),
+            };
             self.absorb(r);
         }
         self.running && !self.stopped()
@@ -167,10 +229,22 @@ impl<'p> VirtualServer<'p> {
             Ok(r) => {
                 self.next = r.next;
                 self.clock = r.t;
-                self.writes.extend(r.out);
+                for (t, out) in r.out {
+                    let out = match self.upstream.as_mut() {
+                        Some(up) => match up.take(t, out) {
+                            Ok(()) => continue,
+                            Err(out) => out,
+                        },
+                        None => out,
+                    };
+                    self.writes.push_back((t, out));
+                }
                 self.escapes.extend(r.escapes.into_iter().map(|e| (r.t, e)));
                 self.fatal |= r.fatal;
                 if r.exit.is_some() {
+                    if let Some(up) = self.upstream.as_mut() {
+                        up.program_exited(r.t);
+                    }
                     self.running = false;
                     self.exited = true;
                     self.next = None;
@@ -306,6 +380,7 @@ impl<'p> VirtualServer<'p> {
             }
             // A client program's, never a server's.
             Output::Spawned(_)
+            | Output::ChildStdio(_)
             | Output::Closed
             | Output::Killed(_)
             | Output::Connect { .. }

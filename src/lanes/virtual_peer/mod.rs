@@ -33,11 +33,13 @@ mod command;
 mod driver;
 mod service;
 mod shims;
+mod upstream;
 
 pub use client::{run_client, ClientEnd, ClientLane, ClientRun};
 pub use command::{PeerCommand, Runtime};
 pub(crate) use driver::{VirtualServer, VirtualWrite};
 pub use service::ServiceModel;
+pub(crate) use upstream::Upstream;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -123,6 +125,8 @@ pub enum Output {
     /// A client program started its server process (this command line): mcp-sim's reference
     /// server takes its place.
     Spawned(Vec<String>),
+    /// Bytes a client program wrote on its server process's stdin.
+    ChildStdio(Vec<u8>),
     /// A client program closed its server's stdin.
     Closed,
     /// A client program sent its server process this signal (it is gone at once).
@@ -198,6 +202,8 @@ struct RawOutput {
     #[serde(default)]
     closed: bool,
     killed: Option<i32>,
+    #[serde(default)]
+    child: bool,
     connect: Option<u64>,
     conn: Option<u64>,
     host: Option<String>,
@@ -232,6 +238,14 @@ impl RawOutput {
         }
         if let Some(argv) = self.spawned {
             return Ok((t, Output::Spawned(argv)));
+        }
+        if self.child {
+            return match self.data {
+                Some(data) => Ok((t, Output::ChildStdio(text_bytes(&data)))),
+                None => Err(VirtualError::Protocol(
+                    "a server process's output of no known shape".into(),
+                )),
+            };
         }
         if self.closed {
             return Ok((t, Output::Closed));
@@ -402,10 +416,22 @@ impl VirtualPeer {
     }
 
     /// Starts a fresh run of a *client* program at `t`, seeded from `seed`: the server process
-    /// it starts is the lane's (its stdin is [`Output::Stdio`], its stdout
-    /// [`VirtualPeer::deliver`], its end [`VirtualPeer::exit`]).
+    /// it starts is the lane's (its stdin is [`Output::ChildStdio`], its stdout
+    /// [`VirtualPeer::deliver_child`], its end [`VirtualPeer::exit`]).
     pub fn spawn_client(&mut self, seed: u64, t: Time) -> Result<Report, VirtualError> {
         self.spawn_as(seed, t, Transport::Stdio, "client")
+    }
+
+    /// Starts a fresh run of an *intermediary* program at `t`, seeded from `seed`: its front
+    /// is served on `transport` as a server's is, and the server process it starts and the
+    /// connections it opens are the lane's, as a client's are.
+    pub fn spawn_bridge(
+        &mut self,
+        seed: u64,
+        t: Time,
+        transport: Transport,
+    ) -> Result<Report, VirtualError> {
+        self.spawn_as(seed, t, transport, "bridge")
     }
 
     fn spawn_as(
@@ -442,6 +468,12 @@ impl VirtualPeer {
     /// The server closed a client program's connection `conn` at `t`.
     pub fn close_conn(&mut self, t: Time, conn: u64) -> Result<Report, VirtualError> {
         self.input_op(json!({"op": "close", "t": t.as_millis(), "conn": conn}))
+    }
+
+    /// Bytes on the stdout of a client program's server process at `t`.
+    pub fn deliver_child(&mut self, t: Time, bytes: &[u8]) -> Result<Report, VirtualError> {
+        let data = String::from_utf8_lossy(bytes);
+        self.input_op(json!({"op": "deliver", "t": t.as_millis(), "child": true, "data": data}))
     }
 
     /// A client program's server process ended at `t` with `code`: its pipes close and its

@@ -5,7 +5,12 @@
 //! between two of the program's steps is never hit: the races a real machine runs into do not
 //! happen. With a [`ServiceModel`], each input's handling keeps the program's loop busy for a
 //! drawn time (the clock moves while nothing else runs, as a real loop is busy parsing and
-//! dispatching), so the timers due meanwhile fire late and the next inputs queue behind it;
+//! dispatching), so the timers due meanwhile fire late and the next inputs queue behind it:
+//! each input goes with `"hold": true`, the shim reports the end of its service time as the
+//! program's next instant, and the inputs that arrive before then reach the program before
+//! its loop runs again, which then finds them all ready at once and interleaves their
+//! handling, as a real loop's next select returns every input that came while it was busy
+//! (CPython's shim; Node.js's runs each input to quiescence);
 //! and at each input a coin decides whether the timers due at its very instant fire before it
 //! or after it (without the coin, each runtime's own order: asyncio's input first, Node.js's
 //! timers first). Both are drawn from the run's seed, so every
@@ -49,8 +54,9 @@ impl Service {
         }
     }
 
-    /// The next input's fields: `cost_us` when drawn above zero, and with shuffled ties
-    /// `ties`: `"timers"` (the timers due at its instant fire first) or `"input"`.
+    /// The next input's fields: `cost_us` when drawn above zero and `hold` with a service
+    /// time, and with shuffled ties `ties`: `"timers"` (the timers due at its instant fire
+    /// first) or `"input"`.
     pub(crate) fn stamp(&mut self, cmd: &mut Value) {
         let mean = self.model.mean_us;
         if mean > 0 {
@@ -60,6 +66,7 @@ impl Service {
             if cost > 0 {
                 cmd["cost_us"] = cost.into();
             }
+            cmd["hold"] = true.into();
         }
         if self.model.shuffle_ties {
             let first = if self.rng.next_u64() % 2 == 0 {
