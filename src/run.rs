@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
 use crate::lanes::{memory, panic_text, Lane, RunResult};
-use crate::oracle::{self, Level, Verdict, Violation};
+use crate::oracle::{self, Level, OracleConfig, Verdict, Violation};
 use crate::scenario::Scenario;
 
 /// A run and its verdict.
@@ -124,7 +124,25 @@ pub fn judge_run(scenario: &Scenario, run: RunResult) -> Judged {
     judge_by(scenario, || Ok(run))
 }
 
+/// [`judge_run`] with the oracle's settings for the run adjusted by `adjust` (a lane whose
+/// links the scenario does not describe whole widens its grace window).
+pub(crate) fn judge_run_adjusted(
+    scenario: &Scenario,
+    run: RunResult,
+    adjust: impl FnOnce(OracleConfig) -> OracleConfig,
+) -> Judged {
+    judge_by_adjusted(scenario, || Ok(run), adjust)
+}
+
 fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>) -> Judged {
+    judge_by_adjusted(scenario, run, |c| c)
+}
+
+fn judge_by_adjusted(
+    scenario: &Scenario,
+    run: impl FnOnce() -> Result<RunResult, String>,
+    adjust: impl FnOnce(OracleConfig) -> OracleConfig,
+) -> Judged {
     quiet_panics();
     QUIET.with(|q| q.set(true));
     FIRST_PANIC.with(|f| f.borrow_mut().take());
@@ -139,7 +157,7 @@ fn judge_by(scenario: &Scenario, run: impl FnOnce() -> Result<RunResult, String>
             Some(first.unwrap_or_else(|| panic_text(p.as_ref()))),
         ),
     };
-    let mut verdict = oracle::check(&run.trace, &run.oracle_config(scenario));
+    let mut verdict = oracle::check(&run.trace, &adjust(run.oracle_config(scenario)));
     if !run.complete && crash.is_none() {
         verdict.violations.push(Violation {
             rule: LIVENESS,

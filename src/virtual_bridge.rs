@@ -8,7 +8,8 @@
 //! ([`BridgePlan::upstream`]), behind a link with the seed's latency each way. Both hops are
 //! recorded on the one virtual clock and joined as `check-proxy` joins a live intermediary's
 //! ([`crate::trace::Trace::two_hop`]): the client's end of the front, the server's end of
-//! the upstream, judged hop by hop and across ([`crate::oracle::hops`]). Each call carries
+//! the upstream, judged hop by hop and across ([`crate::oracle::hops`]), with a grace window
+//! that covers both links' latency (a cancel crosses both). Each call carries
 //! its number, which the reference server echoes, so every front call pairs with its
 //! upstream request.
 //!

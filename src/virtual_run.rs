@@ -31,6 +31,7 @@ use crate::lanes::live::serve::ServeConfig;
 use crate::lanes::memory;
 use crate::lanes::virtual_peer::{Escape, ServiceModel, VirtualError, VirtualPeer};
 use crate::model::{Outcome, TimeoutPolicy, Transport, CALL_TAG};
+use crate::oracle::OracleConfig;
 use crate::run::{self, Judged};
 use crate::scenario::{CallKind, Fault, Opening, PlannedCall, ProxyConfig, Scenario, ToolCalls};
 use crate::time::Time;
@@ -377,6 +378,24 @@ impl Seat<'_> {
         }
     }
 
+    /// The oracle's settings: through an intermediary both links carry the seed's latency, so
+    /// a message that crosses it (a cancel from the client's end to the server's) may take
+    /// twice the slowest one-way latency, which the grace window and the timer tolerance
+    /// cover.
+    fn oracle(self, scenario: &Scenario, config: OracleConfig) -> OracleConfig {
+        match self {
+            Seat::Server => config,
+            Seat::Bridge(_) => {
+                let one_way = scenario.latency.1.as_millis() as u64;
+                OracleConfig {
+                    grace_ms: config.grace_ms.max(2 * one_way + 200),
+                    timer_tolerance_ms: config.timer_tolerance_ms.max(4 * one_way),
+                    ..config
+                }
+            }
+        }
+    }
+
     fn run(
         self,
         scenario: &Scenario,
@@ -502,7 +521,7 @@ pub(crate) fn judge_in(
         }
     }
     let escapes = first.escapes;
-    let judged = run::judge_run(&scenario, first.run);
+    let judged = run::judge_run_adjusted(&scenario, first.run, |c| seat.oracle(&scenario, c));
     // A MUST rule broken stands even in a run that exercised little.
     let exercised = match seat {
         Seat::Server => exercised(&judged, &[Outcome::Result]),

@@ -16,7 +16,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use common::peers::python_mcp_proxy;
+use common::peers::{npm_mcp_proxy, python_mcp_proxy};
 use common::virtual_sweep::{baseline, rules, shell_words, sweep_with};
 use serde_json::Value;
 
@@ -125,6 +125,72 @@ fn a_seeded_service_time_finds_pypi_mcp_proxy_s_progress_race_and_its_seed_repla
         assert!(
             stdout.contains("[MUST] progress-after-completion"),
             "{stdout}"
+        );
+    }
+}
+
+/// `mcp-proxy --port {port} --host 127.0.0.1 -- {upstream}` run by `interpreter`: an HTTP
+/// front, the reference server as its stdio child.
+fn http_front(interpreter: &[String]) -> Vec<String> {
+    let mut words = interpreter.to_vec();
+    words.extend(
+        [
+            "--port",
+            "{port}",
+            "--host",
+            "127.0.0.1",
+            "--",
+            "{upstream}",
+        ]
+        .map(String::from),
+    );
+    words
+}
+
+/// The HTTP-front bridges give their live baselines: npm mcp-proxy 6.7.19 turns a closed
+/// 2026-07-28 stream into its child's legacy cancel and passes progress on (nothing
+/// expected); PyPI mcp-proxy 0.13.0 in server mode drops progress and never passes a cancel
+/// (two SHOULDs). Both listen only once their child is ready: the front's first requests wait
+/// for that, as a live check waits for the front.
+#[test]
+fn http_front_bridges_give_their_live_verdicts_every_seed_replayed() {
+    let front = [
+        "--front-url",
+        "http://127.0.0.1:{port}/mcp",
+        "--seeds",
+        "0..12",
+    ];
+    let flags: Vec<&str> = front
+        .into_iter()
+        .chain(["--verify", "--era", "modern"])
+        .chain(SCHEDULE.iter().copied())
+        .collect();
+    if let Some(proxy) = npm_mcp_proxy() {
+        let command = http_front(&["node".into(), proxy.display().to_string()]);
+        let (code, totals) = sweep(&flags, &command);
+        assert_eq!(code, 0, "{totals:#}");
+        assert!(totals.get("not_replayable").is_none(), "{totals:#}");
+        assert!(rules(&totals).is_empty(), "{totals:#}");
+        assert!(baseline("npm-mcp-proxy-modern.txt").is_empty());
+        assert_eq!(totals["eras"]["2026-07-28"], 12, "{totals:#}");
+    }
+    if let Some(proxy) = python_mcp_proxy() {
+        let python = proxy.parent().expect("a bin folder").join("python");
+        let module = ["-m".into(), "mcp_proxy".into()];
+        let command = http_front(&[[python.display().to_string()].as_slice(), &module].concat());
+        let flags: Vec<&str> = front
+            .into_iter()
+            .chain(["--verify"])
+            .chain(SCHEDULE.iter().copied())
+            .collect();
+        let (code, totals) = sweep(&flags, &command);
+        assert_eq!(code, 0, "SHOULDs only: {totals:#}");
+        assert!(totals.get("not_replayable").is_none(), "{totals:#}");
+        let found = rules(&totals);
+        assert!(found.contains("cancel-forwarded"), "{totals:#}");
+        assert!(
+            found.is_subset(&baseline("pypi-mcp-proxy-server-mode.txt")),
+            "{totals:#}"
         );
     }
 }

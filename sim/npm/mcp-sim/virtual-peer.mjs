@@ -498,7 +498,10 @@ function virtualConnect(...args) {
 // ---------------------------------------------------------------------------------------------
 // HTTP: the program's server, fed through in-memory sockets.
 
-const http = { server: null, streams: new Map() };
+// `pending`: a bridge's requests that came before it listened (it may listen only once its
+// upstream is ready), handed to its server when it does, as a live check probes a front once
+// it accepts connections.
+const http = { server: null, streams: new Map(), pending: [] };
 
 class MemorySocket extends Duplex {
   constructor(stream) {
@@ -629,12 +632,17 @@ function patchListen() {
     process.nextTick(() => {
       this.emit("listening");
       if (callback) callback();
+      for (const cmd of http.pending.splice(0)) httpRequest(cmd);
     });
     return this;
   };
 }
 
 function httpRequest(cmd) {
+  if (!http.server && role === "bridge") {
+    http.pending.push(cmd);
+    return;
+  }
   if (!http.server) {
     escape("an HTTP request came but the program listens on no HTTP server", "shim");
     return;
@@ -653,6 +661,7 @@ function httpRequest(cmd) {
 }
 
 function httpDisconnect(stream) {
+  http.pending = http.pending.filter((cmd) => cmd.stream !== stream);
   const socket = http.streams.get(stream);
   if (!socket) return;
   http.streams.delete(stream);

@@ -680,9 +680,17 @@ class _Http:
         self.app = None
         self.disconnected: dict = {}
         self.host = "127.0.0.1:8000"  # where the program meant to listen: its Host check
+        # A bridge's requests that came before it served (it may serve only once its upstream
+        # is ready), handed to its app when it does, as a live check probes a front once it
+        # accepts connections.
+        self.pending: list = []
 
     def serve(self, app) -> None:
         self.app = app
+        loop = _Peer.loop
+        for cmd in self.pending:
+            self.request(loop, cmd)
+        self.pending.clear()
 
     def request(self, loop, cmd: dict) -> None:
         stream = cmd["stream"]
@@ -1231,11 +1239,14 @@ class _Peer:
         elif op == "close":
             cls.stdin.close_input()
         elif op == "request":
-            if _HTTP.app is None:
+            if _HTTP.app is None and cls.role == "bridge":
+                _HTTP.pending.append(cmd)
+            elif _HTTP.app is None:
                 _escape("an HTTP request came but the program serves no ASGI app", where="shim", fatal=True)
             else:
                 _HTTP.request(loop, cmd)
         elif op == "disconnect":
+            _HTTP.pending = [c for c in _HTTP.pending if c["stream"] != cmd["stream"]]
             _HTTP.disconnect(int(cmd["stream"]))
         cost_us = int(cmd.get("cost_us", 0))
         if cost_us > 0:
