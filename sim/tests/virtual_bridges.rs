@@ -23,21 +23,21 @@ use serde_json::Value;
 /// Four calls, all cancelled, as the live check's schedule.
 const SCHEDULE: &[&str] = &["--calls", "4", "--cancel-percent", "100"];
 
-/// `python -m mcp_proxy --transport streamablehttp {upstream-url}` with mcp-proxy's Python.
+/// `python -m mcp_proxy` with mcp-proxy's own Python.
+fn pypi_mcp_proxy() -> Option<Vec<String>> {
+    let python = python_mcp_proxy()?.parent()?.join("python");
+    Some(vec![
+        python.display().to_string(),
+        "-m".into(),
+        "mcp_proxy".into(),
+    ])
+}
+
+/// `python -m mcp_proxy --transport streamablehttp {upstream-url}`: client mode.
 fn client_mode() -> Option<Vec<String>> {
-    let proxy = python_mcp_proxy()?;
-    let python = proxy.parent()?.join("python");
-    Some(
-        [
-            python.display().to_string(),
-            "-m".into(),
-            "mcp_proxy".into(),
-            "--transport".into(),
-            "streamablehttp".into(),
-            "{upstream-url}".into(),
-        ]
-        .into(),
-    )
+    let mut words = pypi_mcp_proxy()?;
+    words.extend(["--transport", "streamablehttp", "{upstream-url}"].map(String::from));
+    Some(words)
 }
 
 /// `mcp-sim check-proxy --virtual --format json FLAGS -- COMMAND`: exit code and totals.
@@ -174,10 +174,8 @@ fn http_front_bridges_give_their_live_verdicts_every_seed_replayed() {
         assert!(baseline("npm-mcp-proxy-modern.txt").is_empty());
         assert_eq!(totals["eras"]["2026-07-28"], 12, "{totals:#}");
     }
-    if let Some(proxy) = python_mcp_proxy() {
-        let python = proxy.parent().expect("a bin folder").join("python");
-        let module = ["-m".into(), "mcp_proxy".into()];
-        let command = http_front(&[[python.display().to_string()].as_slice(), &module].concat());
+    if let Some(proxy) = pypi_mcp_proxy() {
+        let command = http_front(&proxy);
         let flags: Vec<&str> = front
             .into_iter()
             .chain(["--verify"])

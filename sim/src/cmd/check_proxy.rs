@@ -85,8 +85,6 @@ fn run_virtual(
         probe,
         front_url: args.front_url.as_deref(),
         upstream_era,
-        upstream_era_word: upstream_era.flag(),
-        era_word: era_asked(args.options.era),
         format: args.options.format,
         trace: args.options.trace.as_deref(),
         command: &args.command,

@@ -64,9 +64,6 @@ pub(crate) struct BridgeFlags<'a> {
     pub(crate) probe: ProbeConfig,
     pub(crate) front_url: Option<&'a str>,
     pub(crate) upstream_era: UpstreamEra,
-    pub(crate) upstream_era_word: &'static str,
-    /// The probe's `--era` as given.
-    pub(crate) era_word: String,
     pub(crate) format: Format,
     pub(crate) trace: Option<&'a Path>,
     pub(crate) command: &'a [String],
@@ -142,8 +139,8 @@ fn replay_line(
         .map(String::from)
         .to_vec();
     words.push(seed.to_string());
-    // The plan's flags are the sweep's: the front is --front-url here, and the origin check
-    // is always off.
+    // The plan's flags are the sweep's (its `--era` words are the probe's): the front is
+    // --front-url here, and the origin check is always off.
     let mut it = plan.plan.flags().into_iter();
     while let Some(w) = it.next() {
         match w.as_str() {
@@ -151,18 +148,14 @@ fn replay_line(
                 it.next();
             }
             "--no-origin-check" => {}
-            "--era" => {
-                it.next();
-                words.extend(["--era".into(), flags.era_word.clone()]);
-            }
             _ => words.push(w),
         }
     }
     if let Some(url) = flags.front_url {
         words.extend(["--front-url".into(), url.into()]);
     }
-    if flags.upstream_era_word != "auto" {
-        words.extend(["--upstream-era".into(), flags.upstream_era_word.into()]);
+    if flags.upstream_era != UpstreamEra::Auto {
+        words.extend(["--upstream-era".into(), flags.upstream_era.flag().into()]);
     }
     if options.verify {
         words.push("--verify".into());

@@ -143,17 +143,18 @@ impl<'p> VirtualServer<'p> {
         if self.stopped() {
             return None;
         }
-        let write = self.writes.front().map(|(t, _)| *t);
-        self.own_timer()
+        self.program_due()
             .into_iter()
-            .chain(write)
             .chain(self.upstream_due())
             .min()
     }
 
-    /// The program's own next timer.
-    fn own_timer(&self) -> Option<Time> {
-        self.next.filter(|_| self.running)
+    /// The program's own next instant: its timer, or a write it stamped later than the lane's
+    /// clock.
+    fn program_due(&self) -> Option<Time> {
+        let timer = self.next.filter(|_| self.running);
+        let write = self.writes.front().map(|(t, _)| *t);
+        timer.into_iter().chain(write).min()
     }
 
     /// A shim that runs ahead ([`VirtualPeer::lookahead`]) is brought to `until`, the lane's
@@ -191,8 +192,7 @@ impl<'p> VirtualServer<'p> {
         if self.stopped() {
             return;
         }
-        let write = self.writes.front().map(|(t, _)| *t);
-        if self.own_timer().into_iter().chain(write).any(|t| t <= now) {
+        if self.program_due().is_some_and(|t| t <= now) {
             let r = self.peer.advance(now);
             self.absorb(r);
         }
