@@ -527,6 +527,7 @@ mod tests {
             violations,
             era: EraReading::default(),
             upstream_era: None,
+            ..Verdict::default()
         }
     }
 
@@ -537,6 +538,7 @@ mod tests {
             events: vec![3],
             message: message.into(),
             hop: None,
+            conn: None,
         }
     }
 

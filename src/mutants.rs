@@ -88,6 +88,7 @@ impl Mutant {
             Mutant::BridgeForwardsLateResult => &["late-result-forwarded"],
             Mutant::BridgeRawProgressToken => &["progress-forwarded"],
             Mutant::BridgeIgnoresStreamClose => &["cancel-forwarded"],
+            Mutant::BridgeCancelsEarly => &["request-id-mapping"],
         }
     }
 
@@ -229,6 +230,13 @@ impl Mutant {
                 c.progress = true;
                 c.steps = c.steps.max(8);
                 c.cancel_after = Some(c.step * 3);
+            }),
+            // Calls that report progress and that the application never cancels: the
+            // upstream's cancel can only be the intermediary's own.
+            Mutant::BridgeCancelsEarly => every_call(scenario.with_bridge(), |c| {
+                c.progress = true;
+                c.steps = c.steps.max(4);
+                c.cancel_after = None;
             }),
             Mutant::BridgeDropsProgress | Mutant::BridgeRawProgressToken => {
                 every_call(scenario.with_bridge(), |c| {

@@ -101,19 +101,22 @@ fn peer(side: Side) -> Side {
 }
 
 /// Who observed event `e` and who is at the other end: in a two-hop trace the intermediary
-/// (`I`) is the server of the front hop and the client of the back.
-fn ends(e: &TraceEvent) -> (&'static str, &'static str) {
+/// (`I`) is the server of the front hop and the client of the back, and of several upstream
+/// connections each server has its own lane (`S1`, `S2`, ...).
+fn ends(e: &TraceEvent) -> (String, String) {
     let (me, other) = (participant(e.side), participant(peer(e.side)));
+    let server = || e.conn.map_or_else(|| "S".to_owned(), |c| format!("S{c}"));
     match e.hop {
-        None => (me, other),
+        None => (me.into(), other.into()),
         Some(Hop::Front) => match e.side {
-            Side::Client => ("C", "I"),
-            _ => ("I", "C"),
+            Side::Client => ("C".into(), "I".into()),
+            _ => ("I".into(), "C".into()),
         },
         Some(Hop::Back) => match e.side {
-            Side::Client => ("I", "S"),
-            Side::Backend => ("B", "S"),
-            _ => (me, "I"),
+            Side::Client => ("I".into(), server()),
+            Side::Backend => ("B".into(), server()),
+            Side::Server => (server(), "I".into()),
+            _ => (me.into(), "I".into()),
         },
     }
 }
@@ -123,6 +126,7 @@ fn ends(e: &TraceEvent) -> (&'static str, &'static str) {
 fn line(e: &TraceEvent, i: usize, sides_with_sends: &[(Option<Hop>, Side)]) -> Option<String> {
     let at = format!("{}ms #{i}", e.t);
     let (me, other) = ends(e);
+    let server = e.conn.map_or_else(|| "S".to_owned(), |c| format!("S{c}"));
     Some(match &e.kind {
         EventKind::Send(w) => {
             let stream = w.stream.map(|s| format!(" [s{s}]")).unwrap_or_default();
@@ -144,8 +148,8 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[(Option<Hop>, Side)]) -> O
             "Note over C: outcome {} for {request} ({at})",
             outcome.as_str()
         ),
-        EventKind::Work { request } => format!("S->>B: work for {request} ({at})"),
-        EventKind::Release { request } => format!("S->>B: release {request} ({at})"),
+        EventKind::Work { request } => format!("{server}->>B: work for {request} ({at})"),
+        EventKind::Release { request } => format!("{server}->>B: release {request} ({at})"),
         EventKind::Comment { stream } => {
             format!("Note over {me}: keep-alive s{} ({at})", stream.unwrap_or(0))
         }
@@ -179,23 +183,32 @@ fn line(e: &TraceEvent, i: usize, sides_with_sends: &[(Option<Hop>, Side)]) -> O
 }
 
 /// The diagram's lanes, left to right: the client, the middle one if the trace has it (the
-/// intermediary of a two-hop trace, or a simulated proxy), the server, and the backend if its
-/// work was recorded. Declared up front so that the order does not depend on which lane the
-/// slice happens to mention first; a lane nothing happens on is left out.
-fn lanes(trace: &Trace) -> Vec<(&'static str, &'static str)> {
-    let mut lanes = vec![("C", "Client")];
+/// intermediary of a two-hop trace, or a simulated proxy), the server (one per upstream
+/// connection where there are several), and the backend if its work was recorded. Declared up
+/// front so that the order does not depend on which lane the slice happens to mention first;
+/// a lane nothing happens on is left out.
+fn lanes(trace: &Trace) -> Vec<(String, String)> {
+    let mut lanes = vec![("C".to_owned(), "Client".to_owned())];
     if trace.is_two_hop() {
-        lanes.push(("I", "Intermediary"));
+        lanes.push(("I".into(), "Intermediary".into()));
     } else if trace.events.iter().any(|e| e.side == Side::Proxy) {
-        lanes.push(("P", "Proxy"));
+        lanes.push(("P".into(), "Proxy".into()));
     }
-    lanes.push(("S", "Server"));
+    let mut conns: Vec<u32> = trace.events.iter().filter_map(|e| e.conn).collect();
+    conns.sort_unstable();
+    conns.dedup();
+    if conns.is_empty() {
+        lanes.push(("S".into(), "Server".into()));
+    }
+    for c in conns {
+        lanes.push((format!("S{c}"), format!("Server connection {c}")));
+    }
     let backend = |e: &TraceEvent| {
         e.side == Side::Backend
             || matches!(e.kind, EventKind::Work { .. } | EventKind::Release { .. })
     };
     if trace.events.iter().any(backend) {
-        lanes.push(("B", "Backend"));
+        lanes.push(("B".into(), "Backend".into()));
     }
     lanes
 }
@@ -212,7 +225,15 @@ pub fn mermaid(trace: &Trace, report: &Verdict, events: &[usize]) -> String {
     sides_with_sends.sort();
     sides_with_sends.dedup();
     let mut out = String::from("sequenceDiagram\n");
-    for (name, lane) in lanes(trace) {
+    let lanes = lanes(trace);
+    // A violation's note spans the client and the rightmost server lane.
+    let right = lanes
+        .iter()
+        .rev()
+        .find(|(name, _)| name.starts_with('S'))
+        .map_or("S", |(name, _)| name.as_str())
+        .to_owned();
+    for (name, lane) in &lanes {
         let _ = writeln!(out, "    participant {name} as {lane}");
     }
     for &i in events {
@@ -224,7 +245,11 @@ pub fn mermaid(trace: &Trace, report: &Verdict, events: &[usize]) -> String {
             .iter()
             .filter(|v| v.events.last() == Some(&i))
         {
-            let _ = writeln!(out, "    Note over C,S: VIOLATION {} ({})", v.rule, v.level);
+            let _ = writeln!(
+                out,
+                "    Note over C,{right}: VIOLATION {} ({})",
+                v.rule, v.level
+            );
         }
     }
     out

@@ -126,6 +126,7 @@ pub fn judge_run(scenario: &Scenario, run: RunResult) -> Judged {
 
 /// [`judge_run`] with the oracle's settings for the run adjusted by `adjust` (a lane whose
 /// links the scenario does not describe whole widens its grace window).
+#[cfg(feature = "live")]
 pub(crate) fn judge_run_adjusted(
     scenario: &Scenario,
     run: RunResult,
@@ -165,6 +166,7 @@ fn judge_by_adjusted(
             events: vec![run.trace.events.len().saturating_sub(1)],
             message: "the run did not settle after the faults healed: a request, a job or a resource is still open".into(),
             hop: None,
+            conn: None,
         });
     }
     Judged {

@@ -20,7 +20,12 @@
 //! `hop`: `front` (client and intermediary) or `back` (intermediary and upstream server); on
 //! each hop `side` is the role there, so the intermediary is the front's `server` and the
 //! back's `client`. Request ids, tokens and stream numbers belong to their hop. A trace
-//! without `hop` is a one-hop trace, as before.
+//! without `hop` is a one-hop trace, as before. An intermediary may open several upstream
+//! connections (a process per request, a side session, a socket per call): the upstream
+//! hop's events then carry `conn`, the connection's number from 1 in the order they began,
+//! and each connection is judged on its own, in its own era (request ids, tokens, streams
+//! and the handshake belong to their connection). Without `conn` the upstream hop is one
+//! connection.
 //!
 //! `policy` (optional, on a client's `send` of a request) records the request's timeout policy
 //! as `{"timeout_ms", "reset_on_progress", "max_total_ms"}`; rules that need it skip requests
@@ -37,6 +42,8 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
+
+pub mod connections;
 
 pub use crate::model::recorded::Origin;
 use crate::model::{Outcome, StreamId, TimeoutPolicy, TimeoutReason, Transport};
@@ -116,6 +123,11 @@ pub struct TraceEvent {
     /// The hop, in a two-hop trace; absent in a one-hop trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hop: Option<Hop>,
+    /// On the upstream hop of an intermediary that opened more than one upstream connection
+    /// (a process it started, an HTTP session, a socket): which one, numbered from 1 in the
+    /// order they began. Absent where the upstream hop is one connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn: Option<u32>,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
@@ -451,6 +463,7 @@ impl Trace {
             t: t.as_millis(),
             side,
             hop: None,
+            conn: None,
             kind,
         });
     }
@@ -472,6 +485,17 @@ impl Trace {
                     return Err(TraceError {
                         line: line_no,
                         message: "a send or recv needs msg or raw".into(),
+                    });
+                }
+            }
+            if let Some(conn) = event.conn {
+                if event.hop != Some(Hop::Back) || conn == 0 {
+                    return Err(TraceError {
+                        line: line_no,
+                        message: format!(
+                            "conn {conn}: a connection number (from 1) belongs to an event of \
+                             the upstream hop (\"hop\":\"back\") only"
+                        ),
                     });
                 }
             }
@@ -556,6 +580,7 @@ impl Trace {
                     t: e.t,
                     side: e.side,
                     hop: e.hop,
+                    conn: e.conn,
                     kind,
                 });
                 origin.push(i);

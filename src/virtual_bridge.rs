@@ -70,7 +70,8 @@ impl BridgePlan {
 /// they name no upstream, or both.
 pub fn expand_virtual(command: &[String]) -> Result<Vec<String>, String> {
     let joined = command.join(" ");
-    if joined.contains("{upstream}") == joined.contains("{upstream-url}") {
+    let stdio = crate::lanes::live::check_proxy::names_stdio_upstream(&joined);
+    if stdio == joined.contains("{upstream-url}") {
         return Err(
             "the intermediary's arguments must name its upstream once: {upstream} (a server \
              command it starts) or {upstream-url} (a Streamable HTTP endpoint it connects to)"

@@ -381,7 +381,7 @@ impl Seat<'_> {
     /// The oracle's settings: through an intermediary both links carry the seed's latency, so
     /// a message that crosses it (a cancel from the client's end to the server's) may take
     /// twice the slowest one-way latency, which the grace window and the timer tolerance
-    /// cover.
+    /// cover; and its ends are mcp-sim's reference peers ([`OracleConfig::reference_ends`]).
     fn oracle(self, scenario: &Scenario, config: OracleConfig) -> OracleConfig {
         match self {
             Seat::Server => config,
@@ -390,6 +390,9 @@ impl Seat<'_> {
                 OracleConfig {
                     grace_ms: config.grace_ms.max(2 * one_way + 200),
                     timer_tolerance_ms: config.timer_tolerance_ms.max(4 * one_way),
+                    // mcp-sim's reference client and server at the ends: only the
+                    // intermediary is judged.
+                    reference_ends: true,
                     ..config
                 }
             }

@@ -74,6 +74,11 @@ const CASES: &[Case] = &[
     case("message-shape-violates-5.jsonl", STRICT, false, &[(rule::MESSAGE_SHAPE, MUST)]),
     case("message-shape-passes.jsonl", STRICT, true, &[]),
     case("message-shape-passes-2.jsonl", STRICT, false, &[]),
+    // Two hops, the upstream in two connections (`conn`): a legacy side session the
+    // intermediary opened and never used, and its relayed 2026-07-28 call; each connection
+    // is judged in its own era (one connection read as legacy would break the legacy shapes:
+    // `an_upstream_connection_is_judged_in_its_own_era`).
+    case("message-shape-passes-6.jsonl", STRICT, false, &[]),
 
     // progress-token-type: a boolean token on a request, a fractional token on progress.
     case("progress-token-type-violates.jsonl", STRICT, false, &[(rule::PROGRESS_TOKEN_TYPE, MUST)]),
@@ -291,6 +296,9 @@ const CASES: &[Case] = &[
     case("race-not-graceful-violates.jsonl", LENIENT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
     case("race-not-graceful-passes.jsonl", STRICT, true, &[]),
     case("race-not-graceful-violates-2.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
+    // The client closes its own stream and tells the application "lost" in one millisecond:
+    // it gave the request up itself, no race.
+    case("race-not-graceful-passes-5.jsonl", STRICT, false, &[]),
     case("race-not-graceful-passes-2.jsonl", STRICT, true, &[]),
     case("race-not-graceful-passes-3.jsonl", STRICT, true, &[]),
     case("race-not-graceful-violates-3.jsonl", STRICT, false, &[(rule::RACE_NOT_GRACEFUL, MUST)]),
@@ -341,6 +349,9 @@ const CASES: &[Case] = &[
     // call with a token passes, and `initialize`, under the same declared policy, is not judged.
     case("reset-needs-token-violates-3.jsonl", STRICT, true, &[(rule::RESET_NEEDS_TOKEN, POLICY)]),
     case("reset-needs-token-passes-3.jsonl", STRICT, true, &[]),
+    // The same client's next call asks for progress under the same declared reset: SDKs set
+    // timeout and reset per call, so the first call was made with other options.
+    case("reset-needs-token-passes-4.jsonl", STRICT, true, &[]),
 
     // idle-stream-cut: a proxy's idle timeout cuts a silent stream before its response (both
     // sides; a black-box server whose progress stopped, the cut reported by proxy and client).
@@ -502,6 +513,26 @@ const CASES: &[Case] = &[
     case("request-id-mapping-violates.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST)]),
     case("request-id-mapping-violates-2.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST), (rule::CANCEL_FORWARDED, MUST)]),
     case("request-id-mapping-passes.jsonl", STRICT, false, &[]),
+    // The upstream cancelled before the client cancelled: the intermediary's own doing, or a
+    // cancel meant for another request, even with the client's cancel following within the
+    // grace window.
+    case("request-id-mapping-violates-3.jsonl", STRICT, false, &[(rule::REQUEST_ID_MAPPING, MUST)]),
+    // cancel-unknown-request on the upstream hop, the front as evidence: the intermediary
+    // cancelled a call 1.5 s after it passed the call's answer on (the passing twin,
+    // cancel-answered-locally-passes, relays a front cancel that crossed the answer).
+    case("cancel-unknown-request-violates-6.jsonl", STRICT, false, &[(rule::CANCEL_UNKNOWN_REQUEST, MUST)]),
+    // An upstream connection per request (`conn`), each numbering its requests from 1: the
+    // client's cancel sent to the other call's child leaves its own call running and cancels
+    // a call whose client still waits; sent to the right child, nothing is wrong.
+    case("cancel-forwarded-violates-4.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, MUST), (rule::REQUEST_ID_MAPPING, MUST)]),
+    case("cancel-forwarded-passes-4.jsonl", STRICT, false, &[]),
+    // The client's cancel closes the input of the child doing the work (a stateless gateway
+    // that starts a process per request): the connection's end ends the request.
+    case("cancel-forwarded-passes-5.jsonl", STRICT, false, &[]),
+    // A 2026-07-28 HTTP upstream told by a POSTed notifications/cancelled while the call's
+    // stream stays open: the stream's close is the cancel, so the call was never cancelled
+    // (and the reference upstream, working on, is not at fault).
+    case("cancel-forwarded-violates-5.jsonl", STRICT, false, &[(rule::CANCEL_FORWARDED, SHOULD), (rule::CANCEL_OVER_HTTP, POLICY)]),
     // intermediary-timeout, with a documented 3 s timeout: the call cut at 1.5 s (then
     // cancelled upstream, as it should be); a call left 6 s without a word; cut at 3.05 s;
     // a 6 s call whose progress, passed on every 2 s, keeps it from ever being idle that long;
@@ -959,6 +990,12 @@ const LEGACY_CASES: &[Case] = &[
     case("ping-answered-passes-3.jsonl", STRICT, false, &[]),
     case("ping-answered-violates-2.jsonl", STRICT, true, &[(rule::PING_ANSWERED, MUST)]),
     case("ping-answered-passes.jsonl", STRICT, true, &[]),
+    // The server's end alone (`serve`): a client that goes on calling seconds after the
+    // server's ping left, never answering it; the same client answering it first; a call
+    // that crossed the ping (within the grace window) proves nothing.
+    case("ping-answered-violates-5.jsonl", STRICT, false, &[(rule::PING_ANSWERED, MUST)]),
+    case("ping-answered-passes-4.jsonl", STRICT, false, &[]),
+    case("ping-answered-passes-5.jsonl", STRICT, false, &[]),
     // response-after-cancel: a SHOULD in this era (LC10), under either profile.
     case("response-after-cancel-violates.jsonl", STRICT, false, &[(rule::RESPONSE_AFTER_CANCEL, SHOULD)]),
     case("response-after-cancel-passes.jsonl", STRICT, false, &[]),
@@ -1109,6 +1146,9 @@ const LEGACY_CASES: &[Case] = &[
     case("protocol-version-header-passes.jsonl", STRICT, false, &[]),
     // progress-on-get-stream: a call's progress on the listening GET stream; on its POST's.
     case("progress-on-get-stream-violates.jsonl", STRICT, false, &[(rule::PROGRESS_ON_GET_STREAM, SHOULD)]),
+    // progress-stream: a call's progress on the other call's POST stream; on its own.
+    case("progress-stream-violates.jsonl", STRICT, false, &[(rule::PROGRESS_STREAM, SHOULD)]),
+    case("progress-stream-passes.jsonl", STRICT, false, &[]),
     case("progress-on-get-stream-passes.jsonl", STRICT, false, &[]),
     // disconnect-taken-as-cancel: the backend releases the call as soon as its stream
     // closes; passing: the work goes on after the close and the result is written.
@@ -1338,4 +1378,63 @@ fn a_two_hop_failure_is_drawn_in_three_lanes() {
     ] {
         assert!(diagram.contains(line), "{line} missing:\n{diagram}");
     }
+}
+
+/// An upstream hop of two connections is judged connection by connection, each in its own
+/// era; the same events read as one connection are judged in the side session's legacy era
+/// and break its shapes, the misreading `conn` exists to prevent.
+#[test]
+fn an_upstream_connection_is_judged_in_its_own_era() {
+    let trace = load("message-shape-passes-6.jsonl");
+    let verdict = oracle::check(&trace, &config(STRICT, false));
+    assert!(verdict.is_clean(), "{:?}", verdict.violations);
+    let eras: Vec<bool> = verdict
+        .connection_eras
+        .iter()
+        .map(|e| e.era.is_legacy())
+        .collect();
+    assert_eq!(eras, [true, false], "{}", verdict.describe_era());
+    assert!(!verdict.upstream_era.expect("two hops").era.is_legacy());
+    let mut merged = trace.clone();
+    for e in &mut merged.events {
+        e.conn = None;
+    }
+    let misread = oracle::check(&merged, &config(STRICT, false));
+    assert!(
+        misread.violates(rule::MESSAGE_SHAPE),
+        "{:?}",
+        misread.violations
+    );
+}
+
+/// With mcp-sim's reference peers at both ends (`check-proxy`), a one-hop violation against
+/// either is the judge's misreading: kept apart in `judge_defects`, never a finding. Without
+/// that setting (a simulated bridge whose ends may be mutants) it is a finding.
+#[test]
+fn a_violation_against_a_reference_peer_is_a_judge_defect_never_a_finding() {
+    // The upstream answers after the cancel reached it (its fault, on the upstream hop); the
+    // intermediary drops the answer.
+    let trace = load("late-result-forwarded-passes.jsonl");
+    let plain = oracle::check(&trace, &config(STRICT, false));
+    let upstream: Vec<&str> = plain
+        .violations
+        .iter()
+        .filter(|v| v.hop == Some(mcp_sim::trace::Hop::Back))
+        .map(|v| v.rule)
+        .collect();
+    assert_eq!(
+        upstream,
+        [rule::RESPONSE_AFTER_CANCEL],
+        "{:?}",
+        plain.violations
+    );
+    assert!(plain.judge_defects.is_empty());
+    let reference = OracleConfig {
+        reference_ends: true,
+        ..config(STRICT, false)
+    };
+    let judged = oracle::check(&trace, &reference);
+    assert!(judged.is_clean(), "{:?}", judged.violations);
+    let defects: Vec<&str> = judged.judge_defects.iter().map(|v| v.rule).collect();
+    assert_eq!(defects, [rule::RESPONSE_AFTER_CANCEL]);
 }

@@ -197,6 +197,39 @@ pub(crate) struct JsonViolation<'a> {
     /// In a two-hop trace, the hop a one-hop rule was broken on (`front`, `back`).
     #[serde(skip_serializing_if = "Option::is_none")]
     hop: Option<&'static str>,
+    /// On an upstream hop of several connections, which one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conn: Option<u32>,
+}
+
+/// Says on stderr, for each violation the judge found against one of mcp-sim's own reference
+/// peers, that it is a defect of mcp-sim's, not the intermediary's (see
+/// `OracleConfig::reference_ends`); such lines never change the exit code.
+pub(crate) fn report_judge_defects(verdict: &Verdict) {
+    for v in &verdict.judge_defects {
+        eprintln!(
+            "mcp-sim: internal: the judge blamed a reference peer, which cannot be at fault \
+             (a defect of mcp-sim's reading of this trace; please report it with the trace): {v}"
+        );
+    }
+}
+
+/// The judge's defects of `verdict` ([`report_judge_defects`]) as JSON values, for the
+/// tests that hold them to none.
+pub(crate) fn json_judge_defects(verdict: &Verdict) -> Vec<JsonViolation<'_>> {
+    verdict
+        .judge_defects
+        .iter()
+        .map(|v| JsonViolation {
+            rule: v.rule,
+            level: v.level.as_str(),
+            spec: "",
+            events: &v.events,
+            message: &v.message,
+            hop: v.hop.map(|h| h.as_str()),
+            conn: v.conn,
+        })
+        .collect()
 }
 
 /// The violations of `verdict` as JSON values.
@@ -208,18 +241,13 @@ pub(crate) fn json_violations(verdict: &Verdict) -> Vec<JsonViolation<'_>> {
             rule: v.rule,
             level: v.level.as_str(),
             spec: mcp_sim::oracle::rule_info(v.rule).map_or("", |r| {
-                // An intermediary rule is judged on the upstream hop's era when there is one.
-                let era = match v.hop {
-                    Some(mcp_sim::trace::Hop::Back) => verdict.upstream_era.as_ref(),
-                    _ => None,
-                }
-                .unwrap_or(&verdict.era)
-                .era;
-                r.spec_in(era)
+                // A rule broken on the upstream hop is judged in its connection's era.
+                r.spec_in(verdict.era_of(v))
             }),
             events: &v.events,
             message: &v.message,
             hop: v.hop.map(|h| h.as_str()),
+            conn: v.conn,
         })
         .collect()
 }

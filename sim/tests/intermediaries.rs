@@ -10,6 +10,12 @@
 //! | npm `mcp-proxy` 6.7.19 | HTTP, 2025-11-25 | stdio | 2025-11-25, 2025-11-25 | nothing |
 //! | PyPI `mcp-proxy` 0.13.0, server mode | HTTP (JSON only) | stdio | 2025-11-25, 2025-11-25 | `progress-forwarded`, `cancel-forwarded` |
 //! | PyPI `mcp-proxy` 0.13.0, client mode | stdio | HTTP | 2025-11-25, 2025-11-25 | `cancel-answered-locally`, `cancel-forwarded`, `response-after-cancel`; on some seeds also `progress-after-completion` (MUST: upstream progress passed on after its own answer to the cancel, a race the wall clock decides) |
+//! | npm `mcp-remote` 0.15.1, `--protocol legacy` | stdio, 2025-11-25 | HTTP | 2025-11-25, 2025-11-25 | nothing (a side session and GET probes, each its own connection) |
+//! | npm `mcp-remote` 0.15.1, `--protocol auto` | stdio, 2025-11-25 | HTTP | 2025-11-25, 2026-07-28 | see `tests/baselines/mcp-remote-auto.txt` |
+//! | npm `mcp-remote` 0.15.1, a 2026-07-28 host, either protocol | stdio, 2026-07-28 | HTTP | 2026-07-28, 2026-07-28 | see `tests/baselines/mcp-remote-modern-host*.txt` |
+//! | npm `supergateway` 4.0.0, stdio→Streamable HTTP, stateless | HTTP | stdio, a child per request | both eras | see `tests/baselines/supergateway-stateless-*.txt` |
+//! | npm `supergateway` 4.0.0, stdio→Streamable HTTP, `--stateful` | HTTP | stdio | both eras | see `tests/baselines/supergateway-stateful-*.txt` |
+//! | npm `supergateway` 4.0.0, Streamable HTTP→stdio | stdio | HTTP | 2025-11-25; a 2026-07-28 host is not served | see `tests/baselines/supergateway-stdio-front-legacy.txt` |
 //!
 //! `npm_mcp_proxy_times_calls_out_as_documented` holds npm `mcp-proxy`'s `--requestTimeout`
 //! to `intermediary-timeout`, on one seed (the schedule has no cancels to draw).
@@ -24,7 +30,8 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::peers::{npm_mcp_proxy, python_mcp_proxy};
+use common::check_proxy::{check_proxy, SCHEDULE};
+use common::peers::{mcp_remote, npm_mcp_proxy, python_mcp_proxy, supergateway};
 use common::repo;
 use mcp_sim::trace::{EventKind, Hop, Side, Trace};
 use serde_json::Value;
@@ -43,40 +50,6 @@ fn trace_path(name: &str, seed: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("a scratch folder");
     dir.join(format!("{name}-{seed}.jsonl"))
 }
-
-/// `mcp-sim check-proxy --format json ARGS -- INTERMEDIARY`: the exit code, the verdict and
-/// the two-hop trace.
-fn check_proxy(args: &[&str], intermediary: &[&str], trace: &PathBuf) -> (i32, Value, Trace) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
-        .args(["check-proxy", "--format", "json", "--trace"])
-        .arg(trace)
-        .args(args)
-        .arg("--")
-        .args(intermediary)
-        .output()
-        .expect("mcp-sim runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let verdict: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "not one JSON verdict ({e}):\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let text = std::fs::read_to_string(trace).expect("the trace was written");
-    let trace = Trace::from_jsonl(&text).expect("a valid two-hop trace");
-    (out.status.code().unwrap_or(-1), verdict, trace)
-}
-
-/// The schedule: four calls of the reference tool, every one cancelled (a seed's draw of a
-/// smaller share may cancel none); the two calibration calls run to their result.
-const SCHEDULE: &[&str] = &[
-    "--calls",
-    "4",
-    "--cancel-percent",
-    "100",
-    "--max-seconds",
-    "60",
-];
 
 /// How many messages with `method` the upstream received.
 fn upstream_received(trace: &Trace, method: &str) -> usize {
@@ -227,6 +200,186 @@ fn pypi_mcp_proxy_client_mode_answers_cancels_itself() {
     );
     for t in &traces {
         assert_eq!(upstream_received(t, "notifications/cancelled"), 0);
+    }
+}
+
+/// `mcp-remote {upstream-url} --transport http-only --allow-http --protocol PROTOCOL`: the
+/// stdio-to-remote-HTTP bridge desktop hosts use, its OAuth cache in a scratch folder.
+fn mcp_remote_bridge(remote: &std::path::Path, protocol: &str) -> Vec<String> {
+    let cache = std::env::temp_dir().join(format!("mcp-sim-mcp-remote-{}", std::process::id()));
+    vec![
+        "env".into(),
+        format!("MCP_REMOTE_CONFIG_DIR={}", cache.display()),
+        remote.display().to_string(),
+        "{upstream-url}".into(),
+        "--transport".into(),
+        "http-only".into(),
+        "--allow-http".into(),
+        "--protocol".into(),
+        protocol.into(),
+        "--silent".into(),
+    ]
+}
+
+#[test]
+fn mcp_remote_relays_a_legacy_host_as_it_is() {
+    let Some(remote) = mcp_remote() else { return };
+    let traces = judge(
+        "mcp-remote-legacy",
+        "2025-11-25",
+        ("2025-11-25", "2025-11-25"),
+        &[],
+        &strs(&mcp_remote_bridge(&remote, "legacy")),
+        &[],
+    );
+    // It probes with GETs and opens a session it never uses before the one it relays on:
+    // each is a connection of its own.
+    for t in &traces {
+        let conns: std::collections::BTreeSet<u32> =
+            t.events.iter().filter_map(|e| e.conn).collect();
+        assert!(conns.len() >= 2, "{conns:?}");
+    }
+}
+
+#[test]
+fn mcp_remote_auto_posts_a_legacy_hosts_cancel_to_a_modern_server() {
+    let Some(remote) = mcp_remote() else { return };
+    judge(
+        "mcp-remote-auto",
+        "2025-11-25",
+        ("2025-11-25", "2026-07-28"),
+        &[],
+        &strs(&mcp_remote_bridge(&remote, "auto")),
+        // Whether the upstream's answer, never cancelled, comes before the run ends.
+        &[mcp_sim::oracle::rule::LATE_RESULT_FORWARDED],
+    );
+}
+
+#[test]
+fn mcp_remote_relays_a_modern_hosts_calls_beside_a_legacy_session() {
+    let Some(remote) = mcp_remote() else { return };
+    for (protocol, name) in [
+        ("legacy", "mcp-remote-modern-host"),
+        ("auto", "mcp-remote-modern-host-auto"),
+    ] {
+        judge(
+            name,
+            "modern",
+            ("2026-07-28", "2026-07-28"),
+            &[],
+            &strs(&mcp_remote_bridge(&remote, protocol)),
+            &[mcp_sim::oracle::rule::LATE_RESULT_FORWARDED],
+        );
+    }
+}
+
+/// `supergateway --stdio {upstream-line} --outputTransport streamableHttp --port {port}`
+/// (with `--stateful` or not): the reference server as a child, as one command string.
+fn supergateway_http_front(gateway: &std::path::Path, stateful: bool) -> Vec<String> {
+    let mut args: Vec<String> = [
+        &gateway.display().to_string(),
+        "--stdio",
+        "{upstream-line}",
+        "--outputTransport",
+        "streamableHttp",
+        "--port",
+        "{port}",
+        "--logLevel",
+        "none",
+    ]
+    .map(String::from)
+    .to_vec();
+    if stateful {
+        args.push("--stateful".into());
+    }
+    args
+}
+
+/// In the legacy era a cancel is a notification of its own, which gets a child of its own:
+/// the child doing the work is never told (the legacy baseline).
+#[test]
+fn supergateway_stateless_starts_a_child_per_request() {
+    let Some([modern, _]) = supergateway_both_eras("supergateway-stateless", false) else {
+        return;
+    };
+    for t in &modern {
+        let conns: std::collections::BTreeSet<u32> =
+            t.events.iter().filter_map(|e| e.conn).collect();
+        assert!(conns.len() >= 6, "a child per request: {conns:?}");
+    }
+}
+
+/// `supergateway` with an HTTP front judged with a host of each era, against the baselines
+/// `{name}-modern` and `{name}-legacy`: the traces of each.
+fn supergateway_both_eras(name: &str, stateful: bool) -> Option<[Vec<Trace>; 2]> {
+    let gateway = supergateway()?;
+    let front = ["--front-url", "http://127.0.0.1:{port}/mcp"];
+    let bridge = supergateway_http_front(&gateway, stateful);
+    Some(
+        [("modern", "2026-07-28"), ("2025-11-25", "2025-11-25")].map(|(era, version)| {
+            let family = if era == "modern" { "modern" } else { "legacy" };
+            judge(
+                &format!("{name}-{family}"),
+                era,
+                (version, version),
+                &front,
+                &strs(&bridge),
+                &[],
+            )
+        }),
+    )
+}
+
+#[test]
+fn supergateway_stateful_keeps_a_child_per_session() {
+    supergateway_both_eras("supergateway-stateful", true);
+}
+
+#[test]
+fn supergateway_to_a_remote_server_renumbers_calls_but_not_cancels() {
+    let Some(gateway) = supergateway() else {
+        return;
+    };
+    let bridge = [
+        gateway.display().to_string(),
+        "--streamableHttp".into(),
+        "{upstream-url}".into(),
+        "--logLevel".into(),
+        "none".into(),
+    ];
+    judge(
+        "supergateway-stdio-front-legacy",
+        "2025-11-25",
+        ("2025-11-25", "2025-11-25"),
+        &[],
+        &strs(&bridge),
+        // Whether a call the misrouted cancel stopped answers, or one never cancelled ends,
+        // before the run does: the wall clock decides.
+        &[
+            mcp_sim::oracle::rule::LATE_RESULT_FORWARDED,
+            mcp_sim::oracle::rule::RESPONSE_AFTER_CANCEL,
+            mcp_sim::oracle::rule::CANCEL_UNKNOWN_REQUEST,
+        ],
+    );
+    // A 2026-07-28 host: its calls go up in the legacy session with their modern `_meta`,
+    // and every one comes back an error; nothing is exercised, and the verdict says so.
+    for seed in common::peer_seeds() {
+        let path = trace_path("supergateway-stdio-front-modern", &seed);
+        let mut args = vec!["--seed", &seed, "--era", "modern"];
+        args.extend_from_slice(SCHEDULE);
+        let (code, v, _) = check_proxy(&args, &strs(&bridge), &path);
+        let found: Vec<&str> = v["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter_map(|f| f["finding"].as_str())
+            .collect();
+        assert!(found.contains(&"nothing-exercised"), "{v:#}");
+        assert!(
+            rules_broken(&v).contains(&mcp_sim::oracle::rule::MESSAGE_SHAPE.to_string()),
+            "{v:#}"
+        );
+        assert_eq!(code, 1, "{v:#}");
     }
 }
 

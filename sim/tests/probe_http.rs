@@ -184,6 +184,51 @@ fn probe_exits_2_when_nothing_listens_at_the_url() {
     assert!(stderr.contains("cannot connect"), "stderr:\n{stderr}");
 }
 
+/// An endpoint that answers every request 404 (a wrong path) cannot be reached as an MCP
+/// server: exit 2 within seconds, not a 30 s wait that ends as a server fault.
+#[test]
+fn probe_exits_2_quickly_when_every_request_is_answered_404() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = [0u8; 65536];
+                // One response per read of a request head (and its body, if it came along).
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let body = "Not Found";
+                    let reply = format!(
+                        "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sim"))
+        .args(["probe", "--calls", "1", "--url"])
+        .arg(format!("http://127.0.0.1:{port}/wrong"))
+        .output()
+        .expect("mcp-sim runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(stderr.contains("404 Not Found"), "stderr:\n{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn probe_url_argument_errors_exit_2() {
     for args in [

@@ -142,8 +142,7 @@ pub(crate) fn client_send(
     EventKind::Send(w)
 }
 
-/// The legacy era's session header, as traces record it (lower case).
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) use crate::wire::http::SESSION_HEADER;
 
 /// What a client event is to its driver.
 pub(crate) enum ClientNote {

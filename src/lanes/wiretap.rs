@@ -718,6 +718,7 @@ mod tests {
                     t: 0,
                     side: Side::Server,
                     hop: None,
+                    conn: None,
                     kind,
                 };
                 serde_json::to_string(&e).expect("serializes")

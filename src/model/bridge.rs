@@ -371,6 +371,18 @@ impl Bridge {
         if !self.mutants.has(Mutant::BridgeRawProgressToken) {
             msg["params"]["progressToken"] = token;
         }
+        if self.mutants.has(Mutant::BridgeCancelsEarly) {
+            // Its own timer, as it were: the call is cancelled upstream, the client not told.
+            if let Some(entry) = self.up.get_mut(&back) {
+                entry.cancelled = true;
+            }
+            let cancel = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": back, "reason": "timed out"},
+            });
+            return vec![BridgeOut::Front(msg), BridgeOut::Back(cancel)];
+        }
         vec![BridgeOut::Front(msg)]
     }
 

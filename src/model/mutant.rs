@@ -160,6 +160,8 @@ mutants! {
         "the intermediary passes on a result the upstream sent after the client's cancel had reached it";
     BridgeRawProgressToken = "bridge_raw_progress_token", Intermediary, "spec-derived: docs/spec/mcp-2026-07-28.md §2.3 item 1",
         "the intermediary passes the upstream's progress on with the upstream's token, not the client's";
+    BridgeCancelsEarly = "bridge_cancels_early", Intermediary, "spec-derived: docs/spec/mcp-2026-07-28.md §3.3 item 1 and §4 (an intermediary's own shorter timeout, never told to the client); supergateway 4.0.0 cancels another call upstream before the client cancels it",
+        "the intermediary cancels an upstream call on its own at the call's first progress, as if its own shorter timeout had fired, and never tells the client, who waits on";
     BridgeIgnoresStreamClose = "bridge_ignores_stream_close", Intermediary, "spec-derived: docs/spec/mcp-2025-11-25.md LC11 with docs/spec/mcp-2026-07-28.md §3.2 (an era bridge; npm mcp-proxy 6.7.19 translates)",
         "an era bridge (2026-07-28 HTTP front, legacy stdio upstream) takes the client's closed request stream for nothing: the legacy upstream, for which a disconnect is not a cancel, is never sent notifications/cancelled";
 }

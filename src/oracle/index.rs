@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::OracleConfig;
 use crate::model::{TimeoutPolicy, Transport};
-use crate::trace::{EventKind, Side, Trace, WireEvent, FAULT_STALL};
+use crate::trace::{EventKind, Side, Trace, TransportName, WireEvent, FAULT_STALL};
 use crate::wire::Era;
 use crate::wire::{
     DecodeError, DecodeOptions, Message, ProgressToken, RequestId, Rule, META_SUBSCRIPTION_ID,
@@ -656,6 +656,13 @@ impl<'t> Index<'t> {
                 }
             }
             Message::Cancelled(c) => {
+                // In 2026-07-28 over Streamable HTTP the stream's close is the cancel; a
+                // notification POSTed there cancels nothing (the binding expects none, and a
+                // server rightly works on while the stream stays open). `cancel-over-http`
+                // judges the POST itself.
+                if self.era == Era::Modern && w.transport == TransportName::Http {
+                    return;
+                }
                 let Some(r) = self.by_id(&c.request_id, i) else {
                     return;
                 };

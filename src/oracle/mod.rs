@@ -98,6 +98,25 @@ impl fmt::Display for Level {
     }
 }
 
+/// Whose fault a rule's violation is: a fixed role, or read from the violation's first event
+/// (the message that broke the rule, or the one left unanswered). A two-hop trace of
+/// `check-proxy` has mcp-sim's reference peers at both ends, so a one-hop violation whose
+/// party is one of them is a defect of the judge, never a finding
+/// ([`OracleConfig::reference_ends`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Party {
+    /// The client (on the upstream hop, the intermediary).
+    Client,
+    /// The server (on the front hop, the intermediary).
+    Server,
+    /// Whoever wrote the message of the first event named.
+    Sender,
+    /// Whoever should have answered the message of the first event named (its receiver).
+    Answerer,
+    /// The intermediary, across its two hops.
+    Intermediary,
+}
+
 /// One entry of the rule catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuleInfo {
@@ -108,6 +127,8 @@ pub struct RuleInfo {
     pub modern: Option<Level>,
     /// The level in the legacy era (2025-03-26 to 2025-11-25); `None` where it does not apply.
     pub legacy: Option<Level>,
+    /// Whose fault a violation is.
+    pub party: Party,
     /// Where the rule comes from in the modern era (sections of docs/spec/mcp-2026-07-28.md
     /// and its §9 invariants).
     pub spec: &'static str,
@@ -160,7 +181,7 @@ macro_rules! era_level {
 }
 
 macro_rules! catalog {
-    ($($ident:ident = $name:literal, $modern:ident, $legacy:ident, $spec:literal, $legacy_spec:literal, $summary:literal;)*) => {
+    ($($ident:ident = $name:literal, $modern:ident, $legacy:ident, $party:ident, $spec:literal, $legacy_spec:literal, $summary:literal;)*) => {
         /// Stable rule names, as constants for matching.
         pub mod rule {
             $(#[doc = $summary] pub const $ident: &str = $name;)*
@@ -171,6 +192,7 @@ macro_rules! catalog {
                 name: $name,
                 modern: era_level!($modern),
                 legacy: era_level!($legacy),
+                party: Party::$party,
                 spec: $spec,
                 legacy_spec: $legacy_spec,
                 summary: $summary,
@@ -180,141 +202,141 @@ macro_rules! catalog {
 }
 
 catalog! {
-    MESSAGE_SHAPE = "message-shape", Must, Must, "§1.1-1.2, §9 A1-A8", "LA1, §2: the era's shapes",
+    MESSAGE_SHAPE = "message-shape", Must, Must, Sender, "§1.1-1.2, §9 A1-A8", "LA1, §2: the era's shapes",
         "every message decodes strictly; clients send only requests and cancellations, servers never send requests, server results carry resultType";
-    PROGRESS_TOKEN_TYPE = "progress-token-type", Must, Must, "§2.1, §9 B11", "LB7",
+    PROGRESS_TOKEN_TYPE = "progress-token-type", Must, Must, Sender, "§2.1, §9 B11", "LB7",
         "a progressToken is a string or an integer";
-    PROGRESS_TOKEN_UNIQUE = "progress-token-unique", Must, Must, "§2.1, §9 B12", "LB7",
+    PROGRESS_TOKEN_UNIQUE = "progress-token-unique", Must, Must, Client, "§2.1, §9 B12", "LB7",
         "no two outstanding requests of the client carry the same progressToken";
-    PROGRESS_UNKNOWN_TOKEN = "progress-unknown-token", Must, Must, "§2.3 item 1, §9 B14", "LB7",
+    PROGRESS_UNKNOWN_TOKEN = "progress-unknown-token", Must, Must, Server, "§2.3 item 1, §9 B14", "LB7",
         "progress names only a token of a request the server has received";
-    PROGRESS_MONOTONIC = "progress-monotonic", Must, Must, "§2.2, §9 B15", "LB7",
+    PROGRESS_MONOTONIC = "progress-monotonic", Must, Must, Server, "§2.2, §9 B15", "LB7",
         "progress strictly increases per request (lenient profile: never decreases)";
-    PROGRESS_AFTER_COMPLETION = "progress-after-completion", Must, Must, "§2.3 item 5, §9 B16", "LB7",
+    PROGRESS_AFTER_COMPLETION = "progress-after-completion", Must, Must, Server, "§2.3 item 5, §9 B16", "LB7",
         "no progress for a request after the server sent its final response";
-    PROGRESS_STREAM = "progress-stream", Must, No, "§2.4, §9 B17-B18", "",
-        "on HTTP, progress travels only on its own request's stream and never carries a subscriptionId";
-    RESPONSE_AFTER_CANCEL = "response-after-cancel", Must, Should, "§3.3 item 6, §5.1, §9 C26", "LC10",
+    PROGRESS_STREAM = "progress-stream", Must, Should, Server, "§2.4, §9 B17-B18", "§5: a POST's SSE stream carries the requests and notifications that relate to its request",
+        "on HTTP, progress travels only on its own request's stream (legacy era: never on another request's POST stream, SHOULD) and never carries a subscriptionId";
+    RESPONSE_AFTER_CANCEL = "response-after-cancel", Must, Should, Server, "§3.3 item 6, §5.1, §9 C26", "LC10",
         "after the server received a stdio cancel it sends nothing more for that request (lenient profile: SHOULD)";
-    DUPLICATE_RESPONSE = "duplicate-response", Must, Must, "§1.2, §9 E44", "JSON-RPC 2.0, as modern E44",
+    DUPLICATE_RESPONSE = "duplicate-response", Must, Must, Sender, "§1.2, §9 E44", "JSON-RPC 2.0, as modern E44",
         "a request gets at most one response";
-    SERVER_CANCEL_NOT_LISTEN = "server-cancel-not-listen", Must, No, "§3.2, §9 C29", "",
+    SERVER_CANCEL_NOT_LISTEN = "server-cancel-not-listen", Must, No, Server, "§3.2, §9 C29", "",
         "a server sends notifications/cancelled only for an open subscriptions/listen request";
-    CANCEL_UNKNOWN_REQUEST = "cancel-unknown-request", Must, Must, "§3.3 item 1, §9 C22, C32", "LC9",
+    CANCEL_UNKNOWN_REQUEST = "cancel-unknown-request", Must, Must, Client, "§3.3 item 1, §9 C22, C32", "LC9",
         "a client cancels only a request it sent and still believes in progress (not answered, not already cancelled)";
-    CANCEL_ON_TIMEOUT = "cancel-on-timeout", Must, Should, "§3.2, §4, §9 C23, D35", "LD14, LC11: the notification on every transport",
+    CANCEL_ON_TIMEOUT = "cancel-on-timeout", Must, Should, Client, "§3.2, §4, §9 C23, D35", "LD14, LC11: the notification on every transport",
         "a client that abandons a request (timeout or cancel) cancels it on the wire: stdio notifications/cancelled (MUST), HTTP closing its stream (SHOULD)";
-    CANCEL_OVER_HTTP = "cancel-over-http", Policy, No, "§3.2, §9 C24", "",
+    CANCEL_OVER_HTTP = "cancel-over-http", Policy, No, Client, "§3.2, §9 C24", "",
         "in 2026-07-28 a client cancels over Streamable HTTP by closing the request's stream and POSTs no notifications/cancelled (the binding defines none from the client: \"not expected\")";
-    TIMEOUT_MAXIMUM = "timeout-maximum", Should, Should, "§4, §9 D34, D37", "LD14",
+    TIMEOUT_MAXIMUM = "timeout-maximum", Should, Should, Client, "§4, §9 D34, D37", "LD14",
         "no request stays open past its hard maximum plus a tolerance, whatever progress arrives";
-    TIMEOUT_DEADLINE = "timeout-deadline", Policy, Policy, "§4, §9 D36", "LD14",
+    TIMEOUT_DEADLINE = "timeout-deadline", Policy, Policy, Client, "§4, §9 D36", "LD14",
         "the client's timer honours the request's recorded policy: idle deadline from the send or the last valid progress, hard maximum from the send";
-    DISCOVER_TIMEOUT = "discover-timeout", Should, Should, "§4, §5.1 (the back-compat probe)", "the auto mode's fallback (digest §0)",
+    DISCOVER_TIMEOUT = "discover-timeout", Should, Should, Client, "§4, §5.1 (the back-compat probe)", "the auto mode's fallback (digest §0)",
         "a client's server/discover that gets no answer is given up (a fallback, a cancel, the connection closed) within a reasonable time: OracleConfig::discover_timeout_ms";
-    HTTP_REQUEST_HEADERS = "http-request-headers", Must, No, "§5.2, §9 E41", "",
+    HTTP_REQUEST_HEADERS = "http-request-headers", Must, No, Client, "§5.2, §9 E41", "",
         "a request POST carries Accept with both media types, MCP-Protocol-Version equal to the body's protocolVersion, Mcp-Method equal to its method, and Mcp-Name where required";
-    HTTP_STATUS = "http-status", Must, No, "§5.2, §8, §9 E41-E43, I63", "",
+    HTTP_STATUS = "http-status", Must, No, Server, "§5.2, §8, §9 E41-E43, I63", "",
         "answers come with their status: mismatched headers 400 with -32020, -32601 with 404, -32020/-32021/-32022 with 400, an accepted notification 202, a request's 200 as JSON or an event stream";
-    ORIGIN_VALIDATED = "origin-validated", Must, Must, "§5.2, §9 I63", "§5 (Streamable HTTP: servers MUST validate Origin)",
+    ORIGIN_VALIDATED = "origin-validated", Must, Must, Server, "§5.2, §9 I63", "§5 (Streamable HTTP: servers MUST validate Origin)",
         "a local server refuses a request whose Origin or Host names another host (DNS rebinding), before serving it: 403 for a bad Origin in 2026-07-28, any 4xx in the legacy era and for a bad Host";
-    DECLARED_DEADLINE = "declared-deadline", Policy, Policy, "§4, §9 D35-D36", "LD14",
+    DECLARED_DEADLINE = "declared-deadline", Policy, Policy, Client, "§4, §9 D35-D36", "LD14",
         "seen from the server, for a client whose timeout policy was declared: a request still running at its deadline (idle from receipt or the last progress sent, maximum from receipt) is cancelled on the wire within the grace window";
-    LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, Should, "§3.3 item 5, §9 C27", "LC12",
+    LATE_RESPONSE_DELIVERED = "late-response-delivered", Should, Should, Client, "§3.3 item 5, §9 C27", "LC12",
         "after the client abandoned a request, no response or progress for it reaches the application";
-    DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, No, "§3.2, §5.2, §9 C25", "",
+    DISCONNECT_IS_CANCEL = "disconnect-is-cancel", Must, No, Server, "§3.2, §5.2, §9 C25", "",
         "on HTTP, after a request's stream closed the server sends nothing more for it and its work stops within the grace window";
-    WORK_AFTER_CANCEL = "work-after-cancel", Should, Should, "§3.3 items 3 and 6, §9 C26", "LC10: after the cancel notification, on every transport",
+    WORK_AFTER_CANCEL = "work-after-cancel", Should, Should, Server, "§3.3 items 3 and 6, §9 C26", "LC10: after the cancel notification, on every transport",
         "on stdio, the backend does no work for a request later than the grace window after the server received its cancel";
-    RESOURCE_LEAK = "resource-leak", Should, Should, "§3.3 item 3", "LC10",
+    RESOURCE_LEAK = "resource-leak", Should, Should, Server, "§3.3 item 3", "LC10",
         "a request that did backend work releases its resource once it ends";
-    SINGLE_OUTCOME = "single-outcome", Policy, Policy, "§3.3 item 7, §9 C28", "LC12",
+    SINGLE_OUTCOME = "single-outcome", Policy, Policy, Client, "§3.3 item 7, §9 C28", "LC12",
         "the client application is told exactly one outcome per request (at most one; exactly one once the run is complete)";
-    REQUEST_ID_UNIQUE = "request-id-unique", Must, Must, "§1.2, §9 A9", "JSON-RPC 2.0, as modern A9",
+    REQUEST_ID_UNIQUE = "request-id-unique", Must, Must, Client, "§1.2, §9 A9", "JSON-RPC 2.0, as modern A9",
         "a client never sends a request whose id equals an outstanding request's id";
-    REQUEST_ID_REUSE = "request-id-reuse", Policy, Policy, "§1.2, §6, §9 A9", "as modern A9",
+    REQUEST_ID_REUSE = "request-id-reuse", Policy, Policy, Client, "§1.2, §6, §9 A9", "as modern A9",
         "a client never reuses a request id within a run, even after the first request ended";
-    LISTEN_ACK_FIRST = "listen-ack-first", Must, No, "§7.1, §9 G52", "",
+    LISTEN_ACK_FIRST = "listen-ack-first", Must, No, Server, "§7.1, §9 G52", "",
         "the first server message tagged with a subscription id is its acknowledgement";
-    RACE_NOT_GRACEFUL = "race-not-graceful", Must, Must, "§3.3 item 7, §9 C28", "LC12",
+    RACE_NOT_GRACEFUL = "race-not-graceful", Must, Must, Client, "§3.3 item 7, §9 C28", "LC12",
         "the client copes with races: a late response or progress never makes it drop its connection, and it gives up a request as lost only when the server or an intermediary closed it";
-    RESET_NEEDS_TOKEN = "reset-needs-token", Policy, Policy, "§2.1, §4", "LB7, LD14",
+    RESET_NEEDS_TOKEN = "reset-needs-token", Policy, Policy, Client, "§2.1, §4", "LB7, LD14",
         "a request whose timer resets on progress carries a progressToken (without one no progress can come)";
-    IDLE_STREAM_CUT = "idle-stream-cut", Policy, Policy, "§5.2 (keep-alives), intermediaries §1", "intermediaries §1",
+    IDLE_STREAM_CUT = "idle-stream-cut", Policy, Policy, Server, "§5.2 (keep-alives), intermediaries §1", "intermediaries §1",
         "no stream with an outstanding request stays silent until an intermediary's idle timeout cuts it";
-    NOTIFICATION_ANSWERED = "notification-answered", Must, Must, "§8, §9 A10", "JSON-RPC 2.0, as modern A10",
+    NOTIFICATION_ANSWERED = "notification-answered", Must, Must, Server, "§8, §9 A10", "JSON-RPC 2.0, as modern A10",
         "on stdio the server never answers a notification: no error without an id when everything the client wrote was readable";
-    PROGRESS_TOKEN_REUSE = "progress-token-reuse", Policy, Policy, "§2.1, §6, §9 F51", "as modern F51",
+    PROGRESS_TOKEN_REUSE = "progress-token-reuse", Policy, Policy, Client, "§2.1, §6, §9 F51", "as modern F51",
         "a client never reuses a progressToken within a run, even after the request that carried it ended (every retry gets a fresh one)";
-    ERROR_CODE_RESERVED = "error-code-reserved", Must, No, "§8, §9 I62", "",
+    ERROR_CODE_RESERVED = "error-code-reserved", Must, No, Server, "§8, §9 I62", "",
         "a server never sends -32002, -32042 or an undefined code of -32020..-32099 (MUST NOT), and avoids the legacy -32000..-32019 (SHOULD NOT)";
-    TASK_NOT_NEGOTIATED = "task-not-negotiated", Must, No, "§7.3, §9 H58", "",
+    TASK_NOT_NEGOTIATED = "task-not-negotiated", Must, No, Server, "§7.3, §9 H58", "",
         "a CreateTaskResult answers only a tools/call that declared the Tasks extension in its own clientCapabilities";
-    TASK_ACK = "task-ack", Must, No, "§7.3, §9 H61", "",
+    TASK_ACK = "task-ack", Must, No, Server, "§7.3, §9 H61", "",
         "tasks/cancel and tasks/update are acknowledged with an empty result of resultType complete";
-    TASK_TERMINAL = "task-terminal", Must, No, "§7.3, §9 H61", "",
+    TASK_TERMINAL = "task-terminal", Must, No, Server, "§7.3, §9 H61", "",
         "a task reported completed, failed or cancelled never reports another status";
-    TASK_UNKNOWN = "task-unknown", Must, No, "§7.3, §8", "",
+    TASK_UNKNOWN = "task-unknown", Must, No, Server, "§7.3, §8", "",
         "a tasks/get, tasks/cancel or tasks/update of a task never announced or past its ttlMs gets -32602, never a result";
-    TASK_POLL_INTERVAL = "task-poll-interval", Should, No, "§7.3, §9 H60", "",
+    TASK_POLL_INTERVAL = "task-poll-interval", Should, No, Client, "§7.3, §9 H60", "",
         "a client polls one task with tasks/get no faster than the pollIntervalMs it was last given";
-    TASK_CANCELLED_UNASKED = "task-cancelled-unasked", Should, No, "§6, §7.3", "",
+    TASK_CANCELLED_UNASKED = "task-cancelled-unasked", Should, No, Server, "§6, §7.3", "",
         "a task ends cancelled only after a tasks/cancel asked for it: a closed stream or a lost connection does not cancel a task";
-    TASK_WORK_AFTER_CANCELLED = "task-work-after-cancelled", Should, No, "§7.3, §3.3 item 3", "",
+    TASK_WORK_AFTER_CANCELLED = "task-work-after-cancelled", Should, No, Server, "§7.3, §3.3 item 3", "",
         "once a task was reported cancelled, its backend work stops within the grace window";
-    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, Must, "§7.3, §9 C31", "LC13: 2025-11-25 only",
+    CANCEL_TARGETS_TASK = "cancel-targets-task", Must, Must, Client, "§7.3, §9 C31", "LC13: 2025-11-25 only",
         "a client never sends notifications/cancelled for a task (or the call that became one); tasks are cancelled with tasks/cancel";
-    INPUT_REQUIRED_SHAPE = "input-required-shape", Must, No, "§7.2, §9 F50", "",
+    INPUT_REQUIRED_SHAPE = "input-required-shape", Must, No, Server, "§7.2, §9 F50", "",
         "input_required answers only tools/call, prompts/get or resources/read, and carries inputRequests or requestState";
-    INPUT_REQUIRED_RETRY = "input-required-retry", Must, No, "§7.2, §9 F49", "",
+    INPUT_REQUIRED_RETRY = "input-required-retry", Must, No, Client, "§7.2, §9 F49", "",
         "the retry after input_required has a new id and echoes requestState exactly, or omits it when none was given";
-    LISTEN_TAGGED = "listen-tagged", Must, No, "§7.1, §9 G53, G56", "",
+    LISTEN_TAGGED = "listen-tagged", Must, No, Server, "§7.1, §9 G53, G56", "",
         "every notification of a subscription, and the result that ends it, carries its subscriptionId";
-    LISTEN_FILTER = "listen-filter", Must, No, "§7.1, §9 G53-G54", "",
+    LISTEN_FILTER = "listen-filter", Must, No, Server, "§7.1, §9 G53-G54", "",
         "a subscription carries only the notification types its filter asked for, never progress or notifications/message, and is acknowledged with no more than was asked";
-    LISTEN_REOPENED = "listen-reopened", Must, No, "§7.1, §9 G57", "",
+    LISTEN_REOPENED = "listen-reopened", Must, No, Client, "§7.1, §9 G57", "",
         "on stdio, a client that goes on after the server's pipe broke re-opens, under a new id, every subscription it still wanted";
-    WIRE_INTEGRITY = "wire-integrity", Must, Must, "§5.1, §5.2, §9 E40, E44", "§5, §6: framing, as modern E40",
+    WIRE_INTEGRITY = "wire-integrity", Must, Must, Server, "§5.1, §5.2, §9 E40, E44", "§5, §6: framing, as modern E40",
         "every message the client reads is one the server wrote intact: framing never splits or corrupts a message";
-    INITIALIZE_FIRST = "initialize-first", No, Must, "", "LA1",
+    INITIALIZE_FIRST = "initialize-first", No, Must, Sender, "", "LA1",
         "the first request of a connection is initialize, and its result carries protocolVersion, capabilities and serverInfo";
-    REQUEST_BEFORE_INITIALIZED = "request-before-initialized", No, Should, "", "LA2",
+    REQUEST_BEFORE_INITIALIZED = "request-before-initialized", No, Should, Client, "", "LA2",
         "before the initialize result the client sends no request other than ping";
-    INITIALIZE_CANCELLED = "initialize-cancelled", No, Must, "", "LA3, LC9",
+    INITIALIZE_CANCELLED = "initialize-cancelled", No, Must, Client, "", "LA3, LC9",
         "the client never cancels initialize (a handshake that timed out closes the connection instead)";
-    PING_ANSWERED = "ping-answered", No, Must, "", "LA4",
+    PING_ANSWERED = "ping-answered", No, Must, Answerer, "", "LA4",
         "a ping is answered with an empty result: a ping the peer read and then answered a later request without answering is a breach in any trace, and once the run is complete every ping is answered";
-    SESSION_ID_SENT = "session-id-sent", No, Must, "", "LA5",
+    SESSION_ID_SENT = "session-id-sent", No, Must, Client, "", "LA5",
         "on HTTP, once the initialize response issued an Mcp-Session-Id, every later request carries it, and after a 404 the client initializes again before anything else";
-    PROTOCOL_VERSION_HEADER = "protocol-version-header", No, Must, "", "LA6",
+    PROTOCOL_VERSION_HEADER = "protocol-version-header", No, Must, Client, "", "LA6",
         "on HTTP (2025-06-18 and later), every request after initialize carries MCP-Protocol-Version equal to the negotiated version";
-    PROGRESS_ON_GET_STREAM = "progress-on-get-stream", No, Should, "", "LB8",
+    PROGRESS_ON_GET_STREAM = "progress-on-get-stream", No, Should, Server, "", "LB8",
         "progress for a request travels on its POST's stream, not on a GET stream the client opened to listen";
-    DISCONNECT_TAKEN_AS_CANCEL = "disconnect-taken-as-cancel", No, Should, "", "LC11",
+    DISCONNECT_TAKEN_AS_CANCEL = "disconnect-taken-as-cancel", No, Should, Server, "", "LC11",
         "on HTTP a closed stream is not a cancel: a server that saw no cancel does not drop the request (release it without answering) because its stream closed";
-    EVENT_ID_UNIQUE = "event-id-unique", No, Must, "", "LE15",
+    EVENT_ID_UNIQUE = "event-id-unique", No, Must, Server, "", "LE15",
         "SSE event ids are unique across all streams of the session (a resumed stream's replay aside)";
-    REPLAY_OTHER_STREAM = "replay-other-stream", No, Must, "", "LE16",
+    REPLAY_OTHER_STREAM = "replay-other-stream", No, Must, Server, "", "LE16",
         "a stream resumed with Last-Event-ID replays only messages of the stream that event came from";
-    REPLAY_EXACTLY_ONCE = "replay-exactly-once", No, Must, "", "LE17",
+    REPLAY_EXACTLY_ONCE = "replay-exactly-once", No, Must, Server, "", "LE17",
         "a resumed stream replays nothing at or before Last-Event-ID, and no event twice";
-    RETRY_HONOURED = "retry-honoured", No, Must, "", "LE18",
+    RETRY_HONOURED = "retry-honoured", No, Must, Client, "", "LE18",
         "(2025-11-25) the client resumes a stream no sooner than the retry the server set on it after the stream broke";
-    PRIMING_EVENT = "priming-event", No, Should, "", "LE19",
+    PRIMING_EVENT = "priming-event", No, Should, Server, "", "LE19",
         "(2025-11-25) each SSE response stream opens with a priming event (an event id, no data) before any message";
-    RESUME_BROKEN_STREAM = "resume-broken-stream", No, Should, "", "LE17, LC11 (derived)",
+    RESUME_BROKEN_STREAM = "resume-broken-stream", No, Should, Client, "", "LE17, LC11 (derived)",
         "a client whose request's stream broke after an event id resumes it with Last-Event-ID before it gives the request up (the server keeps working: a disconnect is not a cancel)";
-    CANCEL_FORWARDED = "cancel-forwarded", Must, Should, "§3.2, §5.1, §5.2, §9 C23-C25", "LC11, LD14",
-        "an intermediary passes a front cancel (in 2026-07-28 over HTTP, the request's stream closing), or a front request it answered itself, on to the upstream request as the upstream era's cancel within the grace window: notifications/cancelled naming the upstream's id (stdio, and the legacy era everywhere: MUST on 2026-07-28 stdio, SHOULD in the legacy era), the upstream stream closed (2026-07-28 HTTP: SHOULD)";
-    CANCEL_ANSWERED_LOCALLY = "cancel-answered-locally", Must, Should, "§3.3 items 3 and 6, §9 C26", "LC10",
+    CANCEL_FORWARDED = "cancel-forwarded", Must, Should, Intermediary, "§3.2, §5.1, §5.2, §9 C23-C25", "LC11, LD14",
+        "an intermediary passes a front cancel (in 2026-07-28 over HTTP, the request's stream closing), or a front request it answered itself, on to the upstream request as the upstream era's cancel within the grace window: notifications/cancelled naming the upstream's id (stdio, and the legacy era everywhere: MUST on 2026-07-28 stdio, SHOULD in the legacy era), the upstream stream closed (2026-07-28 HTTP: SHOULD); closing the whole upstream connection (a child's input) ends every request on it";
+    CANCEL_ANSWERED_LOCALLY = "cancel-answered-locally", Must, Should, Intermediary, "§3.3 items 3 and 6, §9 C26", "LC10",
         "an intermediary does not answer a front cancel itself: no final response reaches the front for a cancelled request unless the upstream sent that response";
-    LATE_RESULT_FORWARDED = "late-result-forwarded", Must, Should, "§3.3 items 5 and 6, §9 C26-C27", "LC10, LC12",
+    LATE_RESULT_FORWARDED = "late-result-forwarded", Must, Should, Intermediary, "§3.3 items 5 and 6, §9 C26-C27", "LC10, LC12",
         "a response the upstream sent after the front's cancel had reached it (or later than the grace window after the front's cancel) does not reach the front";
-    PROGRESS_FORWARDED = "progress-forwarded", Should, Should, "§2.1, §2.3, §2.4", "LB7",
+    PROGRESS_FORWARDED = "progress-forwarded", Should, Should, Intermediary, "§2.1, §2.3, §2.4", "LB7",
         "progress the upstream sent for a request reaches the front with the client's own token: every notification sent more than the grace window before the request ended on the front";
-    REQUEST_ID_MAPPING = "request-id-mapping", Must, Must, "§1.2, §3.3 item 1, §9 A9, C22", "JSON-RPC 2.0, LC9",
+    REQUEST_ID_MAPPING = "request-id-mapping", Must, Must, Intermediary, "§1.2, §3.3 item 1, §9 A9, C22", "JSON-RPC 2.0, LC9",
         "an intermediary maps each response and cancel to its own request: the front's answer to a request is the upstream's answer to that request's upstream request, and an upstream request is cancelled only when its front request was cancelled or ended";
-    INTERMEDIARY_TIMEOUT = "intermediary-timeout", Should, Should, "§4, §9 D34-D37", "LD14",
+    INTERMEDIARY_TIMEOUT = "intermediary-timeout", Should, Should, Intermediary, "§4, §9 D34-D37", "LD14",
         "an intermediary ends a waiting front request as its documented request timeout says (`intermediary_timeout_ms`, `check-proxy --intermediary-timeout-ms`): it does not cut one the upstream still works on sooner than that timeout after the request was sent (nor at all when no timeout is documented), and with a timeout documented it does not leave one idle longer than the timeout plus the grace window after the request or its last progress";
 }
 
@@ -388,6 +410,12 @@ pub struct OracleConfig {
     /// reasonable timeout"; the default is the longest of the SDKs' auto modes (rmcp's and
     /// mcp-sim's own 10 s; mcp-go waits 5 s).
     pub discover_timeout_ms: u64,
+    /// Two-hop traces whose client and upstream server are mcp-sim's own reference peers
+    /// (`check-proxy`): the intermediary is the one under judgement, so a one-hop violation
+    /// whose [`Party`] is the front's client or the upstream's server is a misreading of the
+    /// judge's and goes to [`Verdict::judge_defects`], never among the findings. Off where a
+    /// simulated bridge's ends may be mutants.
+    pub reference_ends: bool,
 }
 
 impl Default for OracleConfig {
@@ -405,6 +433,7 @@ impl Default for OracleConfig {
             era: None,
             intermediary_timeout_ms: None,
             discover_timeout_ms: 10_000,
+            reference_ends: false,
         }
     }
 }
@@ -423,15 +452,19 @@ pub struct Violation {
     /// In a two-hop trace, the hop a one-hop rule was broken on (`None`: a one-hop trace, or
     /// an intermediary rule, which spans both).
     pub hop: Option<Hop>,
+    /// On the upstream hop of an intermediary with several upstream connections, which one
+    /// (the trace's `conn`).
+    pub conn: Option<u32>,
 }
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let events: Vec<String> = self.events.iter().map(|e| format!("#{e}")).collect();
-        let hop = match self.hop {
-            Some(Hop::Front) => " (front hop)",
-            Some(Hop::Back) => " (upstream hop)",
-            None => "",
+        let hop = match (self.hop, self.conn) {
+            (Some(Hop::Front), _) => " (front hop)".to_owned(),
+            (Some(Hop::Back), Some(c)) => format!(" (upstream hop, connection {c})"),
+            (Some(Hop::Back), None) => " (upstream hop)".to_owned(),
+            (None, _) => String::new(),
         };
         write!(
             f,
@@ -451,8 +484,14 @@ pub struct Verdict {
     pub violations: Vec<Violation>,
     /// The era the trace was judged by, and why (in a two-hop trace, the front hop's).
     pub era: EraReading,
-    /// In a two-hop trace, the era of the upstream hop, and why.
+    /// In a two-hop trace, the era of the upstream hop, and why (of several upstream
+    /// connections, the first that carried a `tools/call`).
     pub upstream_era: Option<EraReading>,
+    /// Of an upstream hop of several connections, each one's era, connection 1 first.
+    pub connection_eras: Vec<EraReading>,
+    /// Violations the judge found against a reference peer ([`OracleConfig::reference_ends`]):
+    /// a misreading of the trace by mcp-sim, reported as such and never a finding.
+    pub judge_defects: Vec<Violation>,
 }
 
 /// Whether `rule` checks what a client declared about its timeouts (`--client-policy`).
@@ -491,7 +530,13 @@ impl Verdict {
         RULES.iter().filter(move |r| match self.upstream_era {
             None => !r.spans_hops() && r.level_in(self.era.era).is_some(),
             Some(up) => {
-                r.spans_hops() || r.level_in(self.era.era).is_some() || r.level_in(up.era).is_some()
+                r.spans_hops()
+                    || r.level_in(self.era.era).is_some()
+                    || r.level_in(up.era).is_some()
+                    || self
+                        .connection_eras
+                        .iter()
+                        .any(|c| r.level_in(c.era).is_some())
             }
         })
     }
@@ -500,8 +545,12 @@ impl Verdict {
     /// hop and for `cancel-forwarded` (the upstream era says what a cancel is), else the
     /// front's (a one-hop trace's own).
     pub fn era_of(&self, v: &Violation) -> Era {
-        match self.upstream_era {
-            Some(up) if v.hop == Some(Hop::Back) || v.rule == rule::CANCEL_FORWARDED => up.era,
+        let conn = v
+            .conn
+            .and_then(|c| self.connection_eras.get(c as usize - 1));
+        match (self.upstream_era, conn) {
+            (Some(_), Some(c)) if v.hop == Some(Hop::Back) => c.era,
+            (Some(up), _) if v.hop == Some(Hop::Back) || v.rule == rule::CANCEL_FORWARDED => up.era,
             _ => self.era.era,
         }
     }
@@ -510,7 +559,22 @@ impl Verdict {
     pub fn describe_era(&self) -> String {
         match self.upstream_era {
             None => self.era.describe(),
-            Some(up) => format!("front {}, upstream {}", self.era.describe(), up.describe()),
+            Some(up) if self.connection_eras.len() < 2 => {
+                format!("front {}, upstream {}", self.era.describe(), up.describe())
+            }
+            Some(_) => {
+                let conns: Vec<String> = self
+                    .connection_eras
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| format!("connection {} {}", k + 1, e.describe()))
+                    .collect();
+                format!(
+                    "front {}, upstream {}",
+                    self.era.describe(),
+                    conns.join("; ")
+                )
+            }
         }
     }
 
@@ -528,15 +592,44 @@ pub fn check(trace: &Trace, config: &OracleConfig) -> Verdict {
         return check_ordered(trace, config);
     };
     let mut verdict = check_ordered(&ordered, config);
-    for v in &mut verdict.violations {
+    for v in verdict
+        .violations
+        .iter_mut()
+        .chain(verdict.judge_defects.iter_mut())
+    {
         for e in &mut v.events {
             *e = given[*e];
         }
+        v.message = renumbered(&v.message, &given);
     }
     verdict
         .violations
         .sort_by(|a, b| (a.events.last(), a.rule).cmp(&(b.events.last(), b.rule)));
     verdict
+}
+
+/// `message` with every event reference `#N` in it read through `origin` (the index in the
+/// whole trace of each event of the part judged), so that a message names events as the
+/// violation's `events` and the event list do.
+pub(crate) fn renumbered(message: &str, origin: &[usize]) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find('#') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| origin.get(n))
+        {
+            Some(n) => out.push_str(&n.to_string()),
+            None => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Runs `f` over the request index of `trace` as the rules read it, with the one-hop verdict
@@ -614,5 +707,7 @@ fn check_hop(trace: &Trace, config: &OracleConfig) -> Verdict {
         violations,
         era,
         upstream_era: None,
+        connection_eras: Vec::new(),
+        judge_defects: Vec::new(),
     }
 }

@@ -46,6 +46,9 @@ impl Method {
     }
 }
 
+/// The legacy era's session header, as traces record it (lower case).
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
 /// The header names a recorder keeps (lower case): the ones the rules judge.
 pub const RECORDED: [&str; 7] = [
     "accept",

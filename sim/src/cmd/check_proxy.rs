@@ -165,13 +165,14 @@ pub fn run(args: &Args) -> ExitCode {
     checked.findings.extend(unconfirmed);
     let up = &checked.upstream;
     eprintln!(
-        "upstream: {} reference server process(es) started by the intermediary, {} events, {} \
-         tool calls reached it{}",
+        "upstream: {} reference server process(es) started by the intermediary, {} \
+         connection(s), {} events, {} tool calls reached it{}",
         up.processes,
+        up.connections,
         up.trace.events.len(),
         up.calls,
-        if up.processes > 1 {
-            " (their traces are judged as one upstream hop)"
+        if up.connections > 1 {
+            " (each connection judged on its own, in its own era)"
         } else {
             ""
         }

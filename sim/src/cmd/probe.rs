@@ -412,6 +412,10 @@ struct JsonVerdict<'a> {
     coverage: &'a Coverage,
     findings: &'a [Finding],
     violations: Vec<JsonViolation<'a>>,
+    /// `check-proxy`: violations the judge found against a reference peer (always empty
+    /// unless mcp-sim misread the trace; never a finding).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    judge_defects: Vec<JsonViolation<'a>>,
     /// Where the trace was written.
     trace: Option<String>,
 }
@@ -447,12 +451,16 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     }
     // Every request must end: a server that went away leaves its calls open, and the oracle
     // says so.
+    // Through `check-proxy` both ends are mcp-sim's reference peers: only the intermediary
+    // is judged, and a finding against either end is the judge's defect, shown as such.
     let config = OracleConfig {
         complete: true,
         intermediary_timeout_ms: f.intermediary_timeout_ms,
+        reference_ends: f.judged.is_some(),
         ..oracle_config(args.profile, args.grace_ms)
     };
     let verdict = oracle::check(trace, &config);
+    crate::args::report_judge_defects(&verdict);
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let mut found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels, trace);
     found.extend(f.extra.iter().cloned());
@@ -530,6 +538,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
                 coverage: &coverage,
                 findings: &found,
                 violations: json_violations(&verdict),
+                judge_defects: crate::args::json_judge_defects(&verdict),
                 trace: args.trace.as_ref().map(|p| p.display().to_string()),
             };
             println!(

@@ -230,6 +230,7 @@ fn sweep(
             Err(e) => return fail("check-proxy", format!("seed {seed}: {e}")),
         };
         let replay = replay_line(plan, options, flags, *seed);
+        crate::args::report_judge_defects(&v.judged.verdict);
         add_run(&mut totals, *seed, v, &replay, report_dir);
     }
     print_totals(&totals, flags.format, "mcp-sim check-proxy --virtual");
@@ -264,6 +265,7 @@ fn one_seed(
         Err(e) => return fail("check-proxy", e),
     };
     let replay = replay_line(plan, options, flags, seed);
+    crate::args::report_judge_defects(&v.judged.verdict);
     let r = seed_run(seed, &v);
     let line = VirtualPlan::describe(&v.scenario);
     print!("{}", summary_text_with(&r, &replay, &line));

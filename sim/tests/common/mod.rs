@@ -1,7 +1,8 @@
 //! What the tests against real peers share: where the repository is, the peers themselves
-//! (installed on first use, see [`peers`]), the probe's JSON verdict ([`probe`]) and clients
-//! run against `serve` ([`serve`]).
+//! (installed on first use, see [`peers`]), the probe's JSON verdict ([`probe`]), an
+//! intermediary's ([`check_proxy`]) and clients run against `serve` ([`serve`]).
 
+pub mod check_proxy;
 pub mod peers;
 pub mod probe;
 pub mod serve;

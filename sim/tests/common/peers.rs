@@ -82,6 +82,12 @@ pub const SERVER_EVERYTHING_VERSION: &str = "2026.8.31";
 pub const PYPI_MCP_PROXY_VERSION: &str = "0.13.0";
 /// The pinned npm `mcp-proxy`, as in `tests/peers/mcp-proxy-npm/package.json`.
 pub const NPM_MCP_PROXY_VERSION: &str = "6.7.19";
+/// The pinned `mcp-remote` (the stdio-to-remote-HTTP bridge desktop hosts use), as in
+/// `tests/peers/mcp-remote/package.json`.
+pub const MCP_REMOTE_VERSION: &str = "0.15.1";
+/// The pinned `supergateway` (a stdio/HTTP gateway in both directions), as in
+/// `tests/peers/supergateway/package.json`.
+pub const SUPERGATEWAY_VERSION: &str = "4.0.0";
 /// The pinned maturin (the Python package's build tool), as in
 /// `tests/peers/maturin-requirements.txt`.
 pub const MATURIN_VERSION: &str = "1.16.0";
@@ -154,6 +160,35 @@ pub fn npm_mcp_proxy() -> Option<PathBuf> {
         NPM_MCP_PROXY_VERSION,
     )?;
     Some(sdk.dir.join("node_modules").join(".bin").join("mcp-proxy"))
+}
+
+/// The pinned `mcp-remote`'s command, or `None` as for [`node_ts_sdk`].
+pub fn mcp_remote() -> Option<PathBuf> {
+    let project = node_project("mcp-remote", "mcp-remote", "mcp-remote", MCP_REMOTE_VERSION)?;
+    Some(
+        project
+            .dir
+            .join("node_modules")
+            .join(".bin")
+            .join("mcp-remote"),
+    )
+}
+
+/// The pinned `supergateway`'s command, or `None` as for [`node_ts_sdk`].
+pub fn supergateway() -> Option<PathBuf> {
+    let project = node_project(
+        "supergateway",
+        "supergateway",
+        "supergateway",
+        SUPERGATEWAY_VERSION,
+    )?;
+    Some(
+        project
+            .dir
+            .join("node_modules")
+            .join(".bin")
+            .join("supergateway"),
+    )
 }
 
 /// The conformance suite: the Node.js 22 it runs on and its command, or `None` as for

@@ -44,6 +44,12 @@ pub fn sweep_with(
         .output()
         .expect("mcp-sim runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A virtual bridge's ends are mcp-sim's reference peers: the judge never blames them.
+    assert!(
+        !stderr.contains("internal: the judge blamed a reference peer"),
+        "{stderr}"
+    );
     let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(
             "not the sweep's JSON ({e}):\n{stdout}\nstderr:\n{}",

@@ -3,8 +3,11 @@
 //! user's own code as [`check_proxy`].
 //!
 //! In the intermediary's arguments `{upstream}` is the reference server's stdio command (an
-//! argument that is exactly `{upstream}` becomes its separate words; inside a longer argument
-//! it becomes one shell-quoted command line), `{upstream-url}` its Streamable HTTP endpoint
+//! argument that is exactly `{upstream}` becomes its separate words; inside a longer argument,
+//! as in `--cmd={upstream}`, it becomes one shell-quoted command line), `{upstream-line}` that
+//! command line as one argument (for a bridge that takes its server as one string: `--stdio
+//! {upstream-line}`; the shell has already removed any quotes written around `{upstream}`),
+//! `{upstream-url}` its Streamable HTTP endpoint
 //! (`mcp-sim serve --http`, started here), and `{port}` a free local port, also in the front's
 //! URL. Without a front URL the intermediary's front is its stdio, which the probe starts and
 //! stops as it would a server; with one, the intermediary is started here, the front is probed
@@ -13,7 +16,9 @@
 //!
 //! The reference server is the `mcp-sim` binary [`ProxyCheck::mcp_sim`] names, run as `serve
 //! --trace-dir`: it records its own end ([`upstream_files`]: one trace per process, as an
-//! intermediary may start its upstream more than once), on the probe's clock. The probe tags
+//! intermediary may start its upstream more than once), on the probe's clock; each process,
+//! and each HTTP session within one, is an upstream connection of its own, judged in its own
+//! era ([`crate::trace::connections`]). The probe tags
 //! each call's arguments with its number, which the reference server echoes, so each front
 //! call pairs with the upstream request that carries it. Both hops go into one trace
 //! ([`Trace::two_hop`]), judged by the one-hop rules per hop and the intermediary rules across
@@ -28,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::findings::Finding;
 use super::net::stdio::terminate;
 use super::probe::{self, ProbeConfig, ProbeError, ProbeRun, Target};
+use crate::trace::connections::{numbered, sessions};
 use crate::trace::{EventKind, Side, Trace};
 
 /// How long the upstream servers get to write their traces once the intermediary is gone,
@@ -87,7 +93,11 @@ pub struct ProxyCheck {
 pub struct UpstreamSeen {
     /// Reference server processes the intermediary started.
     pub processes: usize,
-    /// Their events, merged in time order.
+    /// The upstream connections they served: a process each on stdio; on HTTP each legacy
+    /// session, and the sessionless 2026-07-28 traffic ([`crate::trace::connections`]).
+    pub connections: usize,
+    /// Their events, merged in time order, each numbered with its connection (`conn`) where
+    /// there are several.
     pub trace: Trace,
     /// The `tools/call` requests that reached them.
     pub calls: usize,
@@ -131,12 +141,13 @@ impl std::error::Error for ProxyCheckError {}
 /// started, and joins the two hops.
 pub fn check_proxy(check: &ProxyCheck) -> Result<ProxyChecked, ProxyCheckError> {
     let joined = check.command.join(" ");
-    let wants_stdio = joined.contains("{upstream}");
+    let wants_stdio = names_stdio_upstream(&joined);
     let wants_http = joined.contains("{upstream-url}");
     if check.command.is_empty() || wants_stdio == wants_http {
         return Err(ProxyCheckError::Config(
             "the intermediary's arguments must name its upstream once: {upstream} (the \
-             reference server's stdio command) or {upstream-url} (its HTTP endpoint)"
+             reference server's stdio command), {upstream-line} (that command as one \
+             argument) or {upstream-url} (its HTTP endpoint)"
                 .into(),
         ));
     }
@@ -238,6 +249,7 @@ pub fn check_proxy(check: &ProxyCheck) -> Result<ProxyChecked, ProxyCheckError> 
         run,
         upstream: UpstreamSeen {
             processes: back.processes,
+            connections: back.connections,
             trace: back.trace,
             calls,
         },
@@ -255,6 +267,12 @@ pub fn upstream_files(dir: &Path, pid: u32) -> (PathBuf, PathBuf) {
     )
 }
 
+/// Whether an intermediary's arguments (joined) name the reference server's stdio command:
+/// `{upstream}` or `{upstream-line}`.
+pub(crate) fn names_stdio_upstream(joined: &str) -> bool {
+    joined.contains("{upstream}") || joined.contains("{upstream-line}")
+}
+
 /// The intermediary's arguments with the placeholders filled in.
 pub(crate) fn expand(command: &[String], upstream: &[String], url: &str, port: u16) -> Vec<String> {
     let line = upstream
@@ -270,6 +288,7 @@ pub(crate) fn expand(command: &[String], upstream: &[String], url: &str, port: u
         }
         out.push(
             arg.replace("{upstream-url}", url)
+                .replace("{upstream-line}", &line)
                 .replace("{upstream}", &line)
                 .replace("{port}", &port.to_string()),
         );
@@ -423,9 +442,11 @@ struct Scratch {
 
 /// What the upstream servers recorded.
 struct Upstream {
-    /// Their events, merged in time order (one process's: its trace).
+    /// Their events, merged in time order, each numbered with its connection where there are
+    /// several ([`numbered`]).
     trace: Trace,
     processes: usize,
+    connections: usize,
 }
 
 impl Scratch {
@@ -484,18 +505,19 @@ impl Scratch {
                  hop cannot be judged"
             ));
         }
-        let mut events = Vec::new();
+        let mut connections = Vec::new();
         for &pid in &pids {
             let path = upstream_files(&self.dir, pid).1;
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let trace = Trace::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            events.extend(trace.events);
+            connections.extend(sessions(&trace));
         }
-        events.sort_by_key(|e| e.t);
+        let count = connections.iter().filter(|c| !c.events.is_empty()).count();
         Ok(Upstream {
-            trace: Trace { events },
+            trace: numbered(connections),
             processes: pids.len(),
+            connections: count,
         })
     }
 
@@ -537,6 +559,7 @@ mod tests {
             "--",
             "{upstream}",
             "--cmd={upstream}",
+            "{upstream-line}",
         ]
         .map(String::from)
         .to_vec();
@@ -551,7 +574,8 @@ mod tests {
                 "serve",
                 "--x",
                 "a b",
-                "--cmd=/bin/mcp-sim serve --x 'a b'"
+                "--cmd=/bin/mcp-sim serve --x 'a b'",
+                "/bin/mcp-sim serve --x 'a b'"
             ]
         );
         let cmd = vec!["gw".to_string(), "--upstream={upstream-url}".into()];

@@ -540,7 +540,10 @@ pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
                 continue;
             }
             // A close at the very instant of the outcome explains it, whichever line a
-            // recorder wrote first.
+            // recorder wrote first; so does the client's own close of the request's stream or
+            // connection at that instant: it ended the request itself (a give-up, not a race),
+            // and told the application so.
+            let at = ix.t(o);
             let explained = ix.trace.events[r.created..=ix.instant_end(o)]
                 .iter()
                 .any(|e| match (&e.kind, e.side) {
@@ -549,7 +552,7 @@ pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
                             stream: None, by, ..
                         },
                         Side::Client,
-                    ) => *by != Side::Client,
+                    ) => *by != Side::Client || e.t == at,
                     (
                         EventKind::Close {
                             stream: Some(st),
@@ -557,7 +560,7 @@ pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
                             ..
                         },
                         Side::Client,
-                    ) => Some(*st) == r.stream && *by != Side::Client,
+                    ) => Some(*st) == r.stream && (*by != Side::Client || e.t == at),
                     _ => false,
                 });
             if !explained {

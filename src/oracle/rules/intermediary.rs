@@ -14,25 +14,38 @@ use crate::oracle::{Level, OracleConfig, Violation};
 use crate::trace::{EventKind, Side, FAULT_BLACKHOLE, FAULT_PARTITION};
 use crate::wire::{Era, Message, METHOD_TOOLS_CALL};
 
-/// The intermediary rules' violations over the two hops' indices; events are given as
-/// indices of the whole trace through each hop's `origin`, and `end` is the trace's last
-/// time (what would have happened later was not seen).
+/// One upstream connection, as the intermediary rules read it.
+pub(in crate::oracle) struct BackConn<'a, 't> {
+    /// Its index.
+    pub ix: &'a Index<'t>,
+    /// Each of its events' index in the whole trace.
+    pub origin: &'a [usize],
+    /// Its number, where there are several.
+    pub conn: Option<u32>,
+}
+
+/// The intermediary rules' violations over the front hop's index and the upstream
+/// connections'; events are given as indices of the whole trace through each hop's `origin`,
+/// and `end` is the trace's last time (what would have happened later was not seen).
 pub(in crate::oracle) fn across(
     f: &Index<'_>,
-    b: &Index<'_>,
+    backs: &[BackConn<'_, '_>],
     front_origin: &[usize],
-    back_origin: &[usize],
     config: &OracleConfig,
     end: u64,
 ) -> Vec<Violation> {
-    let faults = link_faults(b);
+    let faults: Vec<Vec<(u64, u64)>> = backs.iter().map(|b| link_faults(b.ix)).collect();
+    let pairs = pairs(f, backs, &faults);
     Across {
-        pairs: pairs(f, b, &faults),
-        faults,
+        pairs,
+        faults: faults.first().cloned().unwrap_or_default(),
+        all_faults: faults,
         f,
-        b,
+        b: backs[0].ix,
+        back_origin: backs[0].origin,
+        conn: 0,
+        backs,
         front_origin,
-        back_origin,
         grace: config.grace_ms,
         tolerance: config.timer_tolerance_ms,
         timeout: config.intermediary_timeout_ms,
@@ -42,20 +55,20 @@ pub(in crate::oracle) fn across(
     .judge()
 }
 
-/// A front `tools/call` and the upstream request that serves it, if one does (indices into
-/// the hops' [`Index::requests`]).
+/// A front `tools/call` and the upstream request that serves it, if one does: indices into
+/// the front's [`Index::requests`] and (connection, request) into the upstream's.
 struct Pair {
     front: usize,
-    back: Option<usize>,
+    back: Option<(usize, usize)>,
 }
 
-/// Pairs every front `tools/call` the client sent with the upstream request that carries the
-/// same call (see the module docs). A front request the intermediary dropped with its whole
-/// front connection, unanswered, after the upstream crashed during that connection's life,
-/// is not paired with an upstream request that arrived after the crash: that one came from a
-/// later connection (a retried call has the same params), and the dropped one died with the
-/// crashed upstream.
-fn pairs(f: &Index<'_>, b: &Index<'_>, faults: &[(u64, u64)]) -> Vec<Pair> {
+/// Pairs every front `tools/call` the client sent with the upstream request, on whichever
+/// connection, that carries the same call (see the module docs). A front request the
+/// intermediary dropped with its whole front connection, unanswered, after the upstream
+/// crashed during that connection's life, is not paired with an upstream request that arrived
+/// after the crash: that one came from a later connection (a retried call has the same
+/// params), and the dropped one died with the crashed upstream.
+fn pairs(f: &Index<'_>, backs: &[BackConn<'_, '_>], faults: &[Vec<(u64, u64)>]) -> Vec<Pair> {
     let calls = |ix: &Index<'_>| -> Vec<(usize, u64, Value)> {
         ix.requests
             .iter()
@@ -69,10 +82,16 @@ fn pairs(f: &Index<'_>, b: &Index<'_>, faults: &[(u64, u64)]) -> Vec<Pair> {
     };
     let crashes: Vec<u64> = faults
         .iter()
+        .flatten()
         .filter(|(a, b)| a == b)
         .map(|&(a, _)| a)
         .collect();
-    let upstream = calls(b);
+    let mut upstream: Vec<((usize, usize), u64, Value)> = backs
+        .iter()
+        .enumerate()
+        .flat_map(|(c, b)| calls(b.ix).into_iter().map(move |(u, t, p)| ((c, u), t, p)))
+        .collect();
+    upstream.sort_by_key(|(_, t, _)| *t);
     let mut taken = BTreeSet::new();
     calls(f)
         .into_iter()
@@ -193,16 +212,25 @@ fn link_faults(b: &Index<'_>) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The state of one judgement across the hops.
+/// The state of one judgement across the hops. The per-pair rules read the upstream
+/// connection of the pair at hand through `b`, `back_origin` and `faults`, which
+/// [`Across::select`] points at it.
 struct Across<'a, 't> {
     pairs: Vec<Pair>,
-    /// Spans of time `[from, until]` in which the upstream link delayed or lost what crossed
-    /// it, or the instant `[t, t]` the upstream crashed ([`link_faults`]).
+    /// Spans of time `[from, until]` in which the selected connection's link delayed or lost
+    /// what crossed it, or the instant `[t, t]` its upstream crashed ([`link_faults`]).
     faults: Vec<(u64, u64)>,
+    /// Each connection's faults.
+    all_faults: Vec<Vec<(u64, u64)>>,
     f: &'a Index<'t>,
+    /// The selected upstream connection's index.
     b: &'a Index<'t>,
     front_origin: &'a [usize],
+    /// The selected upstream connection's origin.
     back_origin: &'a [usize],
+    /// The selected connection.
+    conn: usize,
+    backs: &'a [BackConn<'a, 't>],
     grace: u64,
     /// Tolerance of the intermediary's timer against its documented timeout.
     tolerance: u64,
@@ -213,21 +241,26 @@ struct Across<'a, 't> {
     out: Vec<Violation>,
 }
 
-/// An event of one hop, for a violation's list.
+/// An event of one hop, for a violation's list: the front's, the selected upstream
+/// connection's, or another connection's.
 #[derive(Clone, Copy)]
 enum At {
     Front(usize),
     Back(usize),
+    Other(usize, usize),
 }
 
-impl Across<'_, '_> {
+impl<'a, 't> Across<'a, 't> {
     fn judge(mut self) -> Vec<Violation> {
         for p in 0..self.pairs.len() {
             let Pair { front, back } = self.pairs[p];
             let fr = &self.f.requests[front];
-            self.cancel_answered_locally(fr, back);
+            if let Some((c, _)) = back {
+                self.select(c);
+            }
+            self.cancel_answered_locally(fr, back.map(|(_, u)| u));
             self.kept_past_timeout(fr);
-            let Some(back) = back else { continue };
+            let Some((_, back)) = back else { continue };
             let br = &self.b.requests[back];
             self.cut_before_timeout(fr, br);
             self.cancel_forwarded(fr, br);
@@ -239,12 +272,42 @@ impl Across<'_, '_> {
         self.out
     }
 
+    /// `request 7`, and its connection where there are several: an upstream request of the
+    /// selected connection, for messages.
+    fn upstream(&self, r: &Req) -> String {
+        self.upstream_on(self.conn, r)
+    }
+
+    /// `request 7 on connection 2`: an upstream request of connection `c`, for messages.
+    fn upstream_on(&self, c: usize, r: &Req) -> String {
+        match self.backs[c].conn {
+            Some(n) => format!("{} on connection {n}", name(r)),
+            None => name(r),
+        }
+    }
+
+    /// Points the per-pair rules at upstream connection `c`.
+    fn select(&mut self, c: usize) {
+        let back: &'a BackConn<'a, 't> = &self.backs[c];
+        self.b = back.ix;
+        self.back_origin = back.origin;
+        self.faults = self.all_faults[c].clone();
+        self.conn = c;
+    }
+
+    /// The upstream request a pair's upstream side is, on its own connection.
+    fn back_req(&self, (c, u): (usize, usize)) -> (&'a Index<'t>, &'a Req) {
+        let ix: &'a Index<'t> = self.backs[c].ix;
+        (ix, &ix.requests[u])
+    }
+
     fn flag(&mut self, rule: &'static str, level: Level, events: &[At], message: String) {
         let events = events
             .iter()
             .map(|at| match *at {
                 At::Front(i) => self.front_origin[i],
                 At::Back(i) => self.back_origin[i],
+                At::Other(c, i) => self.backs[c].origin[i],
             })
             .collect();
         self.out.push(Violation {
@@ -253,6 +316,7 @@ impl Across<'_, '_> {
             events,
             message,
             hop: None,
+            conn: None,
         });
     }
 
@@ -309,11 +373,11 @@ impl Across<'_, '_> {
     /// (An answer some other upstream request got is `request-id-mapping`'s.)
     fn front_cut(&self, fr: &Req) -> Option<usize> {
         let made_up = fr.client_response.filter(|&r| {
-            !self
-                .b
-                .requests
-                .iter()
-                .any(|br| self.upstream_answered(br, r))
+            !self.backs.iter().any(|b| {
+                b.ix.requests
+                    .iter()
+                    .any(|br| answered_by(self.f, b.ix, br, r, self.tolerance))
+            })
         });
         let cut = made_up.into_iter().chain(self.front_closed(fr)).min()?;
         let client_first = [fr.client_cancels.first().copied(), fr.timeout]
@@ -353,7 +417,7 @@ impl Across<'_, '_> {
                 "the intermediary {how} at {at} ms, {elapsed} ms after front {} was sent, while \
                  upstream {} still ran; {allowed}",
                 name(fr),
-                name(br)
+                self.upstream(br)
             ),
         );
     }
@@ -404,14 +468,10 @@ impl Across<'_, '_> {
         );
     }
 
-    /// Whether the front's response `r` is the upstream's own answer to `br`, sent no later
-    /// than the front received it.
+    /// Whether the front's response `r` is the upstream's own answer to `br` (of the
+    /// selected connection), sent no later than the front received it.
     fn upstream_answered(&self, br: &Req, r: usize) -> bool {
-        let front_answer = answer(self.f, r);
-        br.responses.iter().any(|&u| {
-            self.b.t(u) <= self.f.t(r)
-                && passes_on(front_answer.as_ref(), answer(self.b, u).as_ref())
-        })
+        answered_by(self.f, self.b, br, r, self.tolerance)
     }
 
     /// `cancel-forwarded`: the upstream request hears of the front's end within the grace
@@ -426,8 +486,8 @@ impl Across<'_, '_> {
             // reached the upstream (an intermediary passes messages on in order).
             let later = self.pairs.iter().filter_map(|p| {
                 let sent = self.f.requests[p.front].client_send?;
-                let back = &self.b.requests[p.back?];
-                (sent > gave_up).then(|| self.b.t(back.created))
+                let (ix, back) = self.back_req(p.back?);
+                (sent > gave_up).then(|| ix.t(back.created))
             });
             match later.min() {
                 Some(t) => due = t,
@@ -448,7 +508,22 @@ impl Across<'_, '_> {
         }
         let answered = br.responses.first().is_some_and(|&u| self.b.t(u) <= due);
         let heard = br.server_cancel_seen.filter(|&c| self.b.t(c) <= due);
-        if answered || heard.is_some() {
+        // An intermediary that ends the whole upstream connection (a child per request whose
+        // input it closes) ends every request on it: nothing is left running to cancel.
+        let closed = (br.created..self.b.trace.events.len()).any(|i| {
+            let e = &self.b.trace.events[i];
+            e.side == Side::Server
+                && self.b.t(i) <= due
+                && matches!(
+                    e.kind,
+                    EventKind::Close {
+                        stream: None,
+                        by: Side::Client,
+                        ..
+                    }
+                )
+        });
+        if answered || heard.is_some() || closed {
             return;
         }
         let modern_http = self.b.era == Era::Modern && br.transport == Some(Transport::Http);
@@ -485,7 +560,7 @@ impl Across<'_, '_> {
                  the cancel is {form}): {after}",
                 name(fr),
                 self.f.t(gave_up),
-                name(br),
+                self.upstream(br),
                 self.grace,
                 self.b.era.version()
             ),
@@ -538,7 +613,7 @@ impl Across<'_, '_> {
             let after_cancel =
                 br.server_cancel_seen.is_some_and(|c| c < u) || t > self.f.t(cancel) + self.grace;
             after_cancel
-                && t <= self.f.t(r)
+                && t <= self.f.t(r) + self.tolerance
                 && passes_on(front_answer.as_ref(), answer(self.b, u).as_ref())
         });
         let Some(u) = late else { return };
@@ -551,7 +626,7 @@ impl Across<'_, '_> {
                  cancel, and the intermediary passed that answer on at {} ms",
                 name(fr),
                 self.f.t(cancel),
-                name(br),
+                self.upstream(br),
                 self.b.t(u),
                 self.f.t(r)
             ),
@@ -582,7 +657,7 @@ impl Across<'_, '_> {
             br.responses
                 .iter()
                 .map(|&u| self.b.t(u))
-                .find(|&t| t <= self.f.t(r) && self.upstream_answered(br, r))
+                .find(|&t| t <= self.f.t(r) + self.tolerance && self.upstream_answered(br, r))
         });
         let later_seen = |i: usize, v: f64| {
             answer_sent.is_some_and(|t| t >= self.b.t(i)) || delivered.iter().any(|&(_, d)| d > v)
@@ -616,7 +691,7 @@ impl Across<'_, '_> {
                 "the upstream sent {} progress notifications for {} while front {} still \
                  waited; {} of them never reached the client (it got {})",
                 sent.len(),
-                name(br),
+                self.upstream(br),
                 name(fr),
                 missing.len(),
                 delivered.len()
@@ -639,29 +714,32 @@ impl Across<'_, '_> {
         if own.is_empty() || own.iter().any(|o| passes_on(Some(&front_answer), Some(o))) {
             return;
         }
+        let here = (self.conn, back);
         let other = self.pairs.iter().filter_map(|p| p.back).find_map(|o| {
-            (o != back).then_some(())?;
-            self.b.requests[o]
-                .responses
+            (o != here).then_some(())?;
+            let (ix, or) = self.back_req(o);
+            or.responses
                 .iter()
                 .copied()
                 .find(|&u| {
-                    self.b.t(u) <= self.f.t(r) && answer(self.b, u).as_ref() == Some(&front_answer)
+                    ix.t(u) <= self.f.t(r) + self.tolerance
+                        && answer(ix, u).as_ref() == Some(&front_answer)
                 })
                 .map(|u| (o, u))
         });
         let Some((o, u)) = other else { return };
+        let (ix, or) = self.back_req(o);
         self.flag(
             rule!("request-id-mapping"),
             Level::Must,
-            &[At::Front(fr.created), At::Back(u), At::Front(r)],
+            &[At::Front(fr.created), At::Other(o.0, u), At::Front(r)],
             format!(
                 "front {} got the answer the upstream gave {} (at {} ms), not its own upstream \
                  {}'s: the intermediary mixed the ids",
                 name(fr),
-                name(&self.b.requests[o]),
-                self.b.t(u),
-                name(br)
+                self.upstream_on(o.0, or),
+                ix.t(u),
+                self.upstream(br)
             ),
         );
     }
@@ -671,33 +749,115 @@ impl Across<'_, '_> {
     fn cancels_mapped(&mut self) {
         for p in 0..self.pairs.len() {
             let Pair { front, back } = self.pairs[p];
-            let Some(back) = back else { continue };
+            let Some((c, back)) = back else { continue };
+            self.select(c);
             let (fr, br) = (&self.f.requests[front], &self.b.requests[back]);
+            self.cancel_after_answer(fr, back);
             let Some(c) = br.server_cancel_seen else {
                 continue;
             };
             let t = self.b.t(c);
-            let cancelled = fr.client_cancels.first().is_some_and(|&x| self.f.t(x) <= t);
+            let front_cancel = fr.client_cancels.first().map(|&x| self.f.t(x));
+            // The intermediary's own end of the front request (its answer or close) may reach
+            // the client a little after it cancelled upstream; the client's cancel may not: an
+            // intermediary passes a cancel on only after it got it.
             let ended = fr
-                .client_end()
-                .is_some_and(|e| self.f.t(e) <= t + self.grace);
-            if cancelled || ended || t + self.grace > self.end {
+                .client_response
+                .into_iter()
+                .chain(self.front_closed(fr))
+                .any(|e| self.f.t(e) <= t + self.grace);
+            if front_cancel.is_some_and(|x| x <= t) || ended || t + self.grace > self.end {
                 continue;
             }
+            let why = match front_cancel {
+                Some(x) => format!(
+                    "before the client cancelled front {} (at {x} ms): the intermediary cancelled \
+                     on its own, or the cancel was meant for another request",
+                    name(fr)
+                ),
+                None => format!(
+                    "while its front {} still waited, uncancelled: the cancel was meant for \
+                     another request",
+                    name(fr)
+                ),
+            };
             self.flag(
                 rule!("request-id-mapping"),
                 Level::Must,
                 &[At::Front(fr.created), At::Back(c)],
                 format!(
-                    "upstream {} was cancelled at {} ms while its front {} still waited, \
-                     uncancelled: the cancel was meant for another request",
-                    name(br),
-                    t,
-                    name(fr)
+                    "upstream {} was cancelled at {t} ms {why}",
+                    self.upstream(br)
                 ),
             );
         }
     }
+
+    /// `cancel-unknown-request` on the upstream hop, with the front as evidence: the
+    /// intermediary cancelled upstream request `back` after it had passed that request's
+    /// answer on to the front, so it knew the request was over, and not as the relay of a
+    /// front cancel that crossed the answer. (Seen from the server alone, a cancel that
+    /// reaches it after its answer left may have crossed that answer.)
+    fn cancel_after_answer(&mut self, fr: &Req, back: usize) {
+        let Some(r) = fr.client_response else { return };
+        let br = &self.b.requests[back];
+        if !self.upstream_answered(br, r) {
+            return;
+        }
+        let Some(id) = br.id.as_ref() else { return };
+        let forwarded = self.f.t(r);
+        let late = (br.created..self.b.trace.events.len()).find(|&i| {
+            let e = &self.b.trace.events[i];
+            e.side == Side::Server
+                && matches!(e.kind, EventKind::Recv(_))
+                && matches!(self.b.msg(i), Some(Message::Cancelled(c)) if &c.request_id == id)
+                && self.b.by_id(id, i) == Some(back)
+                && self.b.t(i) > forwarded
+        });
+        let Some(i) = late else { return };
+        // The client's own cancel crossing the answer on the front hop, passed on at once, is
+        // a race the intermediary relayed, not one it made.
+        let relayed = fr.client_cancels.first().is_some_and(|&c| {
+            self.f.t(c) <= self.b.t(i) && self.b.t(i) <= self.f.t(c) + self.grace
+        });
+        if relayed {
+            return;
+        }
+        let level = crate::oracle::rule_info(rule!("cancel-unknown-request"))
+            .and_then(|info| info.level_in(self.b.era))
+            .unwrap_or(Level::Must);
+        let events = vec![
+            self.back_origin[br.created],
+            self.front_origin[r],
+            self.back_origin[i],
+        ];
+        self.out.push(Violation {
+            rule: rule!("cancel-unknown-request"),
+            level,
+            events,
+            message: format!(
+                "the intermediary cancelled upstream {} at {} ms, after it had passed that \
+                 request's answer on to front {} at {forwarded} ms: it cancelled a request it \
+                 knew was over",
+                self.upstream(br),
+                self.b.t(i),
+                name(fr)
+            ),
+            hop: Some(crate::trace::Hop::Back),
+            conn: self.backs[self.conn].conn,
+        });
+    }
+}
+
+/// Whether the front's response `r` is upstream `b`'s own answer to `br`, sent no later than
+/// the front received it. The two hops were recorded by two processes (live), each reading
+/// the wall clock when it got to it: an answer passed on at once can be recorded a few ms
+/// after the front's receipt of it, which `skew` (the timer tolerance) allows.
+fn answered_by(f: &Index<'_>, b: &Index<'_>, br: &Req, r: usize, skew: u64) -> bool {
+    let front_answer = answer(f, r);
+    br.responses.iter().any(|&u| {
+        b.t(u) <= f.t(r) + skew && passes_on(front_answer.as_ref(), answer(b, u).as_ref())
+    })
 }
 
 /// `request 7`, for messages.

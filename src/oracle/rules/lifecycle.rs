@@ -209,6 +209,16 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
                     let why =
                         "never answered, though the peer read it and answered a later request";
                     (k, why.to_owned())
+                })
+                .or_else(|| {
+                    let k = sent_past(ix, i, from, s.config.grace_ms)
+                        .filter(|&k| cancelled_at.is_none_or(|c| k < c))?;
+                    let why = format!(
+                        "never answered, though the client went on sending requests more than \
+                         {} ms after it had the ping",
+                        s.config.grace_ms
+                    );
+                    Some((k, why))
                 }),
         };
         if let Some((j, why)) = problem {
@@ -267,6 +277,43 @@ fn answered_past(ix: &Index<'_>, i: usize, from: Side, ping: &RequestId) -> Opti
         .take_while(|&j| !connection_ends(j))
         .filter(|&j| events[j].side == from && matches!(events[j].kind, EventKind::Send(_)))
         .find_map(|j| answer_to(&request_other_than_ping(j)?, j + 1))
+}
+
+/// The evidence that a client had the server's ping at `i` and went on without answering
+/// it: a request the client sent (its own end) or the server received (the server's end)
+/// later than `grace` after the ping reached the client (its receipt) or left the server, so
+/// that the client had long had the ping when it wrote that request. A client answers a ping
+/// "promptly"; one that keeps calling while a ping waits is the breach, in any trace.
+fn sent_past(ix: &Index<'_>, i: usize, from: Side, grace: u64) -> Option<usize> {
+    if from != Side::Server {
+        return None;
+    }
+    let events = &ix.trace.events;
+    let ping_id = ix.msg(i).and_then(|m| match m {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    })?;
+    let had = match ix.has(Side::Client) {
+        true => (i..events.len()).find(|&j| {
+            events[j].side == Side::Client
+                && matches!(events[j].kind, EventKind::Recv(_))
+                && matches!(ix.msg(j), Some(Message::Request(r)) if r.id == ping_id)
+        })?,
+        false => i,
+    };
+    let seen_at = if ix.has(Side::Client) {
+        Side::Client
+    } else {
+        Side::Server
+    };
+    (had + 1..events.len())
+        .take_while(|&k| !matches!(events[k].kind, EventKind::Close { stream: None, .. }))
+        .find(|&k| {
+            events[k].side == seen_at
+                && sender(ix, k) == Some(Side::Client)
+                && matches!(ix.msg(k), Some(Message::Request(r)) if r.method != PING)
+                && ix.t(k) > ix.t(had) + grace
+        })
 }
 
 /// Whether the answer at `j` came on an HTTP stream answered with 404: the legacy server did

@@ -75,6 +75,7 @@ impl Sink<'_, '_> {
             events,
             message,
             hop: None,
+            conn: None,
         });
     }
 

@@ -6,7 +6,7 @@ use crate::model::Transport;
 use crate::oracle::index::Req;
 use crate::oracle::{Level, Profile};
 use crate::trace::Side;
-use crate::wire::{Message, META_SUBSCRIPTION_ID};
+use crate::wire::{Era, Message, META_SUBSCRIPTION_ID};
 
 pub(super) fn progress(s: &mut Sink<'_, '_>) {
     let ix = s.ix;
@@ -60,7 +60,13 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
                 .wire(i)
                 .and_then(|w| w.stream)
                 .map(|st| ix.origin_stream(st));
-            if stream.is_some() && req.stream.is_some() && stream != req.stream {
+            // In the legacy era a GET stream is `progress-on-get-stream`'s; another
+            // request's POST stream is this rule's there too, at that era's SHOULD.
+            let elsewhere = match ix.era {
+                Era::Modern => true,
+                Era::Legacy(_) => stream.and_then(|st| ix.by_stream(st)).is_some(),
+            };
+            if elsewhere && stream.is_some() && req.stream.is_some() && stream != req.stream {
                 let msg = format!(
                     "progress for {} on stream {:?}, not on its own stream {:?}",
                     s.name(req),
@@ -100,12 +106,28 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
 }
 
 pub(super) fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
-    // Seen from the server's end (`serve`), the policy is the one the client declares for
-    // every request; only a tool call is one it can be meant to reset on progress, and a
-    // declared reset the call makes impossible (it asks for no progress) is named there.
+    // Seen from the server's end (`serve`), the policy is the one the client declares for a
+    // method; only a tool call is one it can be meant to reset on progress. SDKs set timeout
+    // and reset per call (the TypeScript SDKs' request options), so a declared reset covers
+    // the calls made with it: when some covered call asks for progress, one that asks for none
+    // was made with other options. Only a client none of whose covered calls asks for progress
+    // breaks its declaration, named at its first call.
+    let ix = s.ix;
     let sent = match (r.client_send, r.server_recv) {
         (Some(sent), _) => sent,
-        (None, Some(recv)) if r.method == crate::wire::METHOD_TOOLS_CALL => recv,
+        (None, Some(recv)) if r.method == crate::wire::METHOD_TOOLS_CALL => {
+            let resets = |q: &Req| {
+                q.method == r.method
+                    && q.server_recv.is_some()
+                    && q.policy.is_some_and(|p| p.reset_timeout_on_progress)
+            };
+            let mut covered = ix.requests.iter().filter(|q| resets(q));
+            let first = covered.clone().next().map(|q| q.created);
+            if covered.any(|q| q.token.is_some()) || first != Some(r.created) {
+                return;
+            }
+            recv
+        }
         _ => return,
     };
     let Some(policy) = r.policy else {
@@ -116,10 +138,18 @@ pub(super) fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
             rule!("reset-needs-token"),
             Level::Policy,
             vec![sent],
-            format!(
-                "{} resets its timer on progress but asks for none",
-                s.name(r)
-            ),
+            match r.client_send {
+                Some(_) => format!(
+                    "{} resets its timer on progress but asks for none",
+                    s.name(r)
+                ),
+                None => format!(
+                    "the declared policy resets {}'s timer on progress, but none of the calls it \
+                     covers asks for progress ({} is the first)",
+                    r.method,
+                    s.name(r)
+                ),
+            },
         );
     }
 }

@@ -358,12 +358,20 @@ pub fn findings(
         return out;
     }
     if c.results == 0 {
+        let why = match cut_alike(trace) {
+            Some(cut) => format!(
+                "every answered call ended with the same error, {cut}: something cut them at \
+                 its own timeout (an intermediary's documented one is held to with \
+                 --intermediary-timeout-ms); make the calls shorter than that with --args"
+            ),
+            None => "check --tool and --args".into(),
+        };
         out.push(Finding {
             finding: "nothing-exercised",
             kind: "inconclusive",
             message: format!(
                 "no call of `{tool}` returned a result ({} answered with an error, {} not \
-                 answered): check --tool and --args",
+                 answered): {why}",
                 c.errors,
                 c.calls_sent - c.calls_answered
             ),
@@ -438,4 +446,106 @@ pub fn flagged_answers(verdict: &Verdict) -> BTreeSet<usize> {
         .filter(|v| v.rule == crate::oracle::rule::RESPONSE_AFTER_CANCEL)
         .filter_map(|v| v.events.last().copied())
         .collect()
+}
+
+/// How long after a call an error must come to read as a cut rather than a refusal.
+const CUT_AFTER_MS: u64 = 1000;
+
+/// When the client's answered `tools/call`s all got the same error (code and message), that
+/// error and the range of times after the call it came: `code -32001 "Request timed out"
+/// 10003..10011 ms after each call`. An intermediary or a server that cuts every call at its
+/// own timeout answers them all alike, which is worth naming instead of a guess at the
+/// arguments.
+fn cut_alike(trace: &Trace) -> Option<String> {
+    let mut sent: BTreeMap<String, u64> = BTreeMap::new();
+    let mut errors: Vec<(i64, String, u64)> = Vec::new();
+    for e in &trace.events {
+        if e.side != Side::Client || e.hop == Some(crate::trace::Hop::Back) {
+            continue;
+        }
+        let (EventKind::Send(w) | EventKind::Recv(w)) = &e.kind else {
+            continue;
+        };
+        let Some(msg) = w.msg.as_ref() else { continue };
+        let id = msg.get("id").map(|i| i.to_string());
+        match (&e.kind, id) {
+            (EventKind::Send(_), Some(id))
+                if msg.get("method").and_then(|m| m.as_str()) == Some(METHOD_TOOLS_CALL) =>
+            {
+                sent.insert(id, e.t);
+            }
+            (EventKind::Recv(_), Some(id)) => {
+                let Some(&at) = sent.get(&id) else { continue };
+                // A result among them: not every call was cut alike.
+                let err = msg.get("error")?;
+                let code = err.get("code").and_then(|c| c.as_i64()).unwrap_or(0);
+                let text = err
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("")
+                    .to_owned();
+                errors.push((code, text, e.t.saturating_sub(at)));
+            }
+            _ => {}
+        }
+    }
+    let (code, text, _) = errors.first()?.clone();
+    if errors.iter().any(|(c, t, _)| *c != code || *t != text) {
+        return None;
+    }
+    let lo = errors.iter().map(|e| e.2).min()?;
+    let hi = errors.iter().map(|e| e.2).max()?;
+    // An error at once is a refusal (an unknown tool, bad arguments), not a cut.
+    if lo < CUT_AFTER_MS {
+        return None;
+    }
+    Some(format!(
+        "code {code} {text:?} {lo}..{hi} ms after each of the {} calls",
+        errors.len()
+    ))
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    fn trace(errors: &[(u64, i64, &str)]) -> Trace {
+        let mut lines = Vec::new();
+        for (k, (after, code, text)) in errors.iter().enumerate() {
+            let t = 10 * k as u64;
+            lines.push(format!(
+                r#"{{"t":{t},"side":"client","kind":"send","transport":"stdio","msg":{{"jsonrpc":"2.0","id":{k},"method":"tools/call","params":{{"name":"slow_op"}}}}}}"#
+            ));
+            lines.push(format!(
+                r#"{{"t":{},"side":"client","kind":"recv","transport":"stdio","msg":{{"jsonrpc":"2.0","id":{k},"error":{{"code":{code},"message":"{text}"}}}}}}"#,
+                t + after
+            ));
+        }
+        lines.sort_by_key(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["t"]
+                .as_u64()
+                .expect("t")
+        });
+        Trace::from_jsonl(&lines.join("\n")).expect("a trace")
+    }
+
+    #[test]
+    fn calls_cut_alike_after_a_while_are_named_and_refusals_are_not() {
+        let cut = trace(&[
+            (10_000, -32001, "Request timed out"),
+            (10_004, -32001, "Request timed out"),
+        ]);
+        let named = cut_alike(&cut).expect("named");
+        assert!(
+            named.contains("-32001") && named.contains("10000..10004 ms"),
+            "{named}"
+        );
+        let refused = trace(&[(2, -32602, "Unknown tool"), (2, -32602, "Unknown tool")]);
+        assert_eq!(cut_alike(&refused), None);
+        let mixed = trace(&[
+            (10_000, -32001, "Request timed out"),
+            (10_000, -32603, "boom"),
+        ]);
+        assert_eq!(cut_alike(&mixed), None);
+    }
 }

@@ -154,7 +154,21 @@ struct Probe {
     /// The call just started and the reset a scenario planned for its post, ms after it
     /// opens: set at its start, taken by the post that carries it.
     pending_reset: Option<(RequestId, u64)>,
+    /// HTTP statuses read so far: 404s, any other, and how far the trace was read for them.
+    statuses: StatusCount,
 }
+
+/// The HTTP statuses a probe read, for telling an endpoint that serves nothing (every POST
+/// answered 404) from a server.
+#[derive(Default)]
+struct StatusCount {
+    not_found: usize,
+    other: usize,
+    read: usize,
+}
+
+/// How many 404s, with no other status, mean that nothing serves MCP at the URL.
+const NOTHING_SERVED_AFTER: usize = 3;
 
 impl Probe {
     fn now(&self) -> Time {
@@ -329,7 +343,27 @@ impl Probe {
 
     /// Waits for input until `until` (or the client's next timer) and handles it. Returns
     /// false once the server closed its stdout.
+    /// Whether every HTTP request so far was answered 404, at least
+    /// [`NOTHING_SERVED_AFTER`] times: the URL serves no MCP endpoint (a wrong path or port),
+    /// and waiting on would only retry the handshake until the start-up timeout.
+    fn nothing_served(&mut self) -> bool {
+        let events = &self.rec.trace.events;
+        for e in &events[self.statuses.read..] {
+            if let EventKind::Status { status, .. } = e.kind {
+                match status {
+                    404 => self.statuses.not_found += 1,
+                    _ => self.statuses.other += 1,
+                }
+            }
+        }
+        self.statuses.read = events.len();
+        self.statuses.other == 0 && self.statuses.not_found >= NOTHING_SERVED_AFTER
+    }
+
     fn wait(&mut self, until: Time) -> bool {
+        if self.transport == Transport::Http && self.nothing_served() {
+            return false;
+        }
         let now = self.now();
         let until = self
             .driver
@@ -828,6 +862,7 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
         checks: Vec::new(),
         hangs: Vec::new(),
         pending_reset: None,
+        statuses: StatusCount::default(),
     }
 }
 
@@ -875,6 +910,16 @@ fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
         .map_err(|e| ProbeError::Unreachable(format!("{url}: {e}")))?;
     let mut probe = new_probe(Transport::Http, Conn::Http(Box::new(http)), rx, config);
     let run = drive(&mut probe);
+    if probe.nothing_served() {
+        if let Conn::Http(http) = &mut probe.conn {
+            http.shutdown();
+        }
+        return Err(ProbeError::Unreachable(format!(
+            "{url} cannot be reached as an MCP endpoint: its first {} requests were all answered \
+             404 Not Found and nothing else (check the path and the port)",
+            probe.statuses.not_found
+        )));
+    }
     end_session(&mut probe);
     if let Some(endpoint) = &rebinding {
         rebinding::check(&mut probe, endpoint);
