@@ -72,6 +72,27 @@ fn legacy_seeds_on_turmoil_are_clean_and_replay_identically() {
     }
 }
 
+/// Judged as `check-proxy` judges (the reference peers at both ends), the run holds no
+/// violation against either end: the judge reads the cancel point and every connection
+/// right (`OracleConfig::reference_ends`).
+fn no_finding_against_the_reference_ends(
+    scenario: &Scenario,
+    judged: &mcp_sim::run::Judged,
+    seed: u64,
+) {
+    let config = mcp_sim::oracle::OracleConfig {
+        reference_ends: true,
+        ..judged.run.oracle_config(scenario)
+    };
+    let verdict = mcp_sim::oracle::check(&judged.run.trace, &config);
+    let defects: Vec<String> = verdict
+        .judge_defects
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    assert!(defects.is_empty(), "seed {seed} ({scenario}): {defects:#?}");
+}
+
 /// Through the reference intermediary (two hops, stdio on both) the reference peers break no
 /// MUST rule and no intermediary rule, in either era, faults and cancels included; and the
 /// trace has both hops.
@@ -83,6 +104,7 @@ fn the_reference_bridge_breaks_no_rule_across_its_hops() {
         let judged = mcp_sim::run::judge(&scenario, Lane::turmoil());
         let trace = &judged.run.trace;
         assert!(trace.is_two_hop(), "seed {seed}: one hop only");
+        no_finding_against_the_reference_ends(&scenario, &judged, seed);
         let across: Vec<String> = judged
             .verdict
             .violations
@@ -113,6 +135,7 @@ fn the_reference_era_bridge_translates_closed_streams_into_legacy_cancels() {
         let scenario = Scenario::from_seed(seed).with_era_bridge();
         let judged = mcp_sim::run::judge(&scenario, Lane::turmoil());
         let trace = &judged.run.trace;
+        no_finding_against_the_reference_ends(&scenario, &judged, seed);
         assert_eq!(judged.verdict.era.era, mcp_sim::Era::Modern, "seed {seed}");
         assert_eq!(
             judged.verdict.upstream_era.as_ref().map(|e| e.era),

@@ -13,6 +13,8 @@
 //! | `early-cancel` | stdio, cancelled 300 ms after each call | `request-id-mapping` |
 //! | `http-close` | 2026-07-28 HTTP, the stream closed on cancel | clean |
 //! | `http-post-cancel` | 2026-07-28 HTTP, a POSTed cancel and the stream left open | `cancel-forwarded`, `cancel-over-http` |
+//! | `front-relay` (a legacy HTTP front) | stdio | clean |
+//! | `front-wrong-stream` (a legacy HTTP front) | stdio, a call's progress on another call's stream | `progress-stream` |
 //!
 //! Wall clock: calls of 3 s, cancels in their first two fifths, the grace window of 1 s; a
 //! run takes about 10 s.
@@ -30,6 +32,18 @@ use serde_json::Value;
 /// `mcp-sim check-proxy --format json` on `raw_bridge.py MODE`, upstream as `upstream`: the
 /// exit code, the verdict and the two-hop trace.
 fn check(mode: &str, upstream: &[&str], extra: &[&str]) -> (i32, Value, Trace) {
+    let mut flags = vec!["--era", "modern"];
+    flags.extend_from_slice(extra);
+    check_scheduled(mode, upstream, &flags, SCHEDULE)
+}
+
+/// [`check`] with the probe's schedule given.
+fn check_scheduled(
+    mode: &str,
+    upstream: &[&str],
+    extra: &[&str],
+    schedule: &[&str],
+) -> (i32, Value, Trace) {
     let dir = std::env::temp_dir().join(format!("mcp-sim-raw-bridges-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch folder");
     let trace: PathBuf = dir.join(format!("{mode}.jsonl"));
@@ -37,8 +51,8 @@ fn check(mode: &str, upstream: &[&str], extra: &[&str]) -> (i32, Value, Trace) {
         .join("tests/peers/raw_bridge.py")
         .display()
         .to_string();
-    let mut args = vec!["--seed", "1", "--era", "modern"];
-    args.extend_from_slice(SCHEDULE);
+    let mut args = vec!["--seed", "1"];
+    args.extend_from_slice(schedule);
     args.extend_from_slice(extra);
     let mut bridge = vec!["python3", &script, mode];
     bridge.extend_from_slice(upstream);
@@ -46,7 +60,13 @@ fn check(mode: &str, upstream: &[&str], extra: &[&str]) -> (i32, Value, Trace) {
 }
 
 fn stdio(mode: &str) -> (i32, Value, Trace) {
-    check(mode, &["--", "{upstream}"], &[])
+    let run = check(mode, &["--", "{upstream}"], &[]);
+    assert!(
+        run.1["coverage"]["cancels"].as_u64() > Some(0),
+        "{mode}: {:#}",
+        run.1
+    );
+    run
 }
 
 fn rules(v: &Value) -> BTreeSet<String> {
@@ -88,7 +108,6 @@ fn assert_found(mode: &str, (code, v, _): &(i32, Value, Trace), must: &[&str], m
         .iter()
         .any(|x| x["level"] == "MUST");
     assert_eq!(*code, if must_level { 1 } else { 0 }, "{mode}: {v:#}");
-    assert!(v["coverage"]["cancels"].as_u64() > Some(0), "{mode}: {v:#}");
 }
 
 #[test]
@@ -153,4 +172,31 @@ fn a_modern_http_upstream_is_cancelled_by_closing_the_stream_not_by_a_post() {
         &["cancel-forwarded", "cancel-over-http"],
         &["response-after-cancel", "late-result-forwarded"],
     );
+}
+
+/// A legacy-era HTTP front (`--port`): calls left to run side by side, every progress on its
+/// own POST's stream, or each on another call's stream still open (`progress-stream`, SHOULD
+/// in this era: a POST's stream carries what relates to its request).
+#[test]
+fn progress_on_another_calls_stream_is_flagged_in_the_legacy_era() {
+    let front = [
+        "--era",
+        "2025-11-25",
+        "--front-url",
+        "http://127.0.0.1:{port}/mcp",
+    ];
+    let calls = [
+        "--calls",
+        "4",
+        "--cancel-percent",
+        "0",
+        "--max-seconds",
+        "60",
+    ];
+    let upstream = ["--port", "{port}", "--", "{upstream}"];
+    let run = check_scheduled("front-relay", &upstream, &front, &calls);
+    assert_found("front-relay", &run, &[], &[]);
+    let run = check_scheduled("front-wrong-stream", &upstream, &front, &calls);
+    assert_found("front-wrong-stream", &run, &["progress-stream"], &[]);
+    assert_eq!(run.1["era"], "2025-11-25");
 }

@@ -362,7 +362,7 @@ pub fn run_virtual_bridge(
             .filter(|e| e.side == Side::Client)
             .collect(),
     };
-    run.trace = Trace::two_hop(&front, &up.sink.trace);
+    run.trace = Trace::two_hop(&front, &up.recording());
     run.stats.sim_ms = run.stats.sim_ms.max(up.sink.now.as_millis());
     Ok(VirtualRun { run, escapes })
 }

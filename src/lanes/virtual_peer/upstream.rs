@@ -29,6 +29,8 @@ use crate::lanes::server_driver::{ServerDriver, ServerOutput};
 use crate::lanes::SimTrace;
 use crate::model::Transport;
 use crate::time::Time;
+use crate::trace::connections::{numbered, sessions};
+use crate::trace::Trace;
 
 enum ToServer {
     Bytes(Vec<u8>),
@@ -132,6 +134,8 @@ pub(crate) struct Upstream {
     to_program: Pipe<ToProgram>,
     /// The command lines of the server processes the program started, in order.
     pub(crate) spawned: Vec<Vec<String>>,
+    /// Where in the recording each server process began (an index of `sink`'s events).
+    process_starts: Vec<usize>,
 }
 
 impl Upstream {
@@ -150,6 +154,7 @@ impl Upstream {
             to_server: Pipe::new(),
             to_program: Pipe::new(),
             spawned: Vec::new(),
+            process_starts: Vec::new(),
         }
     }
 
@@ -360,7 +365,29 @@ impl Upstream {
         }
     }
 
+    /// The server's end as upstream connections: one per server process the program started
+    /// (one at a time), or of an HTTP endpoint one per session ([`sessions`]), numbered where
+    /// there are several ([`numbered`]).
+    pub(crate) fn recording(&self) -> Trace {
+        let events = &self.sink.trace.events;
+        let parts: Vec<Trace> = if self.process_starts.len() > 1 {
+            let mut bounds = self.process_starts.clone();
+            bounds[0] = 0;
+            bounds.push(events.len());
+            bounds
+                .windows(2)
+                .map(|w| Trace {
+                    events: events[w[0]..w[1]].to_vec(),
+                })
+                .collect()
+        } else {
+            sessions(&self.sink.trace)
+        };
+        numbered(parts)
+    }
+
     fn start_server(&mut self, at: Time, argv: Vec<String>) {
+        self.process_starts.push(self.sink.trace.events.len());
         self.server = Some(reference_driver(Transport::Stdio, &self.serve, at));
         self.stdin_open = true;
         self.to_server.clear(0, ToServer::channel);

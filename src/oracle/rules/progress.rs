@@ -67,11 +67,12 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
                 Era::Legacy(_) => stream.and_then(|st| ix.by_stream(st)).is_some(),
             };
             if elsewhere && stream.is_some() && req.stream.is_some() && stream != req.stream {
+                let on = |st: Option<u64>| st.map_or_else(|| "?".to_owned(), |n| format!("s{n}"));
                 let msg = format!(
-                    "progress for {} on stream {:?}, not on its own stream {:?}",
+                    "progress for {} on stream {}, not on its own stream {}",
                     s.name(req),
-                    stream,
-                    req.stream
+                    on(stream),
+                    on(req.stream)
                 );
                 s.flag(
                     rule!("progress-stream"),
