@@ -206,7 +206,11 @@ impl PeerCommand {
 
     /// Starts the shim: the interpreter runs the shim, which runs the program. Python's hash
     /// seed is pinned (`PYTHONHASHSEED=0`): set and dict orders of strings are then the same
-    /// in every run. The program's stderr goes to `stderr`.
+    /// in every run. A Go bubble runs on one processor (`GOMAXPROCS=1`): virtual time makes
+    /// CPU free, so parallelism buys nothing, while goroutines woken at one instant on several
+    /// processors race for real (mcp-go's progress and answer due together came out in either
+    /// order on 2 to 11 of 60 seeds on this machine's two cores, on half of them on a larger
+    /// one; on one processor 0 of 180). The program's stderr goes to `stderr`.
     pub(super) fn spawn_with(&self, stderr: Stdio) -> Result<Child, VirtualError> {
         let mut cmd = match self.runtime {
             Runtime::Python | Runtime::Node => {
@@ -225,7 +229,8 @@ impl PeerCommand {
                 };
                 let mut cmd = Command::new(binary);
                 cmd.arg(format!("-test.run=^{name}$"))
-                    .env("MCP_SIM_VIRTUAL_PEER", "1");
+                    .env("MCP_SIM_VIRTUAL_PEER", "1")
+                    .env("GOMAXPROCS", "1");
                 cmd
             }
         };
