@@ -77,11 +77,24 @@ fn go_sdk_and_mcp_go_http_servers_give_their_live_baselines_in_2026_07_28() {
         let (code, totals) = sweep(&flags, &server, &env);
         assert_eq!(rules(&totals), baseline(baseline_file), "{sdk}: {totals:#}");
         assert_eq!(totals["eras"]["2026-07-28"], 12, "{sdk}: {totals:#}");
-        // mcp-go queues its progress apart from its answer, so both are due at one instant on
-        // the last step: on one processor (the shim's `GOMAXPROCS=1`) the bubble wakes them in
-        // one order; on several they raced (half the seeds differed on a larger machine).
-        assert_eq!(code, 1, "{sdk}: {totals:#}");
-        assert!(totals.get("not_replayable").is_none(), "{sdk}: {totals:#}");
+        let unreplayable = totals["not_replayable"].as_array().map_or(0, Vec::len);
+        if sdk == "go-sdk" {
+            assert_eq!(code, 1, "{sdk}: {totals:#}");
+            assert_eq!(unreplayable, 0, "{sdk}: {totals:#}");
+        } else {
+            // mcp-go queues its progress apart from its answer, so both fall due at one instant
+            // on the last step, in two goroutines. On one processor (the shim's `GOMAXPROCS=1`)
+            // they almost always wake in one order: 0 of 180 seeds differed on an idle machine,
+            // 1 to 3 of 60 under a load of 7 on two cores (on several processors, half the
+            // seeds differed). Running each seed twice shows such a seed: its live race, never
+            // a verdict here.
+            assert!(code == 1 || code == 3, "{sdk}: {totals:#}");
+            assert!(unreplayable < 6, "{sdk}: most runs hold: {totals:#}");
+            for run in totals["not_replayable"].as_array().into_iter().flatten() {
+                let why = run["why"].as_str().unwrap_or_default();
+                assert!(why.contains("two runs of the seed differ"), "{why}");
+            }
+        }
     }
 }
 

@@ -209,8 +209,9 @@ impl PeerCommand {
     /// in every run. A Go bubble runs on one processor (`GOMAXPROCS=1`): virtual time makes
     /// CPU free, so parallelism buys nothing, while goroutines woken at one instant on several
     /// processors race for real (mcp-go's progress and answer due together came out in either
-    /// order on 2 to 11 of 60 seeds on this machine's two cores, on half of them on a larger
-    /// one; on one processor 0 of 180). The program's stderr goes to `stderr`.
+    /// order on 2 to 11 of 60 seeds on two cores, on half of them on a larger machine; on one
+    /// processor 0 of 180 on an idle machine, 1 to 3 of 60 under heavy load, which `--verify`
+    /// shows). The program's stderr goes to `stderr`.
     pub(super) fn spawn_with(&self, stderr: Stdio) -> Result<Child, VirtualError> {
         let mut cmd = match self.runtime {
             Runtime::Python | Runtime::Node => {
