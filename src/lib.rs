@@ -103,7 +103,7 @@
 pub use check::{check_client, check_server, CheckError, CheckFailure, CheckOptions, CheckSummary};
 #[cfg(feature = "turmoil")]
 pub use lanes::turmoil::{ClientUnderTest, ServerIo, ServerUnderTest, TurmoilOptions};
-pub use model::Transport;
+pub use model::{Connect, Transport};
 pub use oracle::EraReading;
 pub use scenario::{ProxyChoice, ProxyConfig, Scenario, ToolCalls};
 pub use wire::{Era, LegacyRevision};

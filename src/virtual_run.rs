@@ -26,11 +26,10 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
-use crate::lanes::live::probe::ProbeEra;
 use crate::lanes::live::serve::ServeConfig;
 use crate::lanes::memory;
 use crate::lanes::virtual_peer::{Escape, ServiceModel, VirtualError, VirtualPeer};
-use crate::model::{Outcome, TimeoutPolicy, Transport, CALL_TAG};
+use crate::model::{Connect, Outcome, TimeoutPolicy, Transport, CALL_TAG};
 use crate::oracle::OracleConfig;
 use crate::run::{self, Judged};
 use crate::scenario::{CallKind, Fault, Opening, PlannedCall, ProxyConfig, Scenario, ToolCalls};
@@ -46,8 +45,8 @@ pub const MAX_CALLS: u32 = 1000;
 pub struct VirtualPlan {
     /// The transport the program serves.
     pub transport: Transport,
-    /// The era the reference client speaks (auto: `server/discover`, then `initialize`).
-    pub era: ProbeEra,
+    /// How the reference client opens (auto: `server/discover`, then `initialize`).
+    pub connect: Connect,
     /// The tool to call.
     pub tool: String,
     /// Its arguments.
@@ -85,7 +84,7 @@ impl Default for VirtualPlan {
     fn default() -> Self {
         VirtualPlan {
             transport: Transport::Stdio,
-            era: ProbeEra::Auto,
+            connect: Connect::AUTO,
             tool: crate::model::SLOW_TOOL.into(),
             arguments: Map::new(),
             calls: 6,
@@ -220,10 +219,9 @@ impl VirtualPlan {
             faults.push(Fault::CrashServer { at: crash });
         }
         faults.sort_by_key(crate::scenario::fault_time);
-        let (era, opening) = match self.era {
-            ProbeEra::Auto => (Era::Modern, Opening::Auto { silent: false }),
-            ProbeEra::Modern => (Era::Modern, Opening::Pinned),
-            ProbeEra::Legacy(r) => (Era::Legacy(r), Opening::Pinned),
+        let (era, opening) = match self.connect {
+            Connect::Auto { .. } => (Era::Modern, Opening::Auto { silent: false }),
+            Connect::Pinned(era) => (era, Opening::Pinned),
         };
         Scenario {
             seed,
@@ -281,8 +279,8 @@ impl VirtualPlan {
         if self.transport != d.transport {
             push("transport", self.transport.to_string());
         }
-        if self.era != d.era {
-            push("era", era_word(self.era));
+        if self.connect != d.connect {
+            push("era", self.connect.to_string());
         }
         if self.tool != d.tool {
             push("tool", self.tool.clone());
@@ -324,15 +322,6 @@ impl VirtualPlan {
             }
         }
         f
-    }
-}
-
-/// `--era`'s word for `era`.
-fn era_word(era: ProbeEra) -> String {
-    match era {
-        ProbeEra::Auto => "auto".into(),
-        ProbeEra::Modern => "modern".into(),
-        ProbeEra::Legacy(r) => Era::Legacy(r).version().into(),
     }
 }
 

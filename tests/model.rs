@@ -712,7 +712,7 @@ fn the_client_polls_a_task_at_its_interval_and_cancels_it_by_request() {
 #[test]
 fn a_legacy_client_and_the_dual_era_server_shake_hands_before_anything_else() {
     let legacy = ClientConfig {
-        era: wire::Era::LEGACY,
+        connect: mcp_sim::Connect::Pinned(wire::Era::LEGACY),
         ..ClientConfig::new(Transport::Stdio)
     };
     let mut c = Client::new(legacy);
@@ -776,7 +776,7 @@ fn a_legacy_client_and_the_dual_era_server_shake_hands_before_anything_else() {
 #[test]
 fn a_legacy_handshake_that_times_out_is_not_cancelled() {
     let mut c = Client::new(ClientConfig {
-        era: wire::Era::LEGACY,
+        connect: mcp_sim::Connect::Pinned(wire::Era::LEGACY),
         ..ClientConfig::new(Transport::Stdio)
     });
     let call = c.start_request(
@@ -809,7 +809,7 @@ fn a_legacy_handshake_that_times_out_is_not_cancelled() {
 #[test]
 fn a_legacy_http_client_deletes_its_session_once_every_post_is_answered() {
     let mut c = Client::new(ClientConfig {
-        era: wire::Era::LEGACY,
+        connect: mcp_sim::Connect::Pinned(wire::Era::LEGACY),
         ..ClientConfig::new(Transport::Http)
     });
     let mut s = Server::new(ServerConfig::new(Transport::Http));
@@ -922,7 +922,7 @@ fn a_legacy_http_client_deletes_its_session_once_every_post_is_answered() {
 
 fn auto_client(transport: Transport) -> Client {
     Client::new(ClientConfig {
-        auto: Some(wire::LegacyRevision::V2025_11_25),
+        connect: mcp_sim::Connect::AUTO,
         ..ClientConfig::new(transport)
     })
 }
@@ -1126,7 +1126,7 @@ fn an_auto_client_reads_an_http_error_status_as_the_refusal() {
 #[test]
 fn the_legacy_server_asks_the_client_to_sample_and_cancels_when_the_call_ends_first() {
     let legacy = ClientConfig {
-        era: wire::Era::LEGACY,
+        connect: mcp_sim::Connect::Pinned(wire::Era::LEGACY),
         ..ClientConfig::new(Transport::Stdio)
     };
     for slow_model in [false, true] {

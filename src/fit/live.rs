@@ -25,19 +25,17 @@ use crate::model::{Transport, CALL_TAG};
 use crate::run;
 use crate::scenario::around::{self, Change, PerturbSpec};
 use crate::scenario::file::ScenarioFile;
-use crate::scenario::{Fault, Opening, ProxyConfig, Scenario};
+use crate::scenario::{Fault, ProxyConfig, Scenario};
 use crate::trace::{EventKind, Side, Trace};
-use crate::wire::{Era, ProgressToken};
+use crate::wire::ProgressToken;
 
 /// A neighbour's schedule as the live tools run it.
 #[derive(Debug, Clone)]
 pub struct LivePlan {
     /// The calls, as a recorded client's.
     pub recording: Recording,
-    /// The era the client speaks.
-    pub era: Era,
-    /// Whether it opens with `server/discover` (auto mode).
-    pub auto: bool,
+    /// How the client opens: its era, or auto mode and the revision it falls back to.
+    pub connect: crate::model::Connect,
     /// HTTP: the relay's one-way latency range in ms, when the scenario has one.
     pub latency_ms: Option<(u64, u64)>,
     /// HTTP: the idle-cutting proxy the relay plays.
@@ -150,8 +148,7 @@ pub fn plan(
     ));
     Ok(LivePlan {
         recording: recording_of(file, &scenario, tag),
-        era: scenario.era,
-        auto: matches!(scenario.opening, Opening::Auto { .. }),
+        connect: scenario.connect(),
         latency_ms,
         proxy: scenario.proxy.filter(|_| http),
         resets,

@@ -246,7 +246,7 @@ impl ClientDriver {
                     let client = &self.client;
                     let wanted = self.recording.post_headers
                         || client.era().is_legacy()
-                        || client.config().auto.is_some();
+                        || client.config().connect.is_auto();
                     let headers = match wanted {
                         true => self.client.post_headers(&msg),
                         false => BTreeMap::new(),

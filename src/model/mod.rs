@@ -38,7 +38,7 @@ pub mod tasks;
 pub use backend::{Backend, BackendCall};
 pub use bridge::{Bridge, BridgeOut};
 pub use client::{
-    CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Outcome,
+    CallSpec, Client, ClientConfig, ClientError, ClientEvent, ClientTransmit, Connect, Outcome,
 };
 pub use mutant::{Mutant, MutantSet};
 pub use policy::{ClientPolicies, TimeoutPolicy, TimeoutReason};

@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
-use super::Transport;
 use crate::time::Time;
+
+use super::Transport;
 
 /// When a client gives up on a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

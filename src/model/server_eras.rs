@@ -27,7 +27,22 @@ use super::resume::Resumable;
 use super::server_transmit::ServerTransmit;
 use super::{MutantSet, StreamId, Transport};
 use crate::time::Time;
-use crate::wire::{Era, LegacyRevision, Message, RequestId};
+use crate::wire::{Era, LegacyRevision, Message, Request, RequestId};
+
+/// A request as [`EraSeam::admit_request`] admitted it: the server dispatches on this, and
+/// asks the era no more.
+#[derive(Debug)]
+pub(crate) enum Admitted {
+    /// A legacy `initialize`: it opens the legacy era (or is refused by a 2026-07-28-only
+    /// server).
+    Initialize(Request),
+    /// `server/discover` to a server of the legacy era only, refused as such servers refuse it.
+    DiscoverRefused(Request),
+    /// A request of the legacy era.
+    Legacy(Request),
+    /// A request of 2026-07-28 (its `protocolVersion` still to be checked).
+    Modern(Request),
+}
 
 /// The `retry` (ms) a legacy server's priming event asks a client to wait before it resumes
 /// a broken stream.
@@ -204,10 +219,27 @@ impl EraSeam {
         }
     }
 
+    /// Admits a request arriving on `stream` in the era it speaks, decided here once:
+    /// `initialize` read in the legacy shape opens the legacy era; a legacy-only server
+    /// refuses `server/discover`; anything else speaks the pipe's or the stream's era when
+    /// decided, else the one it was read in, bounded by the eras the server speaks.
+    pub(crate) fn admit_request(&mut self, stream: Option<StreamId>, r: Request) -> Admitted {
+        if r.method == "initialize" && r.meta.legacy {
+            return Admitted::Initialize(r);
+        }
+        if self.legacy_only() && r.method == "server/discover" {
+            return Admitted::DiscoverRefused(r);
+        }
+        match self.request_era(stream, r.meta.legacy) {
+            Era::Legacy(_) => Admitted::Legacy(r),
+            Era::Modern => Admitted::Modern(r),
+        }
+    }
+
     /// The era of a request other than `initialize` arriving on `stream`: the pipe's or the
     /// stream's when decided, else the one the request was read in (`legacy`), bounded by
     /// the eras the server speaks.
-    pub(crate) fn request_era(&mut self, stream: Option<StreamId>, legacy: bool) -> Era {
+    fn request_era(&mut self, stream: Option<StreamId>, legacy: bool) -> Era {
         let reads_legacy = (legacy || self.legacy_only()) && !self.modern_only();
         let asked = if reads_legacy {
             Era::LEGACY

@@ -6,7 +6,7 @@
 //! same type from the proptest strategies of [`strategies`] (feature `proptest`), so failures
 //! shrink to a small scenario.
 
-use crate::wire::{Era, LegacyRevision};
+use crate::wire::Era;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -689,16 +689,21 @@ impl Scenario {
 
     /// The client configuration this scenario runs.
     pub fn client_config(&self) -> crate::model::ClientConfig {
-        let (era, auto) = match (self.opening, self.era) {
-            (Opening::Pinned, era) => (era, None),
-            (Opening::Auto { .. }, Era::Legacy(revision)) => (Era::Modern, Some(revision)),
-            (Opening::Auto { .. }, Era::Modern) => (Era::Modern, Some(LegacyRevision::V2025_11_25)),
-        };
         crate::model::ClientConfig {
             mutants: self.mutants,
-            era,
-            auto,
+            connect: self.connect(),
             ..crate::model::ClientConfig::new(self.transport)
+        }
+    }
+
+    /// How the client opens: pinned to [`Scenario::era`], or in auto mode falling back to
+    /// it (to 2025-11-25 when the server speaks 2026-07-28).
+    pub fn connect(&self) -> crate::model::Connect {
+        use crate::model::Connect;
+        match (self.opening, self.era) {
+            (Opening::Pinned, era) => Connect::Pinned(era),
+            (Opening::Auto { .. }, Era::Legacy(fallback)) => Connect::Auto { fallback },
+            (Opening::Auto { .. }, Era::Modern) => Connect::AUTO,
         }
     }
 

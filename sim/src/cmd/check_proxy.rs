@@ -16,7 +16,7 @@ use mcp_sim::lanes::live::check_proxy::{
 use mcp_sim::model::Transport;
 use mcp_sim::oracle::OracleConfig;
 
-use super::probe::{era_asked, finish, Finish, Options, PROBE_FINDINGS};
+use super::probe::{finish, Finish, Options, PROBE_FINDINGS};
 
 /// `check-proxy --upstream-era`.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -187,11 +187,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let schedule = match args.options.live_scenario.flags() {
         Some(flags) => flags,
-        None => format!(
-            "--seed {} --era {}",
-            args.options.seed,
-            era_asked(args.options.era)
-        ),
+        None => format!("--seed {} --era {}", args.options.seed, args.options.era),
     };
     let replay = format!(
         "mcp-sim check-proxy {schedule} {timeout}{front}-- {}",

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use mcp_sim::fit::live::{self, LivePlan};
 use mcp_sim::lanes::live::check_proxy::shell_quote;
-use mcp_sim::lanes::live::probe::{findings::Finding, ProbeConfig, ProbeEra};
+use mcp_sim::lanes::live::probe::{findings::Finding, ProbeConfig};
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::recorded::Recording;
 use mcp_sim::model::Transport;
@@ -29,7 +29,6 @@ use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::scenario::around::PerturbSpec;
 use mcp_sim::scenario::file::ScenarioFile;
 use mcp_sim::trace::Trace;
-use mcp_sim::wire::Era;
 
 use crate::args::Format;
 
@@ -333,11 +332,7 @@ impl Confirm {
     /// era, and over HTTP the relay's latency and proxy.
     pub(crate) fn configure(&self, config: &mut ProbeConfig) {
         config.from = Some(self.calls_of(1));
-        config.era = match (self.plan.auto, self.plan.era) {
-            (true, _) => ProbeEra::Auto,
-            (false, Era::Modern) => ProbeEra::Modern,
-            (false, Era::Legacy(r)) => ProbeEra::Legacy(r),
-        };
+        config.connect = self.plan.connect;
         if let Some(latency) = self.plan.latency_ms {
             config.latency_ms = Some(latency);
         }

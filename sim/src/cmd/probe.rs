@@ -89,7 +89,7 @@ pub(crate) struct Options {
     /// server refuses it or keeps silent 10 s, as the SDKs' auto mode does), `modern`,
     /// `legacy` (2025-11-25) or a revision's date.
     #[arg(long, default_value = "auto")]
-    pub(crate) era: probe::ProbeEra,
+    pub(crate) era: mcp_sim::Connect,
     /// Expected findings, one rule or probe finding (`no-response`, `server-exited`,
     /// `unresponsive-after-cancel`, `liveness-check-unanswered`, `nothing-exercised`) per line: the exit code then fails only on a MUST rule or a fault
     /// the file does not list, or on a listed one that no longer occurs.
@@ -230,7 +230,7 @@ pub(crate) fn options_config(args: &Options) -> Result<ProbeConfig, String> {
         proxy,
         latency_ms: args.latency_ms,
         reset_percent: args.reset_percent,
-        era: args.era,
+        connect: args.era,
         origin_check: !args.no_origin_check,
         ..ProbeConfig::default()
     };
@@ -531,7 +531,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
                 baseline: diff.as_ref().map(crate::args::JsonBaseline::of),
                 natural_ms: run.natural_ms,
                 cancel_window_ms: [run.cancel_window_ms.0, run.cancel_window_ms.1],
-                era_asked: era_asked(args.era),
+                era_asked: args.era.to_string(),
                 era: verdict.era.era.version(),
                 era_reading: verdict.describe_era(),
                 upstream_era: verdict.upstream_era.map(|e| e.era.version()),
@@ -566,18 +566,8 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
 fn replay_line(args: &Options, target: &str) -> String {
     format!(
         "mcp-sim probe --seed {} --era {} {target}",
-        args.seed,
-        era_asked(args.era)
+        args.seed, args.era
     )
-}
-
-/// The era the probe was asked to speak, as the flag spells it.
-pub(crate) fn era_asked(era: probe::ProbeEra) -> String {
-    match era {
-        probe::ProbeEra::Auto => "auto".into(),
-        probe::ProbeEra::Modern => "modern".into(),
-        probe::ProbeEra::Legacy(r) => mcp_sim::Era::Legacy(r).version().into(),
-    }
 }
 
 struct TextReport<'a> {
@@ -614,7 +604,7 @@ fn print_text(r: &TextReport<'_>) {
     );
     println!(
         "era: asked {}, spoke {}",
-        era_asked(args.era),
+        args.era,
         r.verdict.describe_era()
     );
     let width = run.cancel_window_ms.1 - run.cancel_window_ms.0;

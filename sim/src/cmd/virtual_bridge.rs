@@ -88,7 +88,7 @@ fn plan(
     });
     let plan = VirtualPlan {
         transport,
-        era: p.era,
+        connect: p.connect,
         tool: p.tool.clone(),
         arguments: p.arguments.clone(),
         calls: p.calls,

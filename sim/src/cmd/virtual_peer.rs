@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_sim::lanes::live::check_proxy::shell_quote;
-use mcp_sim::lanes::live::probe::ProbeEra;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, ServiceModel, VirtualError, VirtualPeer};
 use mcp_sim::model::Transport;
 use mcp_sim::repro::EraChoice;
@@ -135,10 +134,9 @@ fn plan(
             return Err("--transport: pick stdio or http for a virtual run".into())
         }
     };
-    let era = match overrides.era {
-        EraArg::Auto | EraArg::One(EraChoice::FromSeed) => ProbeEra::Auto,
-        EraArg::One(EraChoice::Fixed(mcp_sim::Era::Modern)) => ProbeEra::Modern,
-        EraArg::One(EraChoice::Fixed(mcp_sim::Era::Legacy(r))) => ProbeEra::Legacy(r),
+    let connect = match overrides.era {
+        EraArg::Auto | EraArg::One(EraChoice::FromSeed) => mcp_sim::Connect::AUTO,
+        EraArg::One(EraChoice::Fixed(era)) => mcp_sim::Connect::Pinned(era),
         EraArg::Both => {
             return Err(
                 "--era: pick one era for a virtual run (auto, modern, legacy or a date)".into(),
@@ -164,7 +162,7 @@ fn plan(
     };
     let plan = VirtualPlan {
         transport,
-        era,
+        connect,
         tool: options.tool.clone().unwrap_or(d.tool),
         arguments,
         calls: options.calls.unwrap_or(d.calls),

@@ -2,7 +2,12 @@
 //! and in the legacy era over HTTP, the stream's close in 2026-07-28 over HTTP), and the
 //! client mutants that get it wrong.
 
-use super::*;
+use crate::model::mutant::Mutant;
+use crate::time::Time;
+use crate::wire::{Cancelled, RequestId};
+
+use super::output::{ClientEvent, ClientTransmit, Outcome};
+use super::Client;
 
 impl Client {
     /// Sends the transport's cancellation and reports `outcome`.

@@ -1,6 +1,14 @@
 //! What configures the client and what the application asks it to send.
 
-use super::*;
+use serde_json::{Map, Value};
+
+use crate::model::mutant::MutantSet;
+use crate::model::policy::TimeoutPolicy;
+use crate::model::Transport;
+use crate::wire::{Era, METHOD_LISTEN, METHOD_TASKS_GET};
+
+use super::conn::Connect;
+use super::long_work::POLL_POLICY;
 
 /// Client configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,16 +19,8 @@ pub struct ClientConfig {
     pub max_retries: u32,
     /// Faulty behaviours switched on (none for the reference client).
     pub mutants: MutantSet,
-    /// The protocol era it speaks. A legacy client opens every connection with `initialize`,
-    /// holds its requests until the result, then sends `notifications/initialized`; its
-    /// requests carry no modern `_meta` keys (docs/spec/mcp-2025-11-25.md §2).
-    pub era: Era,
-    /// Auto mode, the dual-era SDKs' default or option (Python `mcp` 2.x, fastmcp, rmcp's
-    /// `Auto`): with `era` modern, the client's first request waits behind a
-    /// `server/discover`; a result keeps the modern era, and a refusal (any error) or
-    /// [`DISCOVER_TIMEOUT`] of silence falls back to this revision's handshake
-    /// (docs/spec/mcp-2025-11-25.md §1). The era so decided holds for the client's life.
-    pub auto: Option<LegacyRevision>,
+    /// How it opens its connections: pinned to an era, or in auto mode.
+    pub connect: Connect,
 }
 
 impl ClientConfig {
@@ -30,8 +30,7 @@ impl ClientConfig {
             transport,
             max_retries: 1,
             mutants: MutantSet::NONE,
-            era: Era::Modern,
-            auto: None,
+            connect: Connect::Pinned(Era::Modern),
         }
     }
 }

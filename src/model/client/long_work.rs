@@ -1,7 +1,22 @@
 //! Long work: tasks polled to their end, input rounds (`input_required`) answered, and
 //! `subscriptions/listen` acknowledged (2026-07-28 §7).
 
-use super::*;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::model::mutant::Mutant;
+use crate::model::policy::TimeoutPolicy;
+use crate::model::tasks::TaskStatus;
+use crate::model::{StreamId, Transport};
+use crate::time::Time;
+use crate::wire::{
+    Cancelled, Message, RequestId, ResultResponse, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
+};
+
+use super::config::CallSpec;
+use super::output::{ClientEvent, ClientTransmit, Outcome};
+use super::{Client, Purpose};
 
 /// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
 pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {

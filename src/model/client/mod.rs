@@ -40,7 +40,7 @@
 //!   ([`LISTEN_ACK_DEADLINE`]); it ends when the application cancels it, when the server ends
 //!   it with a result, or with its transport (then it is re-opened under a new id, §9 G57).
 //!
-//! A client of the legacy era ([`ClientConfig::era`], docs/spec/mcp-2025-11-25.md §2) puts a
+//! A client of the legacy era ([`Connect::Pinned`], docs/spec/mcp-2025-11-25.md §2) puts a
 //! handshake in front of all this on every connection: its first request sends `initialize`,
 //! and every request waits behind it (its timers counting from when it goes out) until the
 //! result; then `notifications/initialized` and the waiting requests go out in order. The
@@ -67,39 +67,35 @@
 //! a cancel from the server drops the answer unsent, and a request replayed on a resumed
 //! stream is answered once.
 //!
-//! In auto mode ([`ClientConfig::auto`], the dual-era SDKs' `auto`) the era is the server's
+//! In auto mode ([`Connect::Auto`], the dual-era SDKs' `auto`) the era is the server's
 //! to tell: the first request waits behind a `server/discover`, as requests wait behind a
 //! handshake. A result keeps the modern era; any error (over HTTP, any error status: the
 //! TypeScript SDK v1 answers 400 with a null id) or [`DISCOVER_TIMEOUT`] of silence (the
 //! probe then cancelled as a modern request is) falls back to the legacy handshake, and what
 //! waited takes the legacy shape.
 //!
-//! Where each part lives: the lifecycle above, the timers and `poll_*` here; the opening
-//! (discover, fallback, handshake) in `opening`; sending a request in `requests`; the legacy HTTP
+//! Where each part lives: the lifecycle above, the timers and `poll_*` here; the connection
+//! and the era it carries in `conn`; the opening (discover, fallback, handshake) in `opening`; sending a request in `requests`; the legacy HTTP
 //! session and resumption in `session`; the server's own requests and the liveness `ping` in
 //! `server_requests`; tasks, input rounds and `listen` in `long_work`; the public values in
 //! `config` and `output`.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
 use std::time::Duration;
-
-use serde_json::{Map, Value};
 
 use super::policy::{TimeoutPolicy, TimeoutReason};
 use super::tasks::TaskStatus;
 use super::{StreamId, Transport};
-use crate::model::mutant::{Mutant, MutantSet};
+use crate::model::mutant::Mutant;
 use crate::time::Time;
 use crate::wire::{
-    codes, Cancelled, Era, LegacyRevision, Message, Notification, ProgressToken, Request,
-    RequestId, ResultResponse, ResultType, META_SUBSCRIPTION_ID, METHOD_LISTEN,
-    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
+    codes, Era, Message, ProgressToken, RequestId, ResultResponse, ResultType,
+    META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED,
 };
 
 mod cancelling;
 mod config;
-mod legacy;
+mod conn;
 mod long_work;
 mod opening;
 mod output;
@@ -108,10 +104,11 @@ mod server_requests;
 mod session;
 
 pub use config::{CallSpec, ClientConfig};
-use legacy::LegacyConn;
+use conn::Conn;
+pub use conn::Connect;
 use long_work::{ClientTask, MIN_POLL};
 pub use long_work::{LISTEN_ACK_DEADLINE, MAX_ROUNDS_ANSWERED, POLL_POLICY, SETTLE_WATCH};
-use opening::{Awaits, Handshake};
+use opening::Handshake;
 pub use opening::{DISCOVER_TIMEOUT, HANDSHAKE_TIMEOUT};
 pub use output::{ClientError, ClientEvent, ClientTransmit, Outcome};
 pub use server_requests::{PING_AFTER, PING_POLICY, SAMPLING_DELAY};
@@ -171,19 +168,12 @@ pub struct Client {
     tasks: BTreeMap<RequestId, ClientTask>,
     transmits: VecDeque<ClientTransmit>,
     events: VecDeque<ClientEvent>,
-    /// Where the opening of the current connection stands: a client pinned to 2026-07-28
-    /// has none to make; any other starts with it ahead.
-    opening: Handshake,
-    /// The legacy era's own state ([`LegacyConn`]); `None` on a 2026-07-28 connection.
-    legacy: Option<LegacyConn>,
+    /// The connection, its era and its opening.
+    conn: Conn,
     /// The host's word on its session ([`Client::end_session`]). It is the application's,
     /// whatever the era: an auto-mode host may be done before discovery falls back, and its
     /// legacy HTTP session then still ends with a `DELETE`.
     session_end: SessionEnd,
-    /// The era it speaks now: the configured one, or in auto mode the one discovery decided.
-    era: Era,
-    /// Auto mode: the server answered `server/discover`, so the modern era holds.
-    discovered: bool,
 }
 
 impl Client {
@@ -201,14 +191,8 @@ impl Client {
             tasks: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
-            opening: match (config.era, config.auto) {
-                (Era::Modern, None) => Handshake::Done,
-                _ => Handshake::NotStarted,
-            },
-            legacy: config.era.is_legacy().then(LegacyConn::default),
+            conn: Conn::new(config.connect),
             session_end: SessionEnd::Open,
-            era: config.era,
-            discovered: false,
             config,
         }
     }
@@ -216,7 +200,7 @@ impl Client {
     /// The era it speaks: the configured one, or in auto mode the one discovery decided
     /// (modern until it falls back).
     pub fn era(&self) -> Era {
-        self.era
+        self.conn.era()
     }
 
     /// The configuration.
@@ -228,10 +212,10 @@ impl Client {
     /// session.
     pub fn start_request(&mut self, now: Time, spec: CallSpec) -> RequestId {
         if self.session_end == SessionEnd::Sent {
-            if let Some(legacy) = self.legacy.as_mut() {
+            if let Some(legacy) = self.conn.legacy_mut() {
                 legacy.session = None;
+                legacy.handshake = Handshake::NotStarted;
             }
-            self.opening = Handshake::NotStarted;
         }
         self.session_end = SessionEnd::Open;
         let retries = self.config.max_retries;
@@ -263,7 +247,7 @@ impl Client {
 
     /// The timeout policy of an outstanding request (recorded in traces with its send).
     pub fn policy_of(&self, id: &RequestId) -> Option<TimeoutPolicy> {
-        match &self.opening {
+        match self.conn.opening() {
             Handshake::Awaiting {
                 id: init, awaits, ..
             } if init == id => self.opening_timeout(*awaits).map(TimeoutPolicy::fixed),
@@ -273,13 +257,13 @@ impl Client {
 
     /// Number of outstanding requests and tasks, and a legacy handshake still waiting.
     pub fn outstanding(&self) -> usize {
-        let handshake = usize::from(matches!(self.opening, Handshake::Awaiting { .. }));
+        let handshake = usize::from(matches!(self.conn.opening(), Handshake::Awaiting { .. }));
         self.pending.len() + self.tasks.len() + handshake
     }
 
     /// A message arrived: on the pipe (stdio, `stream` is `None`) or on a response stream.
     pub fn handle_message(&mut self, now: Time, stream: Option<StreamId>, msg: Message) {
-        if let Some(legacy) = self.legacy.as_mut() {
+        if let Some(legacy) = self.conn.legacy_mut() {
             legacy.last_heard = now;
         }
         if let Some(s) = stream {
@@ -344,8 +328,8 @@ impl Client {
             // The legacy server gives up on its own request: the answer is dropped.
             Message::Cancelled(c)
                 if self
-                    .legacy
-                    .as_mut()
+                    .conn
+                    .legacy_mut()
                     .is_some_and(|l| l.answering.remove(&c.request_id).is_some()) => {}
             // A server-sent cancellation may end a stdio listen (§7.1).
             Message::Cancelled(c) => {
@@ -368,10 +352,9 @@ impl Client {
                     p.acked = true;
                 }
             }
-            Message::Request(r) if self.era.is_legacy() => self.server_request(now, r),
-            // Other notifications, and a server-sent request outside the legacy era, carry
-            // nothing this client acts on.
-            Message::Notification(_) | Message::Request(_) => {}
+            Message::Request(r) => self.server_request(now, r),
+            // Other notifications carry nothing this client acts on.
+            Message::Notification(_) => {}
         }
     }
 
@@ -381,7 +364,7 @@ impl Client {
         // A discover result whose `supportedVersions` leaves out the version this client
         // speaks is no modern server for it: the auto mode falls back as on a refusal
         // (go-sdk's stateful HTTP handler lists only the legacy revisions there).
-        let ok = !self.opening_discover(&r.id) || opening::offers(&r, &self.era);
+        let ok = !self.opening_discover(&r.id) || opening::offers(&r, &self.era());
         if self.handshake_answered(now, &r.id, ok) {
             return;
         }
@@ -456,15 +439,15 @@ impl Client {
     /// HTTP: a response stream ended. If its request had no response yet, the request is lost,
     /// unless (legacy era) it received an event id: then it is resumed after `retry`.
     pub fn handle_stream_closed(&mut self, now: Time, stream: StreamId) {
-        if let Some(legacy) = self.legacy.as_mut() {
+        if let Some(legacy) = self.conn.legacy_mut() {
             legacy.sent_in.remove(&stream);
         }
-        if let Handshake::Awaiting {
+        if let Some(Handshake::Awaiting {
             id,
             stream: Some(s),
             broke,
             ..
-        } = &mut self.opening
+        }) = self.conn.opening_mut()
         {
             if *s == stream && broke.is_none() {
                 // The handshake's stream broke before its answer: it is lost now, and a new
@@ -510,7 +493,7 @@ impl Client {
     pub fn handle_disconnect(&mut self, now: Time) {
         self.reset_handshake();
         // The server that asked is gone with the pipe.
-        if let Some(legacy) = self.legacy.as_mut() {
+        if let Some(legacy) = self.conn.legacy_mut() {
             legacy.answering.clear();
         }
         let ids: Vec<RequestId> = self.pending.keys().cloned().collect();
@@ -610,7 +593,11 @@ impl Client {
     /// Forgets a request and returns its state.
     fn finish(&mut self, id: &RequestId) -> Option<Pending> {
         let pending = self.pending.remove(id)?;
-        if let Some(legacy) = self.legacy.as_mut().filter(|l| l.ping.as_ref() == Some(id)) {
+        if let Some(legacy) = self
+            .conn
+            .legacy_mut()
+            .filter(|l| l.ping.as_ref() == Some(id))
+        {
             legacy.ping = None;
         }
         if let Some(t) = &pending.token {
@@ -634,7 +621,7 @@ impl Client {
             let deadline = t.deadline.filter(|_| !t.settled);
             poll.into_iter().chain(t.expires).chain(deadline)
         });
-        let handshake = match &self.opening {
+        let handshake = match self.conn.opening() {
             Handshake::Awaiting {
                 broke: Some(at), ..
             } => Some(*at),
@@ -646,8 +633,9 @@ impl Client {
         let resumes = self.pending.values().filter_map(|p| p.resume.at);
         let ping = self.ping_due();
         let answers = self
-            .legacy
-            .iter()
+            .conn
+            .legacy()
+            .into_iter()
             .flat_map(|l| l.answering.values().copied());
         requests
             .chain(answers)
@@ -717,14 +705,14 @@ impl Client {
             Some(t) => t,
             None => self.session_delete()?,
         };
+        let http = self.config.transport == Transport::Http;
         if let (
             ClientTransmit::Post { stream, .. }
             | ClientTransmit::Get { stream, .. }
             | ClientTransmit::Delete { stream },
-            true,
-        ) = (&t, self.legacy_http())
+            Some(legacy),
+        ) = (&t, self.conn.legacy_mut().filter(|_| http))
         {
-            let legacy = self.legacy_conn();
             legacy.sent_in.insert(*stream, legacy.session.clone());
         }
         if let ClientTransmit::Post {
@@ -733,7 +721,7 @@ impl Client {
         } = &t
         {
             if let Some(p) = self.pending.get_mut(&r.id) {
-                p.resume.session = self.legacy.as_ref().and_then(|l| l.session.clone());
+                p.resume.session = self.conn.legacy().and_then(|l| l.session.clone());
             }
         }
         Some(t)

@@ -2,7 +2,20 @@
 //! `initialize`, the legacy handshake and the requests queued behind it (docs/spec/mcp-2025-11-25.md
 //! lifecycle; 2026-07-28 §2).
 
-use super::*;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::model::mutant::Mutant;
+use crate::model::policy::TimeoutReason;
+use crate::model::{StreamId, Transport};
+use crate::time::Time;
+use crate::wire::{Cancelled, Era, Message, Notification, Request, RequestId, ResultResponse};
+
+use super::conn::{Conn, LegacyConn};
+use super::output::{ClientEvent, ClientTransmit, Outcome};
+use super::Client;
 
 /// How long a client in auto mode waits for the `server/discover` answer before it falls back
 /// to the legacy handshake (rmcp's `Auto` waits 10 s: fastmcp 3.x on `mcp` 1.x ignores the
@@ -69,16 +82,17 @@ pub(super) enum Handshake {
 
 impl Client {
     /// Opens a connection with `queued` waiting: the auto mode's `server/discover` while the
-    /// era is undecided, else the legacy handshake.
+    /// era is undecided, the legacy handshake on a legacy connection (a modern one has
+    /// nothing to open: what waited goes out).
     pub(super) fn start_opening(
         &mut self,
         now: Time,
         queued: VecDeque<(RequestId, ClientTransmit)>,
     ) {
-        if self.config.auto.is_some() && !self.discovered && !self.era.is_legacy() {
-            self.start_discover(now, queued)
-        } else {
-            self.start_handshake(now, queued)
+        match self.conn {
+            Conn::Undecided { .. } => self.start_discover(now, queued),
+            Conn::Legacy(_) => self.start_handshake(now, queued),
+            Conn::Modern => self.release(now, queued),
         }
     }
 
@@ -93,14 +107,16 @@ impl Client {
         let discover = Request::new(id.clone(), "server/discover");
         let (stream, transmit) = self.addressed(discover.into());
         self.transmits.push_back(transmit);
-        self.opening = Handshake::Awaiting {
-            id,
-            awaits: Awaits::DiscoverResult,
-            sent: now,
-            stream,
-            broke: None,
-            queued,
-        };
+        if let Some(opening) = self.conn.opening_mut() {
+            *opening = Handshake::Awaiting {
+                id,
+                awaits: Awaits::DiscoverResult,
+                sent: now,
+                stream,
+                broke: None,
+                queued,
+            };
+        }
     }
 
     /// Auto mode: the server refused `server/discover` or kept silent. The client speaks
@@ -111,11 +127,10 @@ impl Client {
         now: Time,
         mut queued: VecDeque<(RequestId, ClientTransmit)>,
     ) {
-        let Some(revision) = self.config.auto else {
+        let Conn::Undecided { fallback, .. } = self.conn else {
             return;
         };
-        self.era = Era::Legacy(revision);
-        self.legacy_conn();
+        self.conn = Conn::Legacy(LegacyConn::new(fallback));
         for (_, transmit) in &mut queued {
             if let ClientTransmit::Line(Message::Request(r))
             | ClientTransmit::Post {
@@ -137,12 +152,15 @@ impl Client {
         now: Time,
         queued: VecDeque<(RequestId, ClientTransmit)>,
     ) {
+        let Some(era) = self.conn.legacy().map(LegacyConn::era) else {
+            return self.release(now, queued);
+        };
         let id = RequestId::Number(self.next_id);
         self.next_id += 1;
         let mut init = Request::new(id.clone(), "initialize");
         init.params.insert(
             "protocolVersion".into(),
-            serde_json::Value::from(self.era.version()),
+            serde_json::Value::from(era.version()),
         );
         // It answers the server's sampling requests (the legacy era's requests to the client).
         init.params
@@ -154,14 +172,16 @@ impl Client {
         self.legacy_shape(&mut init);
         let (stream, transmit) = self.addressed(init.into());
         self.transmits.push_back(transmit);
-        self.opening = Handshake::Awaiting {
-            id,
-            awaits: Awaits::InitializeResult,
-            sent: now,
-            stream,
-            broke: None,
-            queued,
-        };
+        if let Some(opening) = self.conn.opening_mut() {
+            *opening = Handshake::Awaiting {
+                id,
+                awaits: Awaits::InitializeResult,
+                sent: now,
+                stream,
+                broke: None,
+                queued,
+            };
+        }
     }
 
     /// The handshake's deadline passed: its timeout and outcome, the connection dropped, and
@@ -174,7 +194,7 @@ impl Client {
             stream,
             broke,
             ..
-        } = &self.opening
+        } = self.conn.opening()
         else {
             return;
         };
@@ -241,8 +261,8 @@ impl Client {
         &mut self,
         next: Handshake,
     ) -> VecDeque<(RequestId, ClientTransmit)> {
-        match std::mem::replace(&mut self.opening, next) {
-            Handshake::Awaiting { queued, .. } => queued,
+        match self.conn.opening_mut().map(|o| std::mem::replace(o, next)) {
+            Some(Handshake::Awaiting { queued, .. }) => queued,
             _ => VecDeque::new(),
         }
     }
@@ -253,7 +273,7 @@ impl Client {
     pub(super) fn handshake_answered(&mut self, now: Time, id: &RequestId, ok: bool) -> bool {
         let Handshake::Awaiting {
             id: init, awaits, ..
-        } = &self.opening
+        } = self.conn.opening()
         else {
             return false;
         };
@@ -269,7 +289,7 @@ impl Client {
         if discover && !ok {
             self.fall_back(now, queued);
         } else if discover {
-            self.discovered = true;
+            self.conn = Conn::Modern;
             self.release(now, queued);
         } else if ok {
             let initialized = Notification {
@@ -298,7 +318,9 @@ impl Client {
                     });
                 }
             }
-            self.opening = Handshake::NotStarted;
+            if let Some(opening) = self.conn.opening_mut() {
+                *opening = Handshake::NotStarted;
+            }
         }
         true
     }
@@ -306,7 +328,7 @@ impl Client {
     /// Whether `id` is the auto mode's `server/discover`, still awaited.
     pub(super) fn opening_discover(&self, id: &RequestId) -> bool {
         matches!(
-            &self.opening,
+            self.conn.opening(),
             Handshake::Awaiting { id: d, awaits: Awaits::DiscoverResult, .. } if d == id
         )
     }
@@ -324,7 +346,7 @@ impl Client {
     /// Whether `id` still waits behind the handshake (never sent): then giving up on it sends
     /// nothing, and it leaves the queue.
     pub(super) fn unqueue(&mut self, id: &RequestId) -> bool {
-        let Handshake::Awaiting { queued, .. } = &mut self.opening else {
+        let Some(Handshake::Awaiting { queued, .. }) = self.conn.opening_mut() else {
             return false;
         };
         let before = queued.len();
@@ -336,12 +358,12 @@ impl Client {
     /// behind the old one is outstanding and is lost (or retried) with the connection.
     pub(super) fn reset_handshake(&mut self) {
         // A modern connection has no handshake (once auto mode's discovery is done).
-        if matches!(self.opening, Handshake::Done) && !self.era.is_legacy() {
+        let Some(opening) = self.conn.opening_mut() else {
             return;
-        }
+        };
         if let Handshake::Awaiting {
             id, broke: None, ..
-        } = std::mem::replace(&mut self.opening, Handshake::NotStarted)
+        } = std::mem::replace(opening, Handshake::NotStarted)
         {
             // The handshake went with its connection (one whose stream broke was already
             // reported lost).

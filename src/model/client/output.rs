@@ -1,7 +1,11 @@
 //! What the client hands out: transmits towards the server, events towards the
 //! application, each request's outcome, and API misuse.
 
-use super::*;
+use std::fmt;
+
+use crate::model::policy::TimeoutReason;
+use crate::model::StreamId;
+use crate::wire::{Message, RequestId};
 
 /// How a request ended for the application. Exactly one per request id.
 #[derive(

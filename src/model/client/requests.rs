@@ -1,7 +1,18 @@
 //! Sending a request: its id and progress token, its shape in the era spoken, the stream
 //! it goes on, and its place behind an unfinished opening.
 
-use super::*;
+use std::collections::VecDeque;
+
+use crate::model::mutant::Mutant;
+use crate::model::{StreamId, Transport};
+use crate::time::Time;
+use crate::wire::{Message, ProgressToken, Request, RequestId};
+
+use super::config::CallSpec;
+use super::opening::Handshake;
+use super::output::ClientTransmit;
+use super::session::Resume;
+use super::{Client, Pending, Purpose};
 
 impl Client {
     pub(super) fn issue(
@@ -86,8 +97,8 @@ impl Client {
 
     /// A legacy request's shape: its era's version, no capabilities, no modern keys.
     pub(super) fn legacy_shape(&self, request: &mut Request) {
-        if let Era::Legacy(_) = self.era {
-            request.meta.protocol_version = self.era.version().into();
+        if let Some(legacy) = self.conn.legacy() {
+            request.meta.protocol_version = legacy.era().version().into();
             request.meta.client_capabilities.clear();
             request.meta.legacy = true;
         }
@@ -95,11 +106,11 @@ impl Client {
 
     /// Sends a request, or holds it behind a legacy handshake (starting one if none is out).
     pub(super) fn push_request(&mut self, now: Time, id: &RequestId, transmit: ClientTransmit) {
-        if matches!(self.opening, Handshake::NotStarted) {
+        if matches!(self.conn.opening(), Handshake::NotStarted) {
             self.start_opening(now, VecDeque::new());
         }
-        match &mut self.opening {
-            Handshake::Awaiting { queued, .. } => queued.push_back((id.clone(), transmit)),
+        match self.conn.opening_mut() {
+            Some(Handshake::Awaiting { queued, .. }) => queued.push_back((id.clone(), transmit)),
             _ => self.transmits.push_back(transmit),
         }
     }

@@ -1,7 +1,16 @@
 //! The server's own requests to the client (sampling, roots, `ping`) and the client's
 //! liveness `ping` of a legacy server: answered, timed, and their answers shaped per era.
 
-use super::*;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::model::policy::TimeoutPolicy;
+use crate::time::Time;
+use crate::wire::{codes, Message, Request, RequestId, ResultResponse};
+
+use super::config::CallSpec;
+use super::{Client, Purpose};
 
 /// How long the host's model takes to answer a legacy server's `sampling/createMessage`.
 pub const SAMPLING_DELAY: Duration = Duration::from_secs(4);
@@ -31,8 +40,11 @@ impl Client {
     /// Legacy era: a request of the server's own (docs/spec/mcp-2025-11-25.md LB7). `ping`
     /// and `roots/list` are answered at once, `sampling/createMessage` after the host's
     /// model took [`SAMPLING_DELAY`], anything else with -32601.
+    /// A request from a server outside the legacy era carries nothing this client acts on.
     pub(super) fn server_request(&mut self, now: Time, r: Request) {
-        let legacy = self.legacy_conn();
+        let Some(legacy) = self.conn.legacy_mut() else {
+            return;
+        };
         if !legacy.asked.insert(r.id.clone()) {
             return;
         }
@@ -59,15 +71,19 @@ impl Client {
 
     /// The answers of the host's model that are due at `now`.
     pub(super) fn answer_timers(&mut self, now: Time) {
-        let due: Vec<RequestId> = self
-            .legacy
+        let Some(legacy) = self.conn.legacy_mut() else {
+            return;
+        };
+        let due: Vec<RequestId> = legacy
+            .answering
             .iter()
-            .flat_map(|l| &l.answering)
             .filter(|(_, at)| **at <= now)
             .map(|(id, _)| id.clone())
             .collect();
+        for id in &due {
+            legacy.answering.remove(id);
+        }
         for id in due {
-            self.legacy_conn().answering.remove(&id);
             let sampled = serde_json::json!({
                 "role": "assistant",
                 "content": {"type": "text", "text": "The step is done."},
@@ -84,8 +100,8 @@ impl Client {
     /// while a call is outstanding, the handshake is done and no ping is in flight.
     pub(super) fn ping_due(&self) -> Option<Time> {
         let waiting = self.pending.values().any(|p| p.purpose == Purpose::Call);
-        let legacy = self.legacy.as_ref()?;
-        let ready = matches!(self.opening, Handshake::Done) && legacy.ping.is_none() && waiting;
+        let legacy = self.conn.legacy()?;
+        let ready = legacy.opened() && legacy.ping.is_none() && waiting;
         ready.then_some(legacy.last_heard + PING_AFTER)
     }
 
@@ -102,8 +118,12 @@ impl Client {
             task: false,
         };
         // The next ping counts from this one, answered or not.
-        self.legacy_conn().last_heard = now;
+        if let Some(legacy) = self.conn.legacy_mut() {
+            legacy.last_heard = now;
+        }
         let id = self.issue(now, spec, 0, Purpose::Ping);
-        self.legacy_conn().ping = Some(id);
+        if let Some(legacy) = self.conn.legacy_mut() {
+            legacy.ping = Some(id);
+        }
     }
 }

@@ -2,7 +2,16 @@
 //! broken stream resumed from its last event id (docs/spec/mcp-2025-11-25.md §5, LB8, LE18) and
 //! the session's end (`DELETE`).
 
-use super::*;
+use std::time::Duration;
+
+use crate::model::mutant::Mutant;
+use crate::model::{StreamId, Transport};
+use crate::time::Time;
+use crate::wire::{LegacyRevision, Message, RequestId};
+
+use super::opening::{Awaits, Handshake};
+use super::output::{ClientEvent, ClientTransmit, Outcome};
+use super::Client;
 
 /// How long a legacy client waits before it resumes a broken stream when the server set no
 /// `retry` (the TypeScript SDK's initial reconnection delay).
@@ -67,7 +76,10 @@ impl Client {
         if status >= 400 && self.discover_refused(now, stream) {
             return;
         }
-        let sent_in = self.legacy.as_mut().and_then(|l| l.sent_in.remove(&stream));
+        let sent_in = self
+            .conn
+            .legacy_mut()
+            .and_then(|l| l.sent_in.remove(&stream));
         if status < 400 || !self.legacy_http() {
             return;
         }
@@ -77,13 +89,12 @@ impl Client {
         }
         let session = self.session().map(str::to_owned);
         let expired = status == 404 && session.is_some() && sent_in == Some(session);
-        if expired {
-            let legacy = self.legacy_conn();
+        if let (true, Some(legacy)) = (expired, self.conn.legacy_mut()) {
             legacy.session = None;
             // The server that asked forgot the session: its requests have no one to answer.
             legacy.answering.clear();
-            if matches!(self.opening, Handshake::Done) {
-                self.opening = Handshake::NotStarted;
+            if legacy.opened() {
+                legacy.handshake = Handshake::NotStarted;
             }
             if let Some(p) = id.and_then(|id| self.pending.get_mut(&id)) {
                 p.resume.expired = true;
@@ -109,7 +120,7 @@ impl Client {
             awaits: Awaits::DiscoverResult,
             stream: Some(s),
             ..
-        } = &self.opening
+        } = self.conn.opening()
         else {
             return false;
         };
@@ -129,20 +140,14 @@ impl Client {
     /// HTTP, legacy era: the initialize response issued the session `id`; every later request
     /// carries it (LA5).
     pub fn handle_session(&mut self, id: &str) {
-        if self.era.is_legacy() {
-            self.legacy_conn().session = Some(id.to_owned());
+        if let Some(legacy) = self.conn.legacy_mut() {
+            legacy.session = Some(id.to_owned());
         }
     }
 
     /// The legacy era's HTTP session, once issued.
     pub fn session(&self) -> Option<&str> {
-        self.legacy.as_ref()?.session.as_deref()
-    }
-
-    /// The legacy connection's own state, for what only the legacy era does (every caller is
-    /// on a legacy path, where the client has it since it was pinned or fell back).
-    pub(super) fn legacy_conn(&mut self) -> &mut LegacyConn {
-        self.legacy.get_or_insert_with(LegacyConn::default)
+        self.conn.legacy()?.session.as_deref()
     }
 
     /// The headers of the POST carrying `msg` (names in lower case): 2026-07-28's
@@ -150,7 +155,7 @@ impl Client {
     /// session id once issued and, after the handshake, the negotiated `MCP-Protocol-Version`
     /// (2025-06-18 and later).
     pub fn post_headers(&self, msg: &Message) -> std::collections::BTreeMap<String, String> {
-        if !self.era.is_legacy() {
+        if self.conn.legacy().is_none() {
             return crate::wire::http::request_headers(msg);
         }
         let mut h = self.legacy_headers();
@@ -183,15 +188,19 @@ impl Client {
         if let (Some(id), false) = (self.session(), self.mutant(Mutant::NoSessionId)) {
             h.insert("mcp-session-id".into(), id.to_owned());
         }
-        let versioned = matches!(self.era, Era::Legacy(r) if r >= LegacyRevision::V2025_06_18);
-        if versioned && matches!(self.opening, Handshake::Done) {
-            h.insert("mcp-protocol-version".into(), self.era.version().into());
+        let versioned = self
+            .conn
+            .legacy()
+            .filter(|l| l.revision >= LegacyRevision::V2025_06_18 && l.opened());
+        if let Some(legacy) = versioned {
+            h.insert("mcp-protocol-version".into(), legacy.era().version().into());
         }
         h
     }
 
+    /// Whether it speaks the legacy era over HTTP (a session, resumable streams).
     pub(super) fn legacy_http(&self) -> bool {
-        self.era.is_legacy() && self.config.transport == Transport::Http
+        self.conn.legacy().is_some() && self.config.transport == Transport::Http
     }
 
     /// Legacy requests whose `retry` wait is over: each resumes on a new `GET`.
@@ -231,7 +240,7 @@ impl Client {
 
     /// The session's `DELETE`, if it is due now.
     pub(super) fn session_delete(&mut self) -> Option<ClientTransmit> {
-        let legacy = self.legacy.as_ref()?;
+        let legacy = self.conn.legacy()?;
         let idle = self.pending.is_empty()
             && legacy.answering.is_empty()
             && self.tasks.is_empty()
@@ -240,7 +249,7 @@ impl Client {
         let due = self.session_end == SessionEnd::Wanted
             && self.legacy_http()
             && legacy.session.is_some()
-            && matches!(self.opening, Handshake::Done)
+            && legacy.opened()
             && idle;
         if !due {
             return None;

@@ -1,7 +1,12 @@
 //! What configures the reference server: its tool, how it answers over HTTP, its
 //! behaviour and its eras.
 
-use super::*;
+use std::time::Duration;
+
+use crate::model::mutant::MutantSet;
+use crate::model::server_eras::{ServerEras, SessionLimits};
+use crate::model::Transport;
+use crate::wire::Message;
 
 /// The name of the reference server's tool. Arguments: `steps` (default 3, at most
 /// [`MAX_STEPS`]), `step_ms` (default 1000), `input_rounds` (default 0, at most

@@ -3,7 +3,20 @@
 //! session's `DELETE`, `server/discover` refused by a legacy-only server, sampling asked of the
 //! client, and ended sessions reaped.
 
-use super::*;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::model::mutant::Mutant;
+use crate::model::server_eras::ServerEras;
+use crate::model::server_transmit::ServerTransmit;
+use crate::model::StreamId;
+use crate::time::Time;
+use crate::wire::{
+    codes, Era, ErrorResponse, Message, Request, RequestId, ResultResponse, PROTOCOL_VERSION,
+};
+
+use super::{Job, Server};
 
 /// How long the server waits for the client's answer to its `sampling/createMessage` before
 /// it cancels the request.

@@ -1,7 +1,21 @@
 //! Long work (2026-07-28 §7): input rounds asked before a call's work starts, tasks
 //! created, polled, cancelled and expired, and `subscriptions/listen` streams notified.
 
-use super::*;
+use serde_json::{json, Map, Value};
+
+use crate::model::mutant::Mutant;
+use crate::model::server_eras::JobKey;
+use crate::model::server_transmit::ServerTransmit;
+use crate::model::tasks::{request_state, result_of, task_fields, TaskStatus};
+use crate::model::StreamId;
+use crate::time::Time;
+use crate::wire::{
+    codes, ErrorResponse, Notification, Progress, Request, ResultType, META_SUBSCRIPTION_ID,
+    METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
+};
+
+use super::config::ResponseMode;
+use super::{keepalive_due, Server};
 
 /// An open `subscriptions/listen` request.
 #[derive(Debug, Clone)]

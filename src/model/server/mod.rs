@@ -56,17 +56,16 @@ use super::backend::BackendCall;
 pub use super::server_eras::{
     Admission, Refusal, RequestHead, ServerEras, SessionLimits, LEGACY_RETRY_MS,
 };
-use super::server_eras::{EraSeam, JobKey, Scope};
+use super::server_eras::{Admitted, EraSeam, JobKey, Scope};
 pub use super::server_transmit::ServerTransmit;
-use super::tasks::{request_state, result_of, task_fields, verify_state, TaskStatus, TaskStore};
+use super::tasks::{TaskStatus, TaskStore};
 use super::{StreamId, Transport};
-use crate::model::mutant::{Mutant, MutantSet};
+use crate::model::mutant::Mutant;
 use crate::time::Time;
 use crate::wire::{
-    codes, DecodeError, Era, ErrorResponse, Message, Notification, Progress, ProgressToken,
-    Request, RequestId, ResultResponse, ResultType, EXTENSION_TASKS, META_SUBSCRIPTION_ID,
-    METHOD_LISTEN, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED, METHOD_TASKS_CANCEL, METHOD_TASKS_GET,
-    METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
+    codes, DecodeError, Era, ErrorResponse, Message, Progress, ProgressToken, Request, RequestId,
+    ResultResponse, EXTENSION_TASKS, META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_TASKS_CANCEL,
+    METHOD_TASKS_GET, METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
 
 mod config;
@@ -376,27 +375,34 @@ impl Server {
         self.seam.pipe_closed();
     }
 
+    /// A request, dispatched on the era its admission decided (a 2026-07-28 request for
+    /// `initialize` is no handshake: it names a method that revision removed).
     fn handle_request(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
-        // A 2026-07-28 request for `initialize` names a method that revision removed.
-        if r.method == "initialize" && r.meta.legacy {
-            return self.initialize(stream, r);
+        match self.seam.admit_request(stream, r) {
+            Admitted::Initialize(r) => self.initialize(stream, r),
+            Admitted::DiscoverRefused(r) => self.refuse_discover(stream, r),
+            Admitted::Legacy(r) if r.method == "ping" => self.pong(stream, r),
+            Admitted::Legacy(r) | Admitted::Modern(r) => self.serve(now, stream, r),
         }
-        let legacy_only = matches!(self.config.eras, ServerEras::LegacyOnly { .. });
-        if legacy_only && r.method == "server/discover" {
-            return self.refuse_discover(stream, r);
-        }
-        let era = self.seam.request_era(stream, r.meta.legacy);
-        if era.is_legacy() && r.method == "ping" && self.mutant(Mutant::PingUnanswered) {
+    }
+
+    /// The legacy era's `ping`, answered at once with an empty result
+    /// (docs/spec/mcp-2025-11-25.md LA4).
+    fn pong(&mut self, stream: Option<StreamId>, r: Request) {
+        if self.mutant(Mutant::PingUnanswered) {
             return;
         }
-        if era.is_legacy() && r.method == "ping" {
-            let pong = ResultResponse {
-                id: r.id,
-                result_type: None,
-                result: Map::new(),
-            };
-            return self.respond(stream, pong.into(), 200);
-        }
+        let pong = ResultResponse {
+            id: r.id,
+            result_type: None,
+            result: Map::new(),
+        };
+        self.respond(stream, pong.into(), 200);
+    }
+
+    /// A request of either era past its opening: a 2026-07-28 request of another version is
+    /// refused; an id in use is refused; then the method's handler.
+    fn serve(&mut self, now: Time, stream: Option<StreamId>, r: Request) {
         if !r.meta.legacy && r.meta.protocol_version != PROTOCOL_VERSION {
             let mut e = ErrorResponse::new(
                 Some(r.id),

@@ -20,9 +20,21 @@
 //! Each message written is marked in the trace: `recorded` with the line of the recording it
 //! came from, or `extrapolated` ([`Server::origin_of`]).
 
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::*;
+use serde_json::{json, Map, Value};
+
+use crate::model::server_eras::JobKey;
+use crate::model::StreamId;
+use crate::time::Time;
+use crate::wire::{
+    codes, Era, ErrorResponse, Message, ProgressToken, Request, RequestId, ResultResponse,
+};
+
+use super::config::ResponseMode;
+use super::{keepalive_due, Server};
 use crate::model::recorded::{MatchMode, Matcher, Miss, Origin, Recording, LIFECYCLE};
 use crate::wire::{decode_with, DecodeOptions, META_CLIENT_CAPABILITIES};
 

@@ -1,7 +1,22 @@
 //! The reference tool, `slow_op`: a call started (its arguments checked, its progress
 //! token kept), and each step of its work with the progress it reports.
 
-use super::*;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::model::backend::BackendCall;
+use crate::model::mutant::Mutant;
+use crate::model::server_eras::JobKey;
+use crate::model::tasks::{result_of, verify_state};
+use crate::model::{StreamId, Transport};
+use crate::time::Time;
+use crate::wire::{
+    codes, ErrorResponse, Progress, ProgressToken, Request, ResultType, EXTENSION_TASKS,
+};
+
+use super::config::{ResponseMode, CALL_TAG, MAX_INPUT_ROUNDS, MAX_STEPS, SLOW_TOOL};
+use super::{Job, Server};
 
 impl Server {
     pub(super) fn start_tool(&mut self, now: Time, stream: Option<StreamId>, r: Request) {

@@ -32,7 +32,7 @@ pub(super) fn server_cancel_not_listen(s: &mut Sink<'_, '_>) {
             Some(_) => None,
         };
         if let Some(p) = problem {
-            s.flag(rule!("server-cancel-not-listen"), Level::Must, vec![i], p);
+            s.flag(rule!("server-cancel-not-listen"), vec![i], p);
         }
     }
 }
@@ -76,7 +76,7 @@ pub(super) fn cancel_unknown_request(s: &mut Sink<'_, '_>, tasks: &super::tasks:
             },
         };
         if let Some((events, p)) = problem {
-            s.flag(rule!("cancel-unknown-request"), Level::Must, events, p);
+            s.flag(rule!("cancel-unknown-request"), events, p);
         }
     }
 }
@@ -109,7 +109,6 @@ pub(super) fn cancel_over_http(s: &mut Sink<'_, '_>) {
         };
         s.flag(
             rule!("cancel-over-http"),
-            Level::Policy,
             vec![i],
             format!(
                 "the client POSTed notifications/cancelled for {} over Streamable HTTP: in \
@@ -278,7 +277,9 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
     // In the legacy era the cancel is the notification on every transport, and what may not
     // follow it is the same on both (LC10).
     let http_modern = r.transport == Some(Transport::Http) && !s.ix.era.is_legacy();
-    let (rule, level) = match r.transport {
+    // The lenient profile reads the answer to a cancelled request as the SHOULD it is for
+    // servers that cannot stop in time (§3.3 item 6); strict holds the catalog's level.
+    let (rule, at_most) = match r.transport {
         Some(Transport::Http) if http_modern => (rule!("disconnect-is-cancel"), Level::Must),
         _ => match s.config.profile {
             Profile::Strict => (rule!("response-after-cancel"), Level::Must),
@@ -293,7 +294,7 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
             "the server sent a message for {} after the cancellation reached it{why}",
             s.name(r)
         );
-        s.flag(rule, level, events, message);
+        s.flag_at_most(rule, at_most, events, message);
     }
     // Work: allowed up to the grace window after the server learned of the cancel.
     let limit = match point {
@@ -309,12 +310,12 @@ pub(super) fn after_cancel(s: &mut Sink<'_, '_>, r: &Req) {
             s.name(r),
             s.t(w) - (limit - s.config.grace_ms)
         );
-        let (rule, level) = if http_modern {
-            (rule!("disconnect-is-cancel"), Level::Must)
+        let rule = if http_modern {
+            rule!("disconnect-is-cancel")
         } else {
-            (rule!("work-after-cancel"), Level::Should)
+            rule!("work-after-cancel")
         };
-        s.flag(rule, level, vec![anchor, w], msg);
+        s.flag(rule, vec![anchor, w], msg);
     }
 }
 
@@ -362,14 +363,16 @@ pub(super) fn cancel_on_timeout(s: &mut Sink<'_, '_>, r: &Req) {
     // catalog's legacy level (SHOULD) applies.
     // An auto-mode client's `server/discover` probe is a modern request in any trace.
     let legacy = ix.era.is_legacy() && r.method != "server/discover";
-    let (level, how) = match r.transport {
+    // A 2026-07-28 HTTP client that gives up without closing the stream breaks a SHOULD:
+    // the close is the cancel, and a stream left open still ends with its answer.
+    let (at_most, how) = match r.transport {
         _ if legacy => (Level::Must, "sending notifications/cancelled"),
         Some(Transport::Http) => (Level::Should, "closing its stream"),
         _ => (Level::Must, "sending notifications/cancelled"),
     };
-    s.flag(
+    s.flag_at_most(
         rule!("cancel-on-timeout"),
-        level,
+        at_most,
         vec![a],
         format!("the client abandoned {} without {how}", s.name(r)),
     );
@@ -391,7 +394,6 @@ pub(super) fn late_response_delivered(s: &mut Sink<'_, '_>, r: &Req) {
         if let Some(o) = late {
             s.flag(
                 rule!("late-response-delivered"),
-                Level::Should,
                 vec![a, o],
                 format!(
                     "a response for {} reached the application after the client abandoned it",
@@ -404,7 +406,6 @@ pub(super) fn late_response_delivered(s: &mut Sink<'_, '_>, r: &Req) {
         if let Some(&d) = r.deliveries.iter().find(|&&d| d > first) {
             s.flag(
                 rule!("late-response-delivered"),
-                Level::Should,
                 vec![first, d],
                 format!(
                     "progress for {} reached the application after its outcome",
@@ -441,7 +442,6 @@ pub(super) fn resource_leak(s: &mut Sink<'_, '_>, r: &Req) {
         let events = ended.map_or(vec![first_work], |e| vec![first_work, e]);
         s.flag(
             rule!("resource-leak"),
-            Level::Should,
             events,
             format!("the backend resource of {} was never released", s.name(r)),
         );
@@ -452,7 +452,6 @@ pub(super) fn single_outcome(s: &mut Sink<'_, '_>, r: &Req) {
     if let [first, second, ..] = r.outcomes[..] {
         s.flag(
             rule!("single-outcome"),
-            Level::Policy,
             vec![first, second],
             format!("{} has more than one outcome", s.name(r)),
         );
@@ -460,7 +459,6 @@ pub(super) fn single_outcome(s: &mut Sink<'_, '_>, r: &Req) {
     if s.config.complete && r.client_send.is_some() && r.outcomes.is_empty() && !r.is_listen() {
         s.flag(
             rule!("single-outcome"),
-            Level::Policy,
             vec![r.created],
             format!("{} never got an outcome", s.name(r)),
         );
@@ -517,12 +515,7 @@ pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
             });
         if let (true, Some(late)) = (outstanding, late) {
             let msg = "the client dropped its connection, and the requests on it, after a message for a finished request";
-            s.flag(
-                rule!("race-not-graceful"),
-                Level::Must,
-                vec![late, i],
-                msg.into(),
-            );
+            s.flag(rule!("race-not-graceful"), vec![late, i], msg.into());
         }
     }
     if !client_view {
@@ -564,7 +557,7 @@ pub(super) fn race_not_graceful(s: &mut Sink<'_, '_>) {
                     _ => false,
                 });
             if !explained {
-                s.flag(rule!("race-not-graceful"), Level::Must, vec![r.created, o], format!("the client gave up {} as lost although nothing closed its stream or connection", s.name(r)));
+                s.flag(rule!("race-not-graceful"), vec![r.created, o], format!("the client gave up {} as lost although nothing closed its stream or connection", s.name(r)));
             }
         }
     }

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use super::{sender, Sink};
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side, TransportName};
 use crate::wire::http::{header_mismatch, status_for_code};
 use crate::wire::{codes, Message};
@@ -30,7 +29,7 @@ pub(super) fn http_request_headers(s: &mut Sink<'_, '_>) {
             &r.params,
         ) {
             let msg = format!("the POST of request {}: {why}", r.id);
-            s.flag(rule!("http-request-headers"), Level::Must, vec![i], msg);
+            s.flag(rule!("http-request-headers"), vec![i], msg);
         }
     }
 }
@@ -97,7 +96,7 @@ pub(super) fn http_status(s: &mut Sink<'_, '_>) {
             let mut events = vec![post, at];
             events.extend(v.response);
             events.sort_unstable();
-            s.flag(rule!("http-status"), Level::Must, events, why);
+            s.flag(rule!("http-status"), events, why);
         };
         let error_code = v.response.and_then(|r| match ix.msg(r) {
             Some(Message::Error(e)) => Some(e.error.code),
@@ -203,7 +202,7 @@ pub(super) fn origin_validated(s: &mut Sink<'_, '_>) {
         } else {
             continue;
         };
-        s.flag(rule!("origin-validated"), Level::Must, vec![i, j], why);
+        s.flag(rule!("origin-validated"), vec![i, j], why);
     }
 }
 

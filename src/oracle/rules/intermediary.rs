@@ -301,7 +301,21 @@ impl<'a, 't> Across<'a, 't> {
         (ix, &ix.requests[u])
     }
 
-    fn flag(&mut self, rule: &'static str, level: Level, events: &[At], message: String) {
+    fn flag(&mut self, rule: &'static str, era: Era, events: &[At], message: String) {
+        self.flag_at_most(rule, era, Level::Must, events, message);
+    }
+
+    /// Reports `rule` at its catalog level in `era` (the hop whose rules it applies), or at
+    /// `at_most` where that is weaker (a caller may soften a rule, never make it stricter).
+    fn flag_at_most(
+        &mut self,
+        rule: &'static str,
+        era: Era,
+        at_most: Level,
+        events: &[At],
+        message: String,
+    ) {
+        let level = Self::level(rule, era).max(at_most);
         let events = events
             .iter()
             .map(|at| match *at {
@@ -411,7 +425,7 @@ impl<'a, 't> Across<'a, 't> {
         };
         self.flag(
             rule!("intermediary-timeout"),
-            Self::level(rule!("intermediary-timeout"), self.f.era),
+            self.f.era,
             &[At::Front(fr.created), At::Front(cut), At::Back(br.created)],
             format!(
                 "the intermediary {how} at {at} ms, {elapsed} ms after front {} was sent, while \
@@ -456,7 +470,7 @@ impl<'a, 't> Across<'a, 't> {
         let Some((last, due)) = overdue else { return };
         self.flag(
             rule!("intermediary-timeout"),
-            Self::level(rule!("intermediary-timeout"), self.f.era),
+            self.f.era,
             &[At::Front(sent)],
             format!(
                 "front {} was still waiting at {due} ms, idle since {last} ms: the \
@@ -527,10 +541,12 @@ impl<'a, 't> Across<'a, 't> {
             return;
         }
         let modern_http = self.b.era == Era::Modern && br.transport == Some(Transport::Http);
-        let level = if modern_http {
+        // A 2026-07-28 HTTP upstream left open after the front's cancel breaks a SHOULD:
+        // the stream's close is the cancel, and a call never cancelled still ends.
+        let at_most = if modern_http {
             Level::Should
         } else {
-            Self::level(rule!("cancel-forwarded"), self.b.era)
+            Level::Must
         };
         let form = if modern_http {
             "closing its stream"
@@ -551,9 +567,10 @@ impl<'a, 't> Across<'a, 't> {
         if let Some(&u) = br.responses.first() {
             events.push(At::Back(u));
         }
-        self.flag(
+        self.flag_at_most(
             rule!("cancel-forwarded"),
-            level,
+            self.b.era,
+            at_most,
             &events,
             format!(
                 "{how} front {} at {} ms, but its upstream {} was not told within {} ms (in {} \
@@ -586,7 +603,7 @@ impl<'a, 't> Across<'a, 't> {
         };
         self.flag(
             rule!("cancel-answered-locally"),
-            Self::level(rule!("cancel-answered-locally"), self.f.era),
+            self.f.era,
             &[At::Front(cancel), At::Front(r)],
             format!(
                 "the client cancelled {} at {} ms and got {what} for it at {} ms that the \
@@ -619,7 +636,7 @@ impl<'a, 't> Across<'a, 't> {
         let Some(u) = late else { return };
         self.flag(
             rule!("late-result-forwarded"),
-            Self::level(rule!("late-result-forwarded"), self.f.era),
+            self.f.era,
             &[At::Front(cancel), At::Back(u), At::Front(r)],
             format!(
                 "the client cancelled {} at {} ms; the upstream answered {} at {} ms, after the \
@@ -685,7 +702,7 @@ impl<'a, 't> Across<'a, 't> {
         }
         self.flag(
             rule!("progress-forwarded"),
-            Self::level(rule!("progress-forwarded"), self.f.era),
+            self.f.era,
             &events,
             format!(
                 "the upstream sent {} progress notifications for {} while front {} still \
@@ -731,7 +748,7 @@ impl<'a, 't> Across<'a, 't> {
         let (ix, or) = self.back_req(o);
         self.flag(
             rule!("request-id-mapping"),
-            Level::Must,
+            self.b.era,
             &[At::Front(fr.created), At::Other(o.0, u), At::Front(r)],
             format!(
                 "front {} got the answer the upstream gave {} (at {} ms), not its own upstream \
@@ -783,7 +800,7 @@ impl<'a, 't> Across<'a, 't> {
             };
             self.flag(
                 rule!("request-id-mapping"),
-                Level::Must,
+                self.b.era,
                 &[At::Front(fr.created), At::Back(c)],
                 format!(
                     "upstream {} was cancelled at {t} ms {why}",

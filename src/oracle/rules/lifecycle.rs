@@ -6,7 +6,6 @@
 use super::{sender, Sink};
 
 use crate::oracle::index::{Index, Req};
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side, TransportName};
 use crate::wire::Era;
 use crate::wire::{Message, RequestId};
@@ -45,7 +44,7 @@ pub(super) fn initialize_first(s: &mut Sink<'_, '_>) {
                 "the first request of the connection is {}, not initialize",
                 req.method
             );
-            s.flag(rule!("initialize-first"), Level::Must, vec![i], msg);
+            s.flag(rule!("initialize-first"), vec![i], msg);
         }
         fresh = false;
     }
@@ -75,12 +74,7 @@ pub(super) fn initialize_first(s: &mut Sink<'_, '_>) {
             .collect();
             if !missing.is_empty() {
                 let msg = format!("the initialize result lacks {}", missing.join(", "));
-                s.flag(
-                    rule!("initialize-first"),
-                    Level::Must,
-                    vec![r.created, answer],
-                    msg,
-                );
+                s.flag(rule!("initialize-first"), vec![r.created, answer], msg);
             }
         }
     }
@@ -125,7 +119,6 @@ pub(super) fn request_before_initialized(s: &mut Sink<'_, '_>) {
             );
             s.flag(
                 rule!("request-before-initialized"),
-                Level::Should,
                 vec![init.created, r.created],
                 msg,
             );
@@ -144,7 +137,6 @@ pub(super) fn initialize_cancelled(s: &mut Sink<'_, '_>) {
             let msg = format!("the client cancelled initialize ({})", s.name(init));
             s.flag(
                 rule!("initialize-cancelled"),
-                Level::Must,
                 vec![init.created, cancel],
                 msg,
             );
@@ -224,7 +216,7 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
         if let Some((j, why)) = problem {
             let msg = format!("the {} ping {} was {why}", from.as_str(), ping.id);
             let events = if j == i { vec![i] } else { vec![i, j] };
-            s.flag(rule!("ping-answered"), Level::Must, events, msg);
+            s.flag(rule!("ping-answered"), events, msg);
         }
     }
 }

@@ -7,7 +7,6 @@ use serde_json::{Map, Value};
 use super::Sink;
 
 use crate::oracle::index::Index;
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::{
     Message, RequestId, ResultType, META_SUBSCRIPTION_ID, METHOD_SUBSCRIPTIONS_ACKNOWLEDGED,
@@ -42,7 +41,6 @@ pub(super) fn listen_ack_first(s: &mut Sink<'_, '_>) {
         if !is_ack {
             s.flag(
                 rule!("listen-ack-first"),
-                Level::Must,
                 vec![r.created, e],
                 format!("the first message of subscription {id} is not its acknowledgement"),
             );
@@ -138,7 +136,7 @@ pub(super) fn listen_tagged(s: &mut Sink<'_, '_>) {
             }
             _ => continue,
         };
-        s.flag(rule!("listen-tagged"), Level::Must, vec![i], why);
+        s.flag(rule!("listen-tagged"), vec![i], why);
     }
 }
 
@@ -215,7 +213,7 @@ pub(super) fn listen_filter(s: &mut Sink<'_, '_>) {
             }
             _ => continue,
         };
-        s.flag(rule!("listen-filter"), Level::Must, vec![i], why);
+        s.flag(rule!("listen-filter"), vec![i], why);
     }
 }
 
@@ -265,12 +263,7 @@ pub(super) fn listen_reopened(s: &mut Sink<'_, '_>) {
                     .as_ref()
                     .map_or_else(|| "?".into(), |i| i.to_string());
                 let msg = format!("subscription {id} was lost with the server's pipe and never re-opened, though the client went on");
-                s.flag(
-                    rule!("listen-reopened"),
-                    Level::Must,
-                    vec![req.created, b],
-                    msg,
-                );
+                s.flag(rule!("listen-reopened"), vec![req.created, b], msg);
             }
         }
     }

@@ -22,7 +22,6 @@ pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
                 };
                 s.flag(
                     rule,
-                    Level::Must,
                     vec![i],
                     format!("{} sent an invalid message: {e}", from.as_str()),
                 );
@@ -36,7 +35,7 @@ pub(super) fn message_shapes(s: &mut Sink<'_, '_>) {
             modern_shape_problem(from, msg)
         };
         if let Some(p) = problem {
-            s.flag(rule!("message-shape"), Level::Must, vec![i], p.into());
+            s.flag(rule!("message-shape"), vec![i], p.into());
         }
     }
 }
@@ -114,20 +113,10 @@ pub(super) fn ids_and_tokens(s: &mut Sink<'_, '_>) {
             if outstanding_at(ix, earlier, sent) {
                 let msg =
                     format!("id {id} is reused while the request that carried it is outstanding");
-                s.flag(
-                    rule!("request-id-unique"),
-                    Level::Must,
-                    vec![earlier.created, sent],
-                    msg,
-                );
+                s.flag(rule!("request-id-unique"), vec![earlier.created, sent], msg);
             } else {
                 let msg = format!("id {id} is reused after the request that carried it ended");
-                s.flag(
-                    rule!("request-id-reuse"),
-                    Level::Policy,
-                    vec![earlier.created, sent],
-                    msg,
-                );
+                s.flag(rule!("request-id-reuse"), vec![earlier.created, sent], msg);
             }
         }
         let Some(token) = &r.token else { continue };
@@ -142,7 +131,6 @@ pub(super) fn ids_and_tokens(s: &mut Sink<'_, '_>) {
                 );
                 s.flag(
                     rule!("progress-token-unique"),
-                    Level::Must,
                     vec![earlier.created, sent],
                     msg,
                 );
@@ -153,7 +141,6 @@ pub(super) fn ids_and_tokens(s: &mut Sink<'_, '_>) {
                 );
                 s.flag(
                     rule!("progress-token-reuse"),
-                    Level::Policy,
                     vec![earlier.created, sent],
                     msg,
                 );
@@ -172,7 +159,9 @@ pub(super) fn error_code_reserved(s: &mut Sink<'_, '_>) {
             continue;
         };
         let code = e.error.code;
-        let (level, why) = match code {
+        // Codes of the legacy era's own range are a SHOULD to leave behind; a retired or
+        // undefined code of the reserved range breaks the MUST.
+        let (at_most, why) = match code {
             -32002 | -32042 => (Level::Must, "a code 2026-07-28 retired"),
             -32022..=-32020 => continue,
             -32099..=-32023 => (
@@ -183,7 +172,7 @@ pub(super) fn error_code_reserved(s: &mut Sink<'_, '_>) {
             _ => continue,
         };
         let msg = format!("error {code} is {why}");
-        s.flag(rule!("error-code-reserved"), level, vec![i], msg);
+        s.flag_at_most(rule!("error-code-reserved"), at_most, vec![i], msg);
     }
 }
 
@@ -191,7 +180,6 @@ pub(super) fn duplicate_response(s: &mut Sink<'_, '_>, r: &Req) {
     if let [first, second, ..] = r.responses[..] {
         s.flag(
             rule!("duplicate-response"),
-            Level::Must,
             vec![first, second],
             format!("{} answered twice", s.name(r)),
         );
@@ -240,6 +228,6 @@ pub(super) fn notification_answered(s: &mut Sink<'_, '_>) {
             "error {} without an id, though everything the client wrote was readable: it answers a notification",
             e.error.code
         );
-        s.flag(rule!("notification-answered"), Level::Must, events, msg);
+        s.flag(rule!("notification-answered"), events, msg);
     }
 }

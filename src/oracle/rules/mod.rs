@@ -26,7 +26,6 @@ pub use cancellation::CANCEL_REACTION_MS;
 use super::index::{Index, Req};
 use super::{Level, OracleConfig, Violation};
 use crate::trace::{EventKind, Side};
-use crate::wire::Era;
 use cancellation::{
     after_cancel, cancel_on_timeout, cancel_over_http, cancel_unknown_request,
     late_response_delivered, race_not_graceful, resource_leak, server_cancel_not_listen,
@@ -59,16 +58,27 @@ struct Sink<'a, 'c> {
 }
 
 impl Sink<'_, '_> {
-    /// Reports a violation of `rule` at `level`, as the rule's function judged it; in the
-    /// legacy era at the catalog's legacy level where that is weaker, and not at all where the
-    /// rule does not apply in the trace's era.
-    fn flag(&mut self, rule: &'static str, level: Level, events: Vec<usize>, message: String) {
+    /// Flags `rule` at its catalog level in the trace's era; nothing in an era that has no
+    /// such rule. The level lives in the catalog only.
+    fn flag(&mut self, rule: &'static str, events: Vec<usize>, message: String) {
+        self.flag_at_most(rule, Level::Must, events, message);
+    }
+
+    /// Flags `rule` at its catalog level, or at `at_most` where that is weaker: for the few
+    /// rules whose text sets a weaker level in one circumstance (each caller names it). A
+    /// caller can soften a rule, never make it stricter than the catalog.
+    fn flag_at_most(
+        &mut self,
+        rule: &'static str,
+        at_most: Level,
+        events: Vec<usize>,
+        message: String,
+    ) {
         let info = super::rule_info(rule).expect("rule! names a catalog rule");
-        let level = match (self.ix.era, info.level_in(self.ix.era)) {
-            (_, None) => return,
-            (Era::Modern, Some(_)) => level,
-            (Era::Legacy(_), Some(legacy)) => level.max(legacy),
+        let Some(level) = info.level_in(self.ix.era) else {
+            return;
         };
+        let level = level.max(at_most);
         self.out.push(Violation {
             rule,
             level,

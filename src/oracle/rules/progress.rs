@@ -4,7 +4,7 @@
 use super::Sink;
 use crate::model::Transport;
 use crate::oracle::index::Req;
-use crate::oracle::{Level, Profile};
+use crate::oracle::Profile;
 use crate::trace::Side;
 use crate::wire::{Era, Message, META_SUBSCRIPTION_ID};
 
@@ -24,7 +24,6 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
         {
             s.flag(
                 rule!("progress-stream"),
-                Level::Must,
                 vec![i],
                 "progress never carries a subscriptionId".into(),
             );
@@ -37,7 +36,6 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
         else {
             s.flag(
                 rule!("progress-unknown-token"),
-                Level::Must,
                 vec![i],
                 format!(
                     "progressToken {} belongs to no request the server received",
@@ -50,7 +48,6 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
         if let Some(&done) = req.responses.iter().find(|&&d| d < i) {
             s.flag(
                 rule!("progress-after-completion"),
-                Level::Must,
                 vec![done, i],
                 format!("progress for {} after its final response", s.name(req)),
             );
@@ -74,12 +71,7 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
                     on(stream),
                     on(req.stream)
                 );
-                s.flag(
-                    rule!("progress-stream"),
-                    Level::Must,
-                    vec![req.created, i],
-                    msg,
-                );
+                s.flag(rule!("progress-stream"), vec![req.created, i], msg);
             }
         }
         if let Some((prev_i, prev)) = last[r] {
@@ -94,12 +86,7 @@ pub(super) fn progress(s: &mut Sink<'_, '_>) {
                     prev,
                     s.name(req)
                 );
-                s.flag(
-                    rule!("progress-monotonic"),
-                    Level::Must,
-                    vec![prev_i, i],
-                    msg,
-                );
+                s.flag(rule!("progress-monotonic"), vec![prev_i, i], msg);
             }
         }
         last[r] = Some((i, p.progress));
@@ -137,7 +124,6 @@ pub(super) fn reset_needs_token(s: &mut Sink<'_, '_>, r: &Req) {
     if policy.reset_timeout_on_progress && r.token.is_none() {
         s.flag(
             rule!("reset-needs-token"),
-            Level::Policy,
             vec![sent],
             match r.client_send {
                 Some(_) => format!(

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{view, Sink};
 
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 use crate::wire::{Era, LegacyRevision};
@@ -110,12 +109,7 @@ fn resume_broken_stream(s: &mut Sink<'_, '_>, streams: &Streams) {
             "{} was given up as lost after its stream {stream} broke, without a resume from the event id it had read",
             s.name(r)
         );
-        s.flag(
-            rule!("resume-broken-stream"),
-            Level::Should,
-            vec![broke, lost],
-            msg,
-        );
+        s.flag(rule!("resume-broken-stream"), vec![broke, lost], msg);
     }
 }
 
@@ -259,12 +253,7 @@ fn progress_on_get_stream(s: &mut Sink<'_, '_>, streams: &Streams) {
                     "progress for token {} on GET stream {}, not on its request's POST stream",
                     p.token, e.stream
                 );
-                s.flag(
-                    rule!("progress-on-get-stream"),
-                    Level::Should,
-                    vec![e.event],
-                    msg,
-                );
+                s.flag(rule!("progress-on-get-stream"), vec![e.event], msg);
             }
         }
     }
@@ -281,12 +270,7 @@ fn event_id_unique(s: &mut Sink<'_, '_>, streams: &Streams) {
         let key = (streams.session(e.event), id);
         if let Some(&earlier) = first.get(&key) {
             let msg = format!("event id {id:?} was used before in the session (at #{earlier})");
-            s.flag(
-                rule!("event-id-unique"),
-                Level::Must,
-                vec![earlier, e.event],
-                msg,
-            );
+            s.flag(rule!("event-id-unique"), vec![earlier, e.event], msg);
         } else {
             first.insert(key, e.event);
         }
@@ -320,32 +304,17 @@ fn replays(s: &mut Sink<'_, '_>, streams: &Streams) {
                     let msg = format!(
                         "stream {resumed} resumed stream {origin} but replays event {id:?} of stream {other}"
                     );
-                    s.flag(
-                        rule!("replay-other-stream"),
-                        Level::Must,
-                        vec![e.event],
-                        msg,
-                    );
+                    s.flag(rule!("replay-other-stream"), vec![e.event], msg);
                 }
                 if before.contains(id) {
                     let msg = format!(
                         "stream {resumed} replays event {id:?}, at or before Last-Event-ID {from_id:?}"
                     );
-                    s.flag(
-                        rule!("replay-exactly-once"),
-                        Level::Must,
-                        vec![e.event],
-                        msg,
-                    );
+                    s.flag(rule!("replay-exactly-once"), vec![e.event], msg);
                 }
                 if let Some(&twice) = seen.get(id) {
                     let msg = format!("stream {resumed} replays event {id:?} twice");
-                    s.flag(
-                        rule!("replay-exactly-once"),
-                        Level::Must,
-                        vec![twice, e.event],
-                        msg,
-                    );
+                    s.flag(rule!("replay-exactly-once"), vec![twice, e.event], msg);
                 }
                 seen.insert(id, e.event);
             }
@@ -363,12 +332,7 @@ fn replays(s: &mut Sink<'_, '_>, streams: &Streams) {
                     let msg = format!(
                         "stream {resumed} resumed stream {origin} but carries a message of stream {other}'s request"
                     );
-                    s.flag(
-                        rule!("replay-other-stream"),
-                        Level::Must,
-                        vec![e.event],
-                        msg,
-                    );
+                    s.flag(rule!("replay-other-stream"), vec![e.event], msg);
                 }
             }
         }
@@ -411,12 +375,7 @@ fn retry_honoured(s: &mut Sink<'_, '_>, streams: &Streams) {
             let msg = format!(
                 "the client resumed stream {origin} {waited} ms after it broke; the server set retry {retry} ms"
             );
-            s.flag(
-                rule!("retry-honoured"),
-                Level::Must,
-                vec![broke, get.opened],
-                msg,
-            );
+            s.flag(rule!("retry-honoured"), vec![broke, get.opened], msg);
         }
     }
 }
@@ -452,12 +411,7 @@ fn priming_event(s: &mut Sink<'_, '_>, streams: &Streams) {
         if let Some(first) = first.filter(|e| e.message || e.id.is_none()) {
             let msg =
                 format!("stream {stream}'s first event is not a priming event (an id, no data)");
-            s.flag(
-                rule!("priming-event"),
-                Level::Should,
-                vec![first.event],
-                msg,
-            );
+            s.flag(rule!("priming-event"), vec![first.event], msg);
         }
     }
 }

@@ -9,7 +9,7 @@
 
 use super::{sender, Sink};
 
-use crate::oracle::{Level, Profile};
+use crate::oracle::Profile;
 use crate::trace::{EventKind, Side};
 use crate::wire::{Message, ProgressToken, RequestId};
 
@@ -100,12 +100,7 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                     "the server reuses id {} while its request is outstanding",
                     r.id
                 );
-                s.flag(
-                    rule!("request-id-unique"),
-                    Level::Must,
-                    vec![earlier.sent, r.sent],
-                    msg,
-                );
+                s.flag(rule!("request-id-unique"), vec![earlier.sent, r.sent], msg);
             }
             if r.token.is_some() && earlier.token == r.token && earlier.outstanding_at(r.sent) {
                 let msg = format!(
@@ -114,7 +109,6 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                 );
                 s.flag(
                     rule!("progress-token-unique"),
-                    Level::Must,
                     vec![earlier.sent, r.sent],
                     msg,
                 );
@@ -133,7 +127,7 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                         "the client's progressToken {} belongs to no request the server sent",
                         p.token
                     );
-                    s.flag(rule!("progress-unknown-token"), Level::Must, vec![i], msg);
+                    s.flag(rule!("progress-unknown-token"), vec![i], msg);
                     continue;
                 };
                 let r = &requests[n];
@@ -142,12 +136,7 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                         "the client sent progress for the server's request {} after answering it",
                         r.id
                     );
-                    s.flag(
-                        rule!("progress-after-completion"),
-                        Level::Must,
-                        vec![done, i],
-                        msg,
-                    );
+                    s.flag(rule!("progress-after-completion"), vec![done, i], msg);
                 }
                 if let Some((prev, value)) = last_value[n] {
                     let bad = match s.config.profile {
@@ -159,7 +148,7 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                             "the client's progress {} after {value} for the server's request {} does not increase",
                             p.progress, r.id
                         );
-                        s.flag(rule!("progress-monotonic"), Level::Must, vec![prev, i], msg);
+                        s.flag(rule!("progress-monotonic"), vec![prev, i], msg);
                     }
                 }
                 last_value[n] = Some((i, p.progress));
@@ -193,7 +182,7 @@ pub(super) fn server_requests_rules(s: &mut Sink<'_, '_>) {
                     },
                 };
                 if let Some((events, msg)) = problem {
-                    s.flag(rule!("cancel-unknown-request"), Level::Must, events, msg);
+                    s.flag(rule!("cancel-unknown-request"), events, msg);
                 }
             }
             _ => {}

@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use super::{sender, Sink};
 
 use crate::model::Transport;
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 use crate::wire::{Era, LegacyRevision};
@@ -118,7 +117,7 @@ pub(super) fn session_id_sent(s: &mut Sink<'_, '_>) {
         }
         if let Some(at) = expired.take() {
             let msg = format!("after the 404 the client sent {method} before initializing again");
-            s.flag(rule!("session-id-sent"), Level::Must, vec![at, i], msg);
+            s.flag(rule!("session-id-sent"), vec![at, i], msg);
             continue;
         }
         let Some((id, issued)) = &session else {
@@ -134,7 +133,7 @@ pub(super) fn session_id_sent(s: &mut Sink<'_, '_>) {
             Some(_) => None,
         };
         if let Some(msg) = problem {
-            s.flag(rule!("session-id-sent"), Level::Must, vec![*issued, i], msg);
+            s.flag(rule!("session-id-sent"), vec![*issued, i], msg);
         }
     }
 }
@@ -181,12 +180,7 @@ pub(super) fn protocol_version_header(s: &mut Sink<'_, '_>) {
             Some(_) => None,
         };
         if let Some(msg) = problem {
-            s.flag(
-                rule!("protocol-version-header"),
-                Level::Must,
-                vec![done, i],
-                msg,
-            );
+            s.flag(rule!("protocol-version-header"), vec![done, i], msg);
         }
     }
 }
@@ -231,7 +225,6 @@ pub(super) fn disconnect_taken_as_cancel(s: &mut Sink<'_, '_>) {
             );
             s.flag(
                 rule!("disconnect-taken-as-cancel"),
-                Level::Should,
                 vec![close, release],
                 msg,
             );

@@ -15,7 +15,6 @@ use serde_json::{Map, Value};
 use super::{sender, Sink};
 use crate::model::TaskStatus;
 use crate::oracle::index::Index;
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::{
     codes, Era, LegacyRevision, Message, Request, ResultResponse, ResultType, METHOD_CANCELLED,
@@ -138,12 +137,7 @@ pub(super) fn task_not_negotiated(s: &mut Sink<'_, '_>) {
             continue;
         };
         let created = ix.requests[r].created;
-        s.flag(
-            rule!("task-not-negotiated"),
-            Level::Must,
-            vec![created, i],
-            why,
-        );
+        s.flag(rule!("task-not-negotiated"), vec![created, i], why);
     }
 }
 
@@ -173,7 +167,7 @@ pub(super) fn task_ack(s: &mut Sink<'_, '_>) {
             ),
             _ => continue,
         };
-        s.flag(rule!("task-ack"), Level::Must, vec![i], why);
+        s.flag(rule!("task-ack"), vec![i], why);
     }
 }
 
@@ -198,12 +192,7 @@ pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
                 .find(|(e, st)| e > first && st != status)
             {
                 let msg = format!("task {id} reported {status}, later {other}");
-                s.flag(
-                    rule!("task-terminal"),
-                    Level::Must,
-                    vec![*first, *later],
-                    msg,
-                );
+                s.flag(rule!("task-terminal"), vec![*first, *later], msg);
             }
         }
         let Some(&(cancelled, _)) = view.statuses.iter().find(|(_, st)| st == "cancelled") else {
@@ -220,12 +209,7 @@ pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
         });
         if !asked {
             let msg = format!("task {id} was cancelled, but no tasks/cancel asked for it");
-            s.flag(
-                rule!("task-cancelled-unasked"),
-                Level::Should,
-                vec![cancelled],
-                msg,
-            );
+            s.flag(rule!("task-cancelled-unasked"), vec![cancelled], msg);
         }
         let Some(origin) = view.origin else { continue };
         let limit = s.t(cancelled) + s.config.grace_ms;
@@ -234,12 +218,7 @@ pub(super) fn task_states(s: &mut Sink<'_, '_>, tasks: &Tasks) {
                 "task {id} was reported cancelled, but its work went on {} ms later",
                 s.t(w) - s.t(cancelled)
             );
-            s.flag(
-                rule!("task-work-after-cancelled"),
-                Level::Should,
-                vec![cancelled, w],
-                msg,
-            );
+            s.flag(rule!("task-work-after-cancelled"), vec![cancelled, w], msg);
         }
     }
 }
@@ -298,12 +277,7 @@ pub(super) fn task_unknown(s: &mut Sink<'_, '_>, tasks: &Tasks) {
             _ => continue,
         };
         let msg = format!("{method} of {task_id}, {why}, was answered with {wrong}, not -32602");
-        s.flag(
-            rule!("task-unknown"),
-            Level::Must,
-            vec![req.created, answer],
-            msg,
-        );
+        s.flag(rule!("task-unknown"), vec![req.created, answer], msg);
     }
 }
 
@@ -338,12 +312,7 @@ pub(super) fn task_poll_interval(s: &mut Sink<'_, '_>) {
                 let msg = format!(
                     "tasks/get of {id} {gap} ms after the last one; the server asked for {every} ms"
                 );
-                s.flag(
-                    rule!("task-poll-interval"),
-                    Level::Should,
-                    vec![prev, i],
-                    msg,
-                );
+                s.flag(rule!("task-poll-interval"), vec![prev, i], msg);
             }
         }
         last_poll.insert(id.to_owned(), i);
@@ -402,7 +371,7 @@ pub(super) fn cancel_targets_task(s: &mut Sink<'_, '_>, tasks: &Tasks) {
                 "{METHOD_CANCELLED} for {} targets task {task}; tasks are cancelled with tasks/cancel",
                 c.request_id
             );
-            s.flag(rule!("cancel-targets-task"), Level::Must, vec![i], msg);
+            s.flag(rule!("cancel-targets-task"), vec![i], msg);
         }
     }
 }
@@ -466,7 +435,7 @@ pub(super) fn input_required_shape(s: &mut Sink<'_, '_>) {
             }
             _ => continue,
         };
-        s.flag(rule!("input-required-shape"), Level::Must, vec![i], why);
+        s.flag(rule!("input-required-shape"), vec![i], why);
     }
 }
 
@@ -538,7 +507,7 @@ pub(super) fn input_required_retry(s: &mut Sink<'_, '_>) {
                     "request {} carries a requestState no input_required gave for this call",
                     q.id
                 );
-                s.flag(rule!("input-required-retry"), Level::Must, vec![i], msg);
+                s.flag(rule!("input-required-retry"), vec![i], msg);
             }
             continue;
         };
@@ -561,11 +530,6 @@ pub(super) fn input_required_retry(s: &mut Sink<'_, '_>) {
         } else {
             continue;
         };
-        s.flag(
-            rule!("input-required-retry"),
-            Level::Must,
-            vec![round.answer, i],
-            why,
-        );
+        s.flag(rule!("input-required-retry"), vec![round.answer, i], why);
     }
 }

@@ -3,7 +3,6 @@
 use super::Sink;
 use crate::model::{Outcome, Transport};
 use crate::oracle::index::Req;
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 use crate::wire::Message;
 
@@ -75,12 +74,7 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
             open_until - t_sent,
             bound
         );
-        s.flag(
-            rule!("timeout-maximum"),
-            Level::Should,
-            vec![sent, last],
-            msg,
-        );
+        s.flag(rule!("timeout-maximum"), vec![sent, last], msg);
     }
 
     let Some(policy) = r.policy else { return };
@@ -110,24 +104,14 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
                 s.t(fired),
                 early
             );
-            s.flag(
-                rule!("timeout-deadline"),
-                Level::Policy,
-                vec![sent, fired],
-                msg,
-            );
+            s.flag(rule!("timeout-deadline"), vec![sent, fired], msg);
         }
         (Some(fired), None) => {
             let msg = format!(
                 "{} timed out although its policy has no deadline",
                 s.name(r)
             );
-            s.flag(
-                rule!("timeout-deadline"),
-                Level::Policy,
-                vec![sent, fired],
-                msg,
-            );
+            s.flag(rule!("timeout-deadline"), vec![sent, fired], msg);
         }
         (None, Some((_, late))) => {
             let waited_until = other_end.map_or(trace_end, |e| s.t(e));
@@ -139,12 +123,7 @@ pub(super) fn timeouts(s: &mut Sink<'_, '_>, r: &Req) {
                     late,
                     waited_until
                 );
-                s.flag(
-                    rule!("timeout-deadline"),
-                    Level::Policy,
-                    vec![sent, last],
-                    msg,
-                );
+                s.flag(rule!("timeout-deadline"), vec![sent, last], msg);
             }
         }
         _ => {}
@@ -204,12 +183,7 @@ pub(super) fn declared_deadline(s: &mut Sink<'_, '_>, r: &Req) {
             s.name(r),
             deadline - t_recv
         );
-        s.flag(
-            rule!("declared-deadline"),
-            Level::Policy,
-            vec![recv, last],
-            msg,
-        );
+        s.flag(rule!("declared-deadline"), vec![recv, last], msg);
     }
 }
 
@@ -283,11 +257,6 @@ pub(super) fn discover_timeout(s: &mut Sink<'_, '_>, r: &Req) {
                 s.name(r)
             ),
         };
-        s.flag(
-            rule!("discover-timeout"),
-            Level::Should,
-            vec![created, last],
-            msg,
-        );
+        s.flag(rule!("discover-timeout"), vec![created, last], msg);
     }
 }

@@ -3,7 +3,6 @@
 
 use super::Sink;
 
-use crate::oracle::Level;
 use crate::trace::{EventKind, Side};
 
 /// An intermediary cut a stream for idleness while its request was still outstanding.
@@ -37,7 +36,7 @@ pub(super) fn idle_stream_cut(s: &mut Sink<'_, '_>) {
         }
         let first_report = r.closes.iter().find(|&&c| matches!(&ix.trace.events[c].kind, EventKind::Close { reason: Some(x), .. } if x == "idle")) == Some(&i);
         if !answered && first_report {
-            s.flag(rule!("idle-stream-cut"), Level::Policy, vec![r.created, i], format!("the stream of {} stayed silent until an intermediary cut it for idleness; send progress or keep-alives more often", s.name(r)));
+            s.flag(rule!("idle-stream-cut"), vec![r.created, i], format!("the stream of {} stayed silent until an intermediary cut it for idleness; send progress or keep-alives more often", s.name(r)));
         }
     }
 }
@@ -65,7 +64,7 @@ pub(super) fn wire_integrity(s: &mut Sink<'_, '_>) {
                 && matches!(ix.msgs[j], Some(Err(_)))
         });
         if server_sent_valid && !server_sent_invalid {
-            s.flag(rule!("wire-integrity"), Level::Must, vec![i], "the client read text the server never wrote: the framing split or corrupted a message".into());
+            s.flag(rule!("wire-integrity"), vec![i], "the client read text the server never wrote: the framing split or corrupted a message".into());
         }
     }
 }

@@ -77,8 +77,8 @@ pub struct ProbeConfig {
     pub latency_ms: Option<(u64, u64)>,
     /// HTTP: percentage of posts whose connection the relay resets mid-response.
     pub reset_percent: u64,
-    /// The era the probe speaks: by default the SDKs' auto mode.
-    pub era: ProbeEra,
+    /// How the probe opens: by default the SDKs' auto mode.
+    pub connect: Connect,
     /// Give each call's arguments a `call` member, its 1-based number in the run, so that a
     /// run through an intermediary can pair each call with the upstream request that carries
     /// it (`mcp-sim check-proxy`; the reference server echoes it).
@@ -96,55 +96,6 @@ pub struct ProbeConfig {
     /// HTTP, with `from`: the relay resets the post of call `k` (its index in `from`) this
     /// many ms after it opened: a scenario's stream resets, per planned call.
     pub planned_resets: std::collections::BTreeMap<usize, u64>,
-}
-
-/// The era a probe speaks (docs/spec/mcp-2025-11-25.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ProbeEra {
-    /// `server/discover` first, falling back to `initialize` (2025-11-25) when the server
-    /// refuses it or keeps silent for 10 s, as the dual-era SDKs' auto mode does.
-    #[default]
-    Auto,
-    /// 2026-07-28 only.
-    Modern,
-    /// A legacy revision: `initialize` first.
-    Legacy(LegacyRevision),
-}
-
-impl std::str::FromStr for ProbeEra {
-    type Err = String;
-
-    /// `auto`, `modern`, `legacy` (2025-11-25) or a revision's date.
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(ProbeEra::Auto),
-            "modern" => Ok(ProbeEra::Modern),
-            "legacy" => Ok(ProbeEra::Legacy(LegacyRevision::V2025_11_25)),
-            date => match Era::from_version(date) {
-                Some(Era::Modern) => Ok(ProbeEra::Modern),
-                Some(Era::Legacy(r)) => Ok(ProbeEra::Legacy(r)),
-                None => Err(format!(
-                    "unknown era {date:?}: auto, modern, legacy or a revision's date (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
-                )),
-            },
-        }
-    }
-}
-
-impl ProbeEra {
-    /// The reference client's configuration for this era on `transport`.
-    pub fn client_config(self, transport: Transport) -> ClientConfig {
-        let (era, auto) = match self {
-            ProbeEra::Auto => (Era::Modern, Some(LegacyRevision::V2025_11_25)),
-            ProbeEra::Modern => (Era::Modern, None),
-            ProbeEra::Legacy(r) => (Era::Legacy(r), None),
-        };
-        ClientConfig {
-            era,
-            auto,
-            ..ClientConfig::new(transport)
-        }
-    }
 }
 
 impl Default for ProbeConfig {
@@ -169,7 +120,7 @@ impl Default for ProbeConfig {
             proxy: None,
             latency_ms: None,
             reset_percent: 0,
-            era: ProbeEra::Auto,
+            connect: Connect::AUTO,
             tag_calls: false,
             clock_origin: None,
             origin_check: true,

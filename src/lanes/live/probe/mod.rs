@@ -64,8 +64,8 @@ pub(crate) mod rebinding;
 mod workload;
 
 pub use config::{
-    ConfigError, ProbeConfig, ProbeEra, ProbeError, Target, CALIBRATION_CALLS, LIVENESS_MS,
-    MAX_CALLS, MAX_TOTAL_CEILING_MS,
+    ConfigError, ProbeConfig, ProbeError, Target, CALIBRATION_CALLS, LIVENESS_MS, MAX_CALLS,
+    MAX_TOTAL_CEILING_MS,
 };
 pub use workload::window_of as cancel_window_of;
 use workload::{cancel_window, schedule, Planned};
@@ -88,14 +88,14 @@ use crate::lanes::client_driver::{ClientDriver, ClientOutput, ClientRecording, E
 use crate::lanes::http_exchange::ExchangeItem;
 use crate::lanes::recorder;
 use crate::lanes::RunResult;
-use crate::model::{CallSpec, Client, ClientConfig, Outcome, StreamId};
+use crate::model::{CallSpec, Client, ClientConfig, Connect, Outcome, StreamId};
 use crate::model::{TimeoutPolicy, Transport};
 use crate::scenario::workload::{Step, Workload};
 use crate::scenario::ProxyConfig;
 use crate::time::Time;
 use crate::trace::{EventKind, Side, FAULT_STALL};
 use crate::wire::http::Method;
-use crate::wire::{Era, LegacyRevision, RequestId};
+use crate::wire::{Era, RequestId};
 use findings::{Hang, ServerEnd};
 
 /// What a probe did: its run (the client-side trace) and what the report needs beyond it.
@@ -843,7 +843,10 @@ pub fn probe(target: &Target, config: &ProbeConfig) -> Result<ProbeRun, ProbeErr
 fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &ProbeConfig) -> Probe {
     Probe {
         driver: ClientDriver::new(
-            Client::new(config.era.client_config(transport)),
+            Client::new(ClientConfig {
+                connect: config.connect,
+                ..ClientConfig::new(transport)
+            }),
             transport,
             ClientRecording {
                 as_written: true,
