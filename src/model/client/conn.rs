@@ -77,7 +77,7 @@ impl std::str::FromStr for Connect {
 }
 
 impl std::fmt::Display for Connect {
-    /// The word [`Connect::from_str`] reads back (`--era`'s): `auto`, `modern`, or a legacy
+    /// The word its `FromStr` reads back (`--era`'s): `auto`, `modern`, or a legacy
     /// revision's date.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
