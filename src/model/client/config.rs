@@ -1,5 +1,7 @@
 //! What configures the client and what the application asks it to send.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
 
 use crate::model::mutant::MutantSet;
@@ -8,7 +10,13 @@ use crate::model::Transport;
 use crate::wire::{Era, METHOD_LISTEN, METHOD_TASKS_GET};
 
 use super::conn::Connect;
-use super::long_work::POLL_POLICY;
+
+/// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
+pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
+    timeout: Some(Duration::from_secs(30)),
+    reset_timeout_on_progress: false,
+    max_total_timeout: None,
+};
 
 /// Client configuration.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,13 +6,15 @@
 //! has the legacy era's state ([`LegacyConn`]): what no 2026-07-28 connection has cannot be
 //! reached from one.
 //!
-//! The opening of a connection ([`Handshake`]) lives in the variant it belongs to: the
-//! discover of an undecided connection, the `initialize` of a legacy one (a new one on every
-//! new connection). A modern connection has nothing to open.
+//! The opening of a connection ([`Handshake`], what it [`Awaits`] and for how long) lives in
+//! the variant it belongs to: the discover of an undecided connection, the `initialize` of a
+//! legacy one (a new one on every new connection). A modern connection has nothing to open.
+//! What the client does to open one is in `opening`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
 
-use super::opening::Handshake;
+use super::output::ClientTransmit;
 use super::StreamId;
 use crate::time::Time;
 use crate::wire::{Era, LegacyRevision, RequestId};
@@ -20,7 +22,7 @@ use crate::wire::{Era, LegacyRevision, RequestId};
 /// How a client opens its connections: pinned to an era, or in auto mode, the dual-era SDKs'
 /// default or option (Python `mcp` 2.x, fastmcp, rmcp's `Auto`): the first request waits
 /// behind a `server/discover`; a result keeps the modern era, and a refusal (any error) or
-/// [`super::DISCOVER_TIMEOUT`] of silence falls back to the handshake of `fallback`
+/// [`DISCOVER_TIMEOUT`] of silence falls back to the handshake of `fallback`
 /// (docs/spec/mcp-2025-11-25.md §1). The era so decided holds for the client's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Connect {
@@ -212,4 +214,56 @@ impl LegacyConn {
     pub(super) fn opened(&self) -> bool {
         matches!(self.handshake, Handshake::Done)
     }
+}
+
+/// How long a client in auto mode waits for the `server/discover` answer before it falls back
+/// to the legacy handshake (rmcp's `Auto` waits 10 s: fastmcp 3.x on `mcp` 1.x ignores the
+/// request, MayDay-wpf/snow-app PR #56).
+pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a legacy client waits for the initialize result before it gives the connection
+/// up and opens another (it never cancels `initialize`, LA3).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What an opening request awaits: each has its own timeout, and a different end when it
+/// fails (a discover that fails falls back to the legacy handshake; an `initialize` that fails
+/// fails the requests behind it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Awaits {
+    /// The auto mode's `server/discover`, sent in the modern shape.
+    DiscoverResult,
+    /// The legacy `initialize`.
+    InitializeResult,
+}
+
+impl Awaits {
+    /// How long the client waits for it.
+    pub(super) fn timeout(self) -> Duration {
+        match self {
+            Awaits::DiscoverResult => DISCOVER_TIMEOUT,
+            Awaits::InitializeResult => HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+/// Where the opening of the current connection stands.
+#[derive(Debug, Clone, Default)]
+pub(super) enum Handshake {
+    /// Nothing sent yet: the first request starts it.
+    #[default]
+    NotStarted,
+    /// The opening request `id` is out since `sent` and awaits its answer (`awaits`); the
+    /// requests behind it wait, in order.
+    Awaiting {
+        id: RequestId,
+        awaits: Awaits,
+        sent: Time,
+        /// The HTTP stream it went out on.
+        stream: Option<StreamId>,
+        /// Its stream broke before the answer: a new handshake starts then.
+        broke: Option<Time>,
+        queued: VecDeque<(RequestId, ClientTransmit)>,
+    },
+    /// The result arrived (and every modern connection is here from the start).
+    Done,
 }

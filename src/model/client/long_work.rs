@@ -6,7 +6,6 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::model::mutant::Mutant;
-use crate::model::policy::TimeoutPolicy;
 use crate::model::tasks::TaskStatus;
 use crate::model::{StreamId, Transport};
 use crate::time::Time;
@@ -17,13 +16,6 @@ use crate::wire::{
 use super::config::CallSpec;
 use super::output::{ClientEvent, ClientTransmit, Outcome};
 use super::{Client, Purpose};
-
-/// The timeout of each `tasks/get` poll and `tasks/cancel`: short, ordinary requests.
-pub const POLL_POLICY: TimeoutPolicy = TimeoutPolicy {
-    timeout: Some(Duration::from_secs(30)),
-    reset_timeout_on_progress: false,
-    max_total_timeout: None,
-};
 
 /// How long a `subscriptions/listen` may wait for its acknowledgement (host policy, §9 D39).
 pub const LISTEN_ACK_DEADLINE: Duration = Duration::from_secs(10);

@@ -103,13 +103,13 @@ mod requests;
 mod server_requests;
 mod session;
 
-pub use config::{CallSpec, ClientConfig};
+pub use config::{CallSpec, ClientConfig, POLL_POLICY};
 use conn::Conn;
 pub use conn::Connect;
+use conn::Handshake;
+pub use conn::{DISCOVER_TIMEOUT, HANDSHAKE_TIMEOUT};
 use long_work::{ClientTask, MIN_POLL};
-pub use long_work::{LISTEN_ACK_DEADLINE, MAX_ROUNDS_ANSWERED, POLL_POLICY, SETTLE_WATCH};
-use opening::Handshake;
-pub use opening::{DISCOVER_TIMEOUT, HANDSHAKE_TIMEOUT};
+pub use long_work::{LISTEN_ACK_DEADLINE, MAX_ROUNDS_ANSWERED, SETTLE_WATCH};
 pub use output::{ClientError, ClientEvent, ClientTransmit, Outcome};
 pub use server_requests::{PING_AFTER, PING_POLICY, SAMPLING_DELAY};
 use session::{Resume, SessionEnd};

@@ -13,39 +13,9 @@ use crate::model::{StreamId, Transport};
 use crate::time::Time;
 use crate::wire::{Cancelled, Era, Message, Notification, Request, RequestId, ResultResponse};
 
-use super::conn::{Conn, LegacyConn};
+use super::conn::{Awaits, Conn, Handshake, LegacyConn};
 use super::output::{ClientEvent, ClientTransmit, Outcome};
 use super::Client;
-
-/// How long a client in auto mode waits for the `server/discover` answer before it falls back
-/// to the legacy handshake (rmcp's `Auto` waits 10 s: fastmcp 3.x on `mcp` 1.x ignores the
-/// request, MayDay-wpf/snow-app PR #56).
-pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long a legacy client waits for the initialize result before it gives the connection
-/// up and opens another (it never cancels `initialize`, LA3).
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What an opening request awaits: each has its own timeout, and a different end when it
-/// fails (a discover that fails falls back to the legacy handshake; an `initialize` that fails
-/// fails the requests behind it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Awaits {
-    /// The auto mode's `server/discover`, sent in the modern shape.
-    DiscoverResult,
-    /// The legacy `initialize`.
-    InitializeResult,
-}
-
-impl Awaits {
-    /// How long the client waits for it.
-    pub(super) fn timeout(self) -> Duration {
-        match self {
-            Awaits::DiscoverResult => DISCOVER_TIMEOUT,
-            Awaits::InitializeResult => HANDSHAKE_TIMEOUT,
-        }
-    }
-}
 
 impl Client {
     /// How long this client waits for the opening's answer: `None` for a discover under
@@ -56,28 +26,6 @@ impl Client {
             awaits == Awaits::DiscoverResult && self.mutant(Mutant::DiscoverWithoutTimeout);
         (!untimed).then(|| awaits.timeout())
     }
-}
-
-/// Where the opening of the current connection stands.
-#[derive(Debug, Clone, Default)]
-pub(super) enum Handshake {
-    /// Nothing sent yet: the first request starts it.
-    #[default]
-    NotStarted,
-    /// The opening request `id` is out since `sent` and awaits its answer (`awaits`); the
-    /// requests behind it wait, in order.
-    Awaiting {
-        id: RequestId,
-        awaits: Awaits,
-        sent: Time,
-        /// The HTTP stream it went out on.
-        stream: Option<StreamId>,
-        /// Its stream broke before the answer: a new handshake starts then.
-        broke: Option<Time>,
-        queued: VecDeque<(RequestId, ClientTransmit)>,
-    },
-    /// The result arrived (and every modern connection is here from the start).
-    Done,
 }
 
 impl Client {

@@ -9,7 +9,7 @@ use crate::time::Time;
 use crate::wire::{Message, ProgressToken, Request, RequestId};
 
 use super::config::CallSpec;
-use super::opening::Handshake;
+use super::conn::Handshake;
 use super::output::ClientTransmit;
 use super::session::Resume;
 use super::{Client, Pending, Purpose};

@@ -9,7 +9,7 @@ use crate::model::{StreamId, Transport};
 use crate::time::Time;
 use crate::wire::{LegacyRevision, Message, RequestId};
 
-use super::opening::{Awaits, Handshake};
+use super::conn::{Awaits, Handshake};
 use super::output::{ClientEvent, ClientTransmit, Outcome};
 use super::Client;
 
