@@ -35,7 +35,7 @@ use crate::trace::{EventKind, Side};
 /// cuts shows as the difference between the two.
 pub(crate) struct RelayTap {
     /// Where the events go.
-    pub(crate) recording: SharedRecording,
+    pub(crate) recording: SharedWireLog,
     /// The connection as the client's end of the relay sees it.
     pub(crate) client: Framing,
     /// The connection as the server's end sees it.
@@ -45,7 +45,7 @@ pub(crate) struct RelayTap {
 }
 
 impl RelayTap {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Recording> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WireLog> {
         self.recording
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -111,15 +111,16 @@ impl RelayObserver for RelayTap {
     }
 }
 
-/// The recording both directions write into, on the wall clock.
-pub(crate) struct Recording(WallTrace);
+/// The wire log both directions of a recorded session write into, on the wall clock (named
+/// apart from [`crate::model::recorded::Recording`], a recorded client's calls).
+pub(crate) struct WireLog(WallTrace);
 
-/// A shared recording.
-pub(crate) type SharedRecording = Arc<Mutex<Recording>>;
+/// The wire log, shared by both directions.
+pub(crate) type SharedWireLog = Arc<Mutex<WireLog>>;
 
-impl Recording {
-    fn new(verbose: bool) -> SharedRecording {
-        Arc::new(Mutex::new(Recording(WallTrace::new(verbose, None))))
+impl WireLog {
+    fn new(verbose: bool) -> SharedWireLog {
+        Arc::new(Mutex::new(WireLog(WallTrace::new(verbose, None))))
     }
 
     fn push(&mut self, side: Side, kind: EventKind) {
@@ -172,7 +173,7 @@ impl Recording {
     }
 }
 
-fn lock(r: &SharedRecording) -> std::sync::MutexGuard<'_, Recording> {
+fn lock(r: &SharedWireLog) -> std::sync::MutexGuard<'_, WireLog> {
     r.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -214,7 +215,7 @@ pub fn record_stdio(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?;
-    let recording = Recording::new(verbose);
+    let recording = WireLog::new(verbose);
     let framing = Arc::new(Mutex::new(Framing::stdio_as_written()));
     let up_bytes = Arc::new(AtomicU64::new(0));
     let down_bytes = Arc::new(AtomicU64::new(0));
@@ -267,7 +268,7 @@ pub fn record_stdio(
 fn tap_direction(
     from: impl Read + Send + 'static,
     to: impl Write + Send + 'static,
-    recording: &SharedRecording,
+    recording: &SharedWireLog,
     framing: &Arc<Mutex<Framing>>,
     bytes: &Arc<AtomicU64>,
     up: bool,
@@ -341,7 +342,7 @@ pub fn record_http(
     max: Option<Duration>,
     verbose: bool,
 ) -> std::io::Result<Recorded> {
-    let recording = Recording::new(verbose);
+    let recording = WireLog::new(verbose);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
