@@ -48,15 +48,6 @@ impl Connect {
     pub fn is_auto(self) -> bool {
         matches!(self, Connect::Auto { .. })
     }
-
-    /// The era it speaks from its first message: the pinned one, or 2026-07-28 while auto
-    /// mode discovers.
-    pub fn first_era(self) -> Era {
-        match self {
-            Connect::Pinned(era) => era,
-            Connect::Auto { .. } => Era::Modern,
-        }
-    }
 }
 
 impl std::str::FromStr for Connect {

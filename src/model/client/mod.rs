@@ -75,10 +75,10 @@
 //! waited takes the legacy shape.
 //!
 //! Where each part lives: the lifecycle above, the timers and `poll_*` here; the connection
-//! and the era it carries in `conn`; the opening (discover, fallback, handshake) in `opening`; sending a request in `requests`; the legacy HTTP
-//! session and resumption in `session`; the server's own requests and the liveness `ping` in
-//! `server_requests`; tasks, input rounds and `listen` in `long_work`; the public values in
-//! `config` and `output`.
+//! and the era it carries in `conn`; the opening (discover, fallback, handshake) in
+//! `opening`; sending a request in `requests`; the legacy HTTP session and resumption in
+//! `session`; the server's own requests and the liveness `ping` in `server_requests`; tasks,
+//! input rounds and `listen` in `long_work`; the public values in `config` and `output`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;

@@ -840,9 +840,9 @@ impl<'a, 't> Across<'a, 't> {
         if relayed {
             return;
         }
-        let level = crate::oracle::rule_info(rule!("cancel-unknown-request"))
-            .and_then(|info| info.level_in(self.b.era))
-            .unwrap_or(Level::Must);
+        // A one-hop finding of the upstream connection (its hop and connection named), at
+        // the catalog's level in that connection's era.
+        let level = Self::level(rule!("cancel-unknown-request"), self.b.era);
         let events = vec![
             self.back_origin[br.created],
             self.front_origin[r],
