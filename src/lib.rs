@@ -76,7 +76,7 @@
 //! | 2 | [`framing`] | incremental NDJSON (stdio) and Server-Sent Events (Streamable HTTP) framers whose output does not depend on chunking; the faulty client framer of one mutant |
 //! | 3 | [`model`] | the sans-IO client, server, backend and intermediary ([`model::bridge`]), host timeout policies, and the switches that make a reference peer faulty ([`model::mutant`]) |
 //! | 4 | [`trace`] | trace format v1, the JSON Lines record of a run shared by simulations, recordings of real peers and hand-written cases |
-//! | 5 | [`oracle`] | named, spec-referenced invariants checked over any trace, and over the two hops of a run through an intermediary ([`oracle::hops`]) |
+//! | 5 | [`oracle`], [`ci`], [`exit`] | named, spec-referenced invariants checked over any trace, and over the two hops of a run through an intermediary ([`oracle::hops`]); verdicts as JUnit and GitHub annotations against a baseline; the exit codes of every command and the one policy that ends a judged run |
 //! | 6 | [`diff`], [`recording`] | two runs compared by behaviour (calls aligned, classes, the verdicts' delta); a recorded session read as a script of both peers, and the matching of new requests to its calls |
 //! | 7 | [`scenario`] | every knob of a run as one value, drawn from a seed |
 //! | 8 | [`lanes`] | three ways to run peers, side by side, one [`lanes::RunResult`]: [`lanes::memory`] (in-process discrete events), [`lanes::turmoil`] (simulated hosts and sockets, feature `turmoil`: hyper for Streamable HTTP, NDJSON over TCP for stdio, idle-timeout proxies, crashes and partitions), [`lanes::live`] (real processes and sockets on the wall clock, feature `live`: the probe); one recorder and one HTTP exchange for all; no lane imports another |
@@ -85,6 +85,7 @@
 //! | 11 | [`repro`] | the reproduction contract: the knobs that name a run, the `mcp-sim replay` and `cargo test` lines that rerun it, the strict reading of `MCP_SIM_SEED` and its siblings |
 //! | 12 | [`report`] | failure reports with a trace slice and a Mermaid sequence diagram |
 //! | 13 | [`check`] | one call to check a user's server or client in their own `cargo test` |
+//! | 14 | [`sweep`] | a range of seeds run and judged, their totals and the digest of every trace |
 //!
 //! The module `fuzzing` (feature `fuzzing`, hidden from these docs) holds the bodies of the
 //! cargo-fuzz targets, kept in the library so that stable `cargo test` replays every committed
@@ -112,6 +113,7 @@ pub use wire::{Era, LegacyRevision};
 pub mod check;
 pub mod ci;
 pub mod diff;
+pub mod exit;
 pub mod fit;
 pub mod framing;
 #[cfg(feature = "fuzzing")]
@@ -126,6 +128,7 @@ pub mod report;
 pub mod repro;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 pub mod time;
 pub mod trace;
 #[cfg(feature = "live")]

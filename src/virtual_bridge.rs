@@ -22,7 +22,7 @@
 //! in each seed, and each is still one seed.
 
 pub use crate::lanes::live::check_proxy::calls_upstream;
-use crate::lanes::live::check_proxy::{expand, UpstreamEra};
+use crate::lanes::live::check_proxy::expand;
 use crate::lanes::live::serve::ServeConfig;
 use crate::lanes::virtual_peer::{VirtualError, VirtualPeer};
 use crate::model::ServerEras;
@@ -45,21 +45,14 @@ pub struct BridgePlan {
     /// The front's schedule: the calls, cancels, latency, faults and service time.
     pub plan: VirtualPlan,
     /// The eras the reference upstream serves.
-    pub upstream: UpstreamEra,
+    pub upstream: ServerEras,
 }
 
 impl BridgePlan {
     /// The reference upstream, as `serve --era` runs it.
     pub fn serve(&self) -> ServeConfig {
-        let eras = match self.upstream {
-            UpstreamEra::Auto => ServerEras::Both,
-            UpstreamEra::Modern => ServerEras::ModernOnly,
-            UpstreamEra::Legacy => ServerEras::LegacyOnly {
-                ignores_discover: false,
-            },
-        };
         ServeConfig {
-            eras,
+            eras: self.upstream,
             ..ServeConfig::default()
         }
     }

@@ -4,6 +4,7 @@
 //! compared.
 
 use mcp_sim::diff::{self, Class, DiffOptions};
+use mcp_sim::exit::Exit;
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::MutantSet;
 use mcp_sim::mutants::{self, hunt_scenario};
@@ -29,7 +30,7 @@ fn the_reference_against_itself_shows_no_change_on_either_era_or_transport() {
         let b = judge(&s, Lane::Memory).run;
         let d = diff::diff(&a.trace, &b.trace, &[], &options(&s, &a));
         assert_eq!(d.aligned_share(), 1.0, "seed {seed}: {}", diff::text(&d));
-        assert_eq!(d.exit_code(), 0, "seed {seed}: {}", diff::text(&d));
+        assert_eq!(d.exit(), Exit::Pass, "seed {seed}: {}", diff::text(&d));
         assert!(d.newly_broken.is_empty() && d.fixed.is_empty());
     }
 }
@@ -66,7 +67,7 @@ fn the_reference_against_each_mutant_names_the_rule_that_mutant_breaks() {
                 m.expected_rules(),
                 diff::text(&d)
             ));
-        } else if d.exit_code() == 0 {
+        } else if d.exit() == Exit::Pass {
             problems.push(format!("{m}: exit 0 for a regression\n{}", diff::text(&d)));
         } else {
             named += 1;
@@ -109,7 +110,7 @@ fn an_answered_cancel_is_a_change_of_class_and_a_rule_newly_broken() {
         "{}",
         diff::text(&d)
     );
-    assert_eq!(d.exit_code(), 1);
+    assert_eq!(d.exit(), Exit::Broken);
     // Every format says so.
     let json = diff::json(&d);
     assert_eq!(json["exit_code"], 1);
@@ -138,7 +139,7 @@ fn a_difference_the_base_repeats_also_show_is_noise() {
         std::slice::from_ref(&new),
         &DiffOptions::default(),
     );
-    assert_eq!(d.exit_code(), 0, "{}", diff::text(&d));
+    assert_eq!(d.exit(), Exit::Pass, "{}", diff::text(&d));
     assert!(d.newly_broken.iter().all(|r| r.noise));
     assert!(d.pairs.iter().flat_map(|p| &p.changes).all(|c| c.noise));
     // A repeat that agrees with the base leaves the change standing.
@@ -148,7 +149,7 @@ fn a_difference_the_base_repeats_also_show_is_noise() {
         std::slice::from_ref(&base),
         &DiffOptions::default(),
     );
-    assert_eq!(d.exit_code(), 1, "{}", diff::text(&d));
+    assert_eq!(d.exit(), Exit::Broken, "{}", diff::text(&d));
 }
 
 #[test]
@@ -161,12 +162,12 @@ fn runs_whose_calls_do_not_pair_are_not_compared() {
     );
     let d = diff::diff(&ta, &tb, &[], &DiffOptions::default());
     assert!(d.aligned_share() < diff::MIN_ALIGNED, "{}", diff::text(&d));
-    assert_eq!(d.exit_code(), 3);
+    assert_eq!(d.exit(), Exit::Inconclusive);
     assert!(!d.only_base.is_empty() || !d.only_new.is_empty());
     // Two empty traces made no call: nothing to compare is not "no change".
     let empty = Trace::new();
     let d = diff::diff(&empty, &empty, &[], &DiffOptions::default());
-    assert_eq!(d.exit_code(), 3);
+    assert_eq!(d.exit(), Exit::Inconclusive);
 }
 
 #[cfg(feature = "turmoil")]
@@ -189,7 +190,7 @@ fn through_an_intermediary_the_front_hops_calls_pair_and_the_cross_hop_rule_is_n
         "{}",
         diff::text(&d)
     );
-    assert_eq!(d.exit_code(), 1);
+    assert_eq!(d.exit(), Exit::Broken);
 }
 
 /// Only the server's side, as `serve` records it: the answer written after the server read

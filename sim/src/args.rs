@@ -475,6 +475,15 @@ impl Overrides {
     }
 }
 
+/// `--era` of `serve` and `--upstream-era` of `check-proxy`: the words of
+/// [`mcp_sim::model::ServerEras`], listed in the help.
+pub(crate) fn server_eras(
+) -> impl clap::builder::TypedValueParser<Value = mcp_sim::model::ServerEras> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(mcp_sim::model::ServerEras::WORDS)
+        .map(|word| word.parse().expect("a listed word names eras"))
+}
+
 /// A seed range `A..B` (B excluded), or a single seed.
 pub(crate) fn parse_range(s: &str) -> Result<(u64, u64), String> {
     match s.split_once("..") {

@@ -1,9 +1,10 @@
 //! The `mcp-sim` command.
 //!
 //! Subcommands share the library's layers; this crate only parses arguments, reads files and
-//! prints. Exit codes: 0 success, 1 a MUST-level violation was found (or, for `probe`, the
-//! server is at fault), 2 usage or input error, 3 (`probe`) the run was inconclusive: it did not
-//! exercise what it was meant to.
+//! prints. The exit codes are the library's one table ([`mcp_sim::exit::Exit`]): 0 success, 1
+//! a MUST-level violation was found (or the peer judged is at fault), 2 usage or input error,
+//! 3 the run was inconclusive: it did not exercise what it was meant to, or could not be
+//! trusted.
 
 use std::process::ExitCode;
 

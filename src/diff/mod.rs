@@ -218,13 +218,14 @@ impl Diff {
 
     /// 0 no regression beyond noise (fixes and the changes that break no rule are reported),
     /// 1 a regression, 3 not comparable (2, an unreadable trace, is the command's).
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit(&self) -> crate::exit::Exit {
+        use crate::exit::Exit;
         if !self.is_aligned() {
-            3
+            Exit::Inconclusive
         } else if self.is_regression() {
-            1
+            Exit::Broken
         } else {
-            0
+            Exit::Pass
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A [`Diff`] for people (one screen of text, a Mermaid diagram of the first divergence) and
 //! for CI (JSON, JUnit, GitHub annotations).
 
+use crate::exit::Exit;
 use std::fmt::Write;
 
 use serde_json::{json, Value};
@@ -102,11 +103,13 @@ pub fn text(d: &Diff) -> String {
             let _ = writeln!(out, "  {}", rule_line(r));
         }
     }
-    let verdict = match d.exit_code() {
-        0 if d.changed_pairs().next().is_none() && d.fixed.is_empty() => "no change beyond noise",
-        0 => "changed, no regression",
-        1 => "regression",
-        _ => "not comparable: too few calls align",
+    let verdict = match d.exit() {
+        Exit::Pass if d.changed_pairs().next().is_none() && d.fixed.is_empty() => {
+            "no change beyond noise"
+        }
+        Exit::Pass => "changed, no regression",
+        Exit::Broken => "regression",
+        Exit::Usage | Exit::Inconclusive => "not comparable: too few calls align",
     };
     let _ = writeln!(out, "verdict: {verdict}");
     out
@@ -125,7 +128,7 @@ pub fn json(d: &Diff) -> Value {
         })
     };
     json!({
-        "exit_code": d.exit_code(),
+        "exit_code": d.exit().code(),
         "regression": d.is_regression(),
         "align": format!("{:?}", d.align).to_lowercase(),
         "aligned_share": d.aligned_share(),
@@ -215,7 +218,7 @@ pub fn github(d: &Diff) -> String {
             message: format!("fixed: {}", rule_line(r)),
         });
     }
-    if d.exit_code() == 3 {
+    if d.exit() == Exit::Inconclusive {
         notes.push(Annotation {
             command: "error",
             title: "not comparable".into(),

@@ -17,6 +17,7 @@
 //! call's duration moved.
 
 mod calls;
+pub mod confirm;
 pub mod live;
 pub mod neighbours;
 mod wire;

@@ -67,6 +67,41 @@ pub enum ServerEras {
     ModernOnly,
 }
 
+impl ServerEras {
+    /// The words `--era` (`serve`) and `--upstream-era` (`check-proxy`) take.
+    pub const WORDS: [&'static str; 3] = ["auto", "modern", "legacy"];
+
+    /// The word that asks for these eras: `auto` (both), `modern` or `legacy` (a legacy-only
+    /// server that ignores `server/discover` has no word: it is a scenario's server only).
+    pub fn word(self) -> &'static str {
+        match self {
+            ServerEras::Both => "auto",
+            ServerEras::ModernOnly => "modern",
+            ServerEras::LegacyOnly { .. } => "legacy",
+        }
+    }
+}
+
+impl std::str::FromStr for ServerEras {
+    type Err = String;
+
+    /// `auto` (both eras: each client's first request decides), `modern` (2026-07-28 only)
+    /// or `legacy` (the legacy era only, refusing `server/discover`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(ServerEras::Both),
+            "modern" => Ok(ServerEras::ModernOnly),
+            "legacy" => Ok(ServerEras::LegacyOnly {
+                ignores_discover: false,
+            }),
+            other => Err(format!(
+                "unknown eras {other:?}: {}",
+                ServerEras::WORDS.join(", ")
+            )),
+        }
+    }
+}
+
 /// The bounds on what legacy clients may hold open in one server process over HTTP (a
 /// `serve --http` process runs for as long as its users like). Over a bound the request is
 /// refused with 503 and a JSON-RPC error naming the bound, and nothing else is dropped.

@@ -8,6 +8,7 @@
 //! broke nothing names no mutant, yet its peer may have a bug its timing never met. Those
 //! findings are hypotheses; `probe --scenario ... --hypothesis M` confirms one live or not.
 
+use mcp_sim::exit::Exit;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -57,7 +58,7 @@ pub fn run(args: AroundArgs<'_>) -> ExitCode {
     let spec = match args.perturb.map(PerturbSpec::parse) {
         Some(Err(e)) => {
             eprintln!("mcp-sim sweep --around: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
         Some(Ok(spec)) => spec,
         None => PerturbSpec::default(),
@@ -66,7 +67,7 @@ pub fn run(args: AroundArgs<'_>) -> ExitCode {
         Ok(f) => f,
         Err(e) => {
             eprintln!("mcp-sim sweep --around: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let base = &file.scenario;
@@ -107,7 +108,7 @@ pub fn run(args: AroundArgs<'_>) -> ExitCode {
              the scenario (--perturb moves no knob this scenario has)",
             args.seeds.start, args.seeds.end
         );
-        return ExitCode::from(3);
+        return ExitCode::from(Exit::Inconclusive);
     }
     let replay = |seed: u64, hypothesis: Option<Mutant>| {
         let mut line = FileRepro {
@@ -141,8 +142,8 @@ pub fn run(args: AroundArgs<'_>) -> ExitCode {
     // Only the scenario's own neighbours fail the run: a hypothesis is no finding until it is
     // confirmed live.
     match searches[0].around.found.is_empty() {
-        true => ExitCode::SUCCESS,
-        false => ExitCode::from(1),
+        true => ExitCode::from(Exit::Pass),
+        false => ExitCode::from(Exit::Broken),
     }
 }
 

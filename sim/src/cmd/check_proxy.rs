@@ -7,37 +7,17 @@
 //! and `--baseline` are the probe's; a run in which no call reached the upstream is
 //! inconclusive (`nothing-reached-upstream`).
 
+use mcp_sim::exit::Exit;
 use std::process::ExitCode;
 
 use mcp_sim::lanes::live::check_proxy::{
-    self, check_proxy, shell_quote, ProxyCheck, ProxyCheckError, NOTHING_REACHED_UPSTREAM,
+    check_proxy, shell_quote, ProxyCheck, ProxyCheckError, NOTHING_REACHED_UPSTREAM,
 };
 
-use mcp_sim::model::Transport;
+use mcp_sim::model::{ServerEras, Transport};
 use mcp_sim::oracle::OracleConfig;
 
 use super::probe::{finish, Finish, Options, PROBE_FINDINGS};
-
-/// `check-proxy --upstream-era`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum UpstreamEra {
-    /// Both eras, as the SDK servers: the intermediary's first request decides.
-    Auto,
-    /// 2026-07-28 only.
-    Modern,
-    /// The legacy era only.
-    Legacy,
-}
-
-impl From<UpstreamEra> for check_proxy::UpstreamEra {
-    fn from(era: UpstreamEra) -> Self {
-        match era {
-            UpstreamEra::Auto => check_proxy::UpstreamEra::Auto,
-            UpstreamEra::Modern => check_proxy::UpstreamEra::Modern,
-            UpstreamEra::Legacy => check_proxy::UpstreamEra::Legacy,
-        }
-    }
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -47,9 +27,10 @@ pub struct Args {
     /// the front is the intermediary's stdio.
     #[arg(long)]
     front_url: Option<String>,
-    /// The eras the reference upstream serves.
-    #[arg(long, value_enum, default_value_t = UpstreamEra::Auto)]
-    upstream_era: UpstreamEra,
+    /// The eras the reference upstream serves: `auto` (both, as the SDK servers: the
+    /// intermediary's first request decides), `modern` (2026-07-28 only) or `legacy`.
+    #[arg(long, default_value = "auto", value_parser = crate::args::server_eras())]
+    upstream_era: ServerEras,
     /// The intermediary's documented request timeout in ms (npm mcp-proxy's
     /// `--requestTimeout`): it must not cut a call sooner, and must end one idle that long.
     /// Without it, cutting a call the upstream still works on is a finding.
@@ -80,7 +61,7 @@ fn run_virtual(
             "--intermediary-timeout-ms is for a live check (a virtual one judges without it)",
         );
     }
-    let upstream_era: check_proxy::UpstreamEra = args.upstream_era.into();
+    let upstream_era = args.upstream_era;
     let flags = super::virtual_bridge::BridgeFlags {
         probe,
         front_url: args.front_url.as_deref(),
@@ -94,7 +75,7 @@ fn run_virtual(
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("mcp-sim check-proxy: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -136,7 +117,7 @@ pub fn run(args: &Args) -> ExitCode {
     let check = ProxyCheck {
         command: args.command.clone(),
         front_url: args.front_url.clone(),
-        upstream_era: args.upstream_era.into(),
+        upstream_era: args.upstream_era,
         mcp_sim,
         probe,
     };
@@ -155,7 +136,12 @@ pub fn run(args: &Args) -> ExitCode {
         ..crate::args::oracle_config(args.options.profile, args.options.grace_ms)
     };
     let attempted = match &confirm {
-        Some(c) => c.run(&oracle, attempt, |checked| &checked.judged),
+        Some(c) => c.run(
+            &oracle,
+            attempt,
+            |checked| &checked.judged,
+            |line| eprintln!("{line}"),
+        ),
         None => once(&check).map(|checked| (checked, None)),
     };
     let (mut checked, unconfirmed) = match attempted {

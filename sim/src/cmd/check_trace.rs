@@ -2,6 +2,7 @@
 //!
 //! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the trace cannot be read.
 
+use mcp_sim::exit::{Exit, Judged, RunEnd};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,14 +68,14 @@ pub fn run(args: &Args) -> ExitCode {
                 "mcp-sim check-trace: cannot read {}: {e}",
                 args.file.display()
             );
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let mut trace = match Trace::from_jsonl(&text) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("mcp-sim check-trace: {}: {e}", args.file.display());
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     if let Some(declared) = &args.client_policy {
@@ -92,13 +93,13 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => {
             eprintln!("mcp-sim check-trace: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let verdict = oracle::check(&trace, &config);
-    let diff = baseline
-        .as_ref()
-        .map(|b| b.compare_verdict(&verdict, &[], &[]));
+    // A trace file is judged whole, both ends, as `record` judges a session.
+    let end = RunEnd::decide(&verdict, &[], baseline.as_ref(), Judged::Session);
+    let diff = end.diff;
     let ci_run = || mcp_sim::ci::CiRun {
         name: args.file.display().to_string(),
         verdict: &verdict,
@@ -106,11 +107,7 @@ pub fn run(args: &Args) -> ExitCode {
         outcome: None,
         baseline: baseline.as_ref().zip(diff.clone()),
     };
-    // With a baseline, its verdict is the exit code; without, whether a MUST rule broke.
-    let exit_code = match &diff {
-        Some(diff) => u8::from(!diff.is_clean()),
-        None => u8::from(verdict.has_must()),
-    };
+    let exit_code = end.exit.code();
     match args.format {
         Format::Json => {
             println!("{}", json_verdict(&trace, &ci_run(), exit_code));
@@ -136,5 +133,5 @@ pub fn run(args: &Args) -> ExitCode {
     if let Some(diff) = diff {
         eprint!("{}", diff.text());
     }
-    ExitCode::from(exit_code)
+    end.exit.into()
 }

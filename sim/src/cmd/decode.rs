@@ -8,6 +8,7 @@
 //! With `--era 2025-03-26` a line may be a batch: one verdict per member, each with its
 //! `"member"` position (`{"line":3,"member":0,"ok":true,"kind":"request"}`).
 
+use mcp_sim::exit::Exit;
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
@@ -102,11 +103,11 @@ pub fn run(args: &Args) -> ExitCode {
         out.flush()
     })();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(Exit::Pass),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(Exit::Pass),
         Err(e) => {
             eprintln!("mcp-sim decode: {e}");
-            ExitCode::from(2)
+            ExitCode::from(Exit::Usage)
         }
     }
 }

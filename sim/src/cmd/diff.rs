@@ -6,6 +6,7 @@
 //! 1 a regression (a rule newly broken, an outcome changed, timing beyond tolerance), 2 a
 //! trace that cannot be read, 3 the runs do not align (fewer than 80 % of the calls pair).
 
+use mcp_sim::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -74,7 +75,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(t) => t,
         Err(e) => {
             eprintln!("mcp-sim diff: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let mut options = DiffOptions {
@@ -104,5 +105,5 @@ pub fn run(args: &Args) -> ExitCode {
         Format::Junit => print!("{}", diff::junit(&d)),
         Format::Github => print!("{}", diff::github(&d)),
     }
-    ExitCode::from(d.exit_code())
+    d.exit().into()
 }

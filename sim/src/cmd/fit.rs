@@ -2,6 +2,7 @@
 //! session, with each knob's provenance, the mutants that reproduce its violations and the
 //! fit's fidelity.
 
+use mcp_sim::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -66,10 +67,10 @@ pub fn run(args: &Args) -> ExitCode {
         args.output.display(),
         args.output.display()
     );
-    ExitCode::SUCCESS
+    ExitCode::from(Exit::Pass)
 }
 
 fn fail(why: &str) -> ExitCode {
     eprintln!("mcp-sim fit: {why}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }

@@ -7,12 +7,13 @@
 //! spent), so the compression figure is per machine. Exit 0 when no run failed, 1 when one
 //! did, 2 when the files cannot be read or do not belong together.
 
+use mcp_sim::exit::Exit;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::sweep_report::{Totals, TOTALS_FORMAT};
 use crate::args::Format;
+use mcp_sim::sweep::{Totals, TOTALS_FORMAT};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -104,7 +105,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(t) => t,
         Err(e) => {
             eprintln!("mcp-sim merge: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     match args.format {
@@ -126,8 +127,8 @@ pub fn run(args: &Args) -> ExitCode {
         Format::Github => print!("{}", total.github()),
     }
     if total.failing.is_empty() {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Pass)
     } else {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Broken)
     }
 }

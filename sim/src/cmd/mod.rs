@@ -15,7 +15,6 @@ pub mod replay;
 pub mod rules;
 pub mod serve;
 pub mod sweep;
-pub mod sweep_report;
 pub mod virtual_bridge;
 pub mod virtual_client;
 pub mod virtual_peer;

@@ -1,6 +1,7 @@
 //! `mcp-sim mutants`: hunt every mutant (a real SDK bug) until the oracle flags it, and print
 //! the mutation score.
 
+use mcp_sim::exit::Exit;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -74,7 +75,7 @@ pub(crate) fn catalog_page() -> String {
 pub fn run(args: &Args) -> ExitCode {
     if args.list {
         print!("{}", catalog_page());
-        return ExitCode::SUCCESS;
+        return ExitCode::from(Exit::Pass);
     }
     let mut chosen = Vec::new();
     for name in &args.only {
@@ -82,7 +83,7 @@ pub fn run(args: &Args) -> ExitCode {
             Some(m) => chosen.push(m),
             None => {
                 eprintln!("mcp-sim mutants: unknown mutant {name:?}");
-                return ExitCode::from(2);
+                return ExitCode::from(Exit::Usage);
             }
         }
     }
@@ -184,8 +185,8 @@ pub fn run(args: &Args) -> ExitCode {
         println!("survivors: {}", survivors.join(", "));
     }
     if survivors.is_empty() && reference_failures.is_empty() {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Pass)
     } else {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Broken)
     }
 }

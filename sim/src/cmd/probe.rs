@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_sim::lanes::live::findings::{self, Coverage, Finding, ProbeVerdict};
+use mcp_sim::exit::{Exit, Judged, RunEnd, Word};
+use mcp_sim::lanes::live::findings::{self, Coverage, Finding};
 use mcp_sim::lanes::live::probe::{
     self, ProbeConfig, ProbeError, ProbeRun, Target, CALIBRATION_CALLS,
 };
@@ -179,7 +180,7 @@ fn parse_ms_range(s: &str) -> Result<(u64, u64), String> {
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("mcp-sim probe: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 /// The library's configuration from the flags, for `target`; errors name the flag.
@@ -245,7 +246,7 @@ pub(crate) const PROBE_FINDINGS: &[&str] = &[
     "liveness-check-unanswered",
     "nothing-exercised",
     "not-replayable",
-    super::confirm::NOT_REPRODUCED,
+    mcp_sim::fit::confirm::NOT_REPRODUCED,
 ];
 
 /// `--from`: the recorded client's own findings, which re-sending its requests does not
@@ -266,7 +267,7 @@ fn not_replayable(trace: &mcp_sim::trace::Trace, hop: Option<crate::args::HopArg
             };
             Finding {
                 finding: "not-replayable",
-                kind: "inconclusive",
+                kind: mcp_sim::exit::FindingKind::Inconclusive,
                 message: format!(
                     "the recording's client broke {} ({} time(s)): {why}; re-sending its \
                      requests does not test it",
@@ -340,7 +341,12 @@ pub fn run(args: &Args) -> ExitCode {
         attempt_probe(&target, &config)
     };
     let attempted = match &confirm {
-        Some(c) => c.run(&oracle, attempt, |r| &r.run.trace),
+        Some(c) => c.run(
+            &oracle,
+            attempt,
+            |r| &r.run.trace,
+            |line| eprintln!("{line}"),
+        ),
         None => attempt_probe(&target, &config).map(|run| (run, None)),
     };
     let (run, unconfirmed) = match attempted {
@@ -375,7 +381,7 @@ fn attempt_probe(target: &Target, config: &ProbeConfig) -> Result<probe::ProbeRu
         Err(ProbeError::Config(e)) => Err(usage(&format!("--{}: {}", e.setting, e.message))),
         Err(ProbeError::Unreachable(e)) => {
             eprintln!("mcp-sim probe: {e}");
-            Err(ExitCode::from(2))
+            Err(ExitCode::from(Exit::Usage))
         }
     }
 }
@@ -446,7 +452,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
             eprintln!("mcp-sim: cannot write {}: {e}", path.display());
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     }
     // Every request must end: a server that went away leaves its calls open, and the oracle
@@ -464,58 +470,20 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let mut found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels, trace);
     found.extend(f.extra.iter().cloned());
-    let word = ProbeVerdict::of(&verdict, &found);
-    let names = |kind: &str| -> Vec<&str> {
-        found
-            .iter()
-            .filter(|f| f.kind == kind)
-            .map(|f| f.finding)
-            .collect()
+    let judged = match f.judged {
+        Some(_) => Judged::Intermediary,
+        None => Judged::Server,
     };
-    let diff =
-        baseline.map(|b| b.compare_verdict(&verdict, &names("fault"), &names("inconclusive")));
-    if let Some(diff) = &diff {
+    let end = RunEnd::decide(&verdict, &found, baseline, judged);
+    if let Some(diff) = &end.diff {
         eprint!("{}", diff.text());
     }
-    let listed = |f: &Finding| baseline.is_some_and(|b| b.expected.contains(f.finding));
-    // With a baseline, its verdict is the exit code, except that a run that exercised nothing
-    // still says so (exit 3) unless the baseline expects that too; without, the probe's.
-    let exit_code = match &diff {
-        Some(diff) if !diff.is_clean() => 1,
-        Some(_) if found.iter().any(|f| f.kind == "inconclusive" && !listed(f)) => {
-            findings::EXIT_INCONCLUSIVE
-        }
-        Some(_) => 0,
-        None => word.exit_code(),
-    };
-    // The findings decide the run's own outcome for CI: a fault fails it, anything else that
-    // kept it from being exercised leaves it inconclusive. Findings the baseline lists are
-    // shown, not failed.
-    let findings_text = found
-        .iter()
-        .map(|f| {
-            let expected = if listed(f) {
-                ", expected by the baseline"
-            } else {
-                ""
-            };
-            format!("{} ({}{expected}): {}", f.finding, f.kind, f.message)
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    let all_listed = found.iter().all(listed);
-    let outcome = match word {
-        ProbeVerdict::ServerFault if all_listed => None,
-        ProbeVerdict::ServerFault => Some(mcp_sim::ci::RunOutcome::Failed(findings_text)),
-        ProbeVerdict::Inconclusive if all_listed => None,
-        ProbeVerdict::Inconclusive => Some(mcp_sim::ci::RunOutcome::Inconclusive(findings_text)),
-        ProbeVerdict::Clean | ProbeVerdict::Violations => None,
-    };
+    let (word, exit_code, diff) = (end.word, end.exit.code(), end.diff.clone());
     let ci_run = || mcp_sim::ci::CiRun {
         name: label.to_owned(),
         verdict: &verdict,
         replay: Some(f.replay.clone()),
-        outcome: outcome.clone(),
+        outcome: end.outcome.clone(),
         baseline: baseline.zip(diff.clone()),
     };
     match args.format {
@@ -558,7 +526,7 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
             exit_code,
         }),
     }
-    ExitCode::from(exit_code)
+    end.exit.into()
 }
 
 /// The probe's command line again with this seed and era and `target` (`--url URL` or `--
@@ -578,7 +546,7 @@ struct TextReport<'a> {
     coverage: &'a Coverage,
     findings: &'a [Finding],
     verdict: &'a oracle::Verdict,
-    word: ProbeVerdict,
+    word: Word,
     /// The exit code (the baseline's verdict, when there is one).
     exit_code: u8,
 }
@@ -671,7 +639,12 @@ fn print_text(r: &TextReport<'_>) {
         println!("trace: {}", path.display());
     }
     for f in r.findings {
-        println!("finding: {} ({}): {}", f.finding, f.kind, f.message);
+        println!(
+            "finding: {} ({}): {}",
+            f.finding,
+            f.kind.as_str(),
+            f.message
+        );
     }
     println!("violations: {}", r.verdict.violations.len());
     print!("{}", report::violations_text(r.verdict));

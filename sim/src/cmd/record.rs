@@ -8,6 +8,7 @@
 //! `--max-seconds`, then exits 1 when a MUST rule is broken, else 0. The files are written
 //! and a summary goes to stderr at the end.
 
+use mcp_sim::exit::{Exit, Judged, RunEnd};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -70,7 +71,7 @@ fn parse_proxy(s: &str) -> Result<ProxyConfig, String> {
 
 fn usage(msg: &str) -> ExitCode {
     say!("mcp-sim record: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -134,7 +135,8 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
             say!("mcp-sim record: cannot write {}: {e}", path.display());
         }
     }
-    let diff = baseline.map(|b| b.compare_verdict(&verdict, &[], &[]));
+    let end = RunEnd::decide(&verdict, &[], baseline, Judged::Session);
+    let diff = end.diff.clone();
     let name = match &args.upstream {
         Some(upstream) => format!("session with {upstream}"),
         None => format!("session with {}", args.command.join(" ")),
@@ -143,18 +145,15 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
         name,
         verdict: &verdict,
         replay: None,
-        outcome: None,
+        outcome: end.outcome.clone(),
         baseline: baseline.zip(diff.clone()),
     };
-    let failed = match &diff {
-        Some(diff) => !diff.is_clean(),
-        None => verdict.has_must(),
-    };
-    // Over stdio the tap exits as its server did; over HTTP with the verdict.
+    // Over stdio the tap exits as its server did (a host sees its server's status through
+    // it); over HTTP with the verdict.
     let exit_code = match (&args.http, r.exit) {
         (None, Some(status)) => status.code().map_or(1, |c| c.clamp(0, 255) as u8),
-        (None, None) => 1,
-        (Some(_), _) => u8::from(failed),
+        (None, None) => Exit::Broken.code(),
+        (Some(_), _) => end.exit.code(),
     };
     let stdout_free = args.http.is_some();
     args.judging.write_report(

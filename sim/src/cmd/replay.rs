@@ -1,6 +1,7 @@
 //! `mcp-sim replay`: run one seed again and print its summary, violations, trace slice,
 //! diagram and report files.
 
+use mcp_sim::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,9 +11,9 @@ use mcp_sim::report;
 use mcp_sim::repro::{EraChoice, FileRepro};
 use mcp_sim::scenario::around::PerturbSpec;
 
-use super::sweep::run_seed;
-use super::sweep_report::{summary_text, write_report, SeedRun};
 use crate::args::{Overrides, TransportArg};
+use mcp_sim::sweep::report::{summary_text, write_report};
+use mcp_sim::sweep::{run_seed, SeedRun};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -76,7 +77,7 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim replay: {e}");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     }
     let transport = match args.overrides.transport {
         TransportArg::Stdio => Some(Transport::Stdio),
@@ -84,17 +85,17 @@ pub fn run(args: &Args) -> ExitCode {
         TransportArg::Seed => None,
         TransportArg::Both => {
             eprintln!("mcp-sim replay: pick one transport");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let era = match args.overrides.eras()[..] {
         [era] => era,
         _ => {
             eprintln!("mcp-sim replay: pick one era");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
-    let r = run_seed(&args.overrides, seed, transport, era);
+    let r = run_seed(&args.overrides.repro(seed, transport, era));
     let replay = args.overrides.repro(seed, transport, era).replay_line();
     finish(args, &r, &replay)
 }
@@ -104,7 +105,7 @@ fn run_file(args: &Args, path: &std::path::Path) -> ExitCode {
     let perturb = match args.perturb.as_deref().map(PerturbSpec::parse) {
         Some(Err(e)) => {
             eprintln!("mcp-sim replay: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
         Some(Ok(spec)) => spec,
         None => PerturbSpec::default(),
@@ -120,7 +121,7 @@ fn run_file(args: &Args, path: &std::path::Path) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("mcp-sim replay: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     println!("scenario digest {digest:016x}");
@@ -145,7 +146,7 @@ fn finish(args: &Args, r: &SeedRun, replay: &str) -> ExitCode {
         let file = mcp_sim::scenario::file::ScenarioFile::of(r.scenario.clone());
         if let Err(e) = std::fs::write(path, file.to_json()) {
             eprintln!("mcp-sim replay: cannot write {}: {e}", path.display());
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     }
     if args.mermaid {
@@ -165,8 +166,8 @@ fn finish(args: &Args, r: &SeedRun, replay: &str) -> ExitCode {
         }
     }
     if r.judged.fails() {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Broken)
     } else {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Pass)
     }
 }

@@ -12,6 +12,7 @@
 //! cannot listen (or a recording that cannot be read); 3 inconclusive (no tool call reached
 //! the server, or under `--from` no request matched a recorded call).
 
+use mcp_sim::exit::Exit;
 use mcp_sim::lanes::live::check_proxy::upstream_files;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,32 +20,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_sim::ci::{CiRun, RunOutcome};
-use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served};
+use mcp_sim::ci::CiRun;
+use mcp_sim::exit::{Finding, FindingKind, Judged, RunEnd, Word};
+use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served, ServedCounts};
 use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::recorded::MatchMode;
 use mcp_sim::model::server::{OnCancel, OnMiss, Playback};
 use mcp_sim::model::{ClientPolicies, MutantSet};
 use mcp_sim::mutants::Mutant;
-use mcp_sim::oracle::{self, rule, Level};
+use mcp_sim::oracle;
 use mcp_sim::report;
-use mcp_sim::trace::{EventKind, Side};
-use mcp_sim::wire::{Message, METHOD_TOOLS_CALL};
 
 use crate::args::Judging;
 
-use crate::cmd::confirm::{ServeConfirm, NOT_REPRODUCED};
-
-/// `serve --era`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ServeEra {
-    /// Both eras: each request is answered in the era it speaks.
-    Auto,
-    /// 2026-07-28 only.
-    Modern,
-    /// The legacy era only.
-    Legacy,
-}
+use mcp_sim::fit::confirm::{ServeConfirm, CROSSING, NOT_REPRODUCED};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -92,8 +81,8 @@ pub struct Args {
     /// The eras to serve: `auto` (both, each request answered in the era it speaks:
     /// legacy sessions and 2026-07-28 requests side by side), `modern` (2026-07-28 only: `initialize` is refused) or `legacy` (the
     /// legacy era only: `server/discover` is refused, as the TypeScript SDK v1 does).
-    #[arg(long, value_enum, default_value_t = ServeEra::Auto)]
-    era: ServeEra,
+    #[arg(long, default_value = "auto", value_parser = crate::args::server_eras())]
+    era: mcp_sim::model::ServerEras,
     #[command(flatten)]
     front: crate::args::FrontArgs,
     /// HTTP: close a connection that waits this many ms for its next request head (no
@@ -142,7 +131,7 @@ pub struct Args {
 
 fn usage(msg: &str) -> ExitCode {
     say!("mcp-sim serve: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 /// Raised by SIGTERM and SIGINT.
@@ -188,7 +177,7 @@ fn mutants(names: &[String]) -> Result<MutantSet, String> {
 }
 
 /// What `serve --baseline` may list besides the rules.
-const SERVE_FINDINGS: &[&str] = &["nothing-exercised", NOT_REPRODUCED];
+const SERVE_FINDINGS: &[&str] = &["nothing-exercised", "nothing-matched", NOT_REPRODUCED];
 
 /// `--match`.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -260,7 +249,7 @@ pub fn run(args: &Args) -> ExitCode {
         (Some(c), _) => Some(Playback {
             recording: std::sync::Arc::new(c.plan.recording.clone()),
             matching: MatchMode::Params,
-            on_cancel: OnCancel::AsPlanned(crate::cmd::confirm::CROSSING),
+            on_cancel: OnCancel::AsPlanned(CROSSING),
             on_miss: OnMiss::Reference,
         }),
         (None, Ok(p)) => p,
@@ -290,13 +279,7 @@ pub fn run(args: &Args) -> ExitCode {
         clock_origin: args
             .clock_origin_unix_ms
             .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
-        eras: match args.era {
-            ServeEra::Auto => mcp_sim::model::ServerEras::Both,
-            ServeEra::Modern => mcp_sim::model::ServerEras::ModernOnly,
-            ServeEra::Legacy => mcp_sim::model::ServerEras::LegacyOnly {
-                ignores_discover: false,
-            },
-        },
+        eras: args.era,
     };
     let listen = match &args.http {
         Some(addr) => match std::net::TcpListener::bind(addr) {
@@ -348,39 +331,12 @@ fn finish(
             say!("mcp-sim serve: cannot write {}: {e}", path.display());
         }
     }
-    // Counted in the era the client spoke (as the oracle read it).
-    let era = verdict.era.era;
-    let decode = mcp_sim::wire::DecodeOptions {
-        era,
-        ..config.decode
-    };
-    let mut calls = 0;
-    let mut results = 0;
-    let mut progress = 0;
-    let mut cancels = 0;
-    for e in &trace.events {
-        match (&e.kind, e.side) {
-            (EventKind::Recv(w), Side::Server) => match w.decode(&decode) {
-                Ok(Message::Request(r)) if r.method == METHOD_TOOLS_CALL => calls += 1,
-                Ok(Message::Cancelled(_)) => cancels += 1,
-                _ => {}
-            },
-            (EventKind::Send(w), Side::Server) => match w.decode(&decode) {
-                Ok(Message::Progress(_)) => progress += 1,
-                Ok(Message::Result(_)) => results += 1,
-                _ => {}
-            },
-            (
-                EventKind::Close {
-                    stream: Some(_),
-                    by: Side::Client,
-                    ..
-                },
-                Side::Server,
-            ) if !era.is_legacy() => cancels += 1,
-            _ => {}
-        }
-    }
+    let ServedCounts {
+        calls,
+        results,
+        progress,
+        cancels,
+    } = ServedCounts::of(trace, verdict.era.era, &config.decode);
     say!(
         "serve: ended because {}; {} events, {} requests received, {} tool calls, {} results and {} progress sent, {} cancels seen (notifications, and in 2026-07-28 stream closes){}",
         served.end.describe(),
@@ -435,84 +391,44 @@ fn finish(
             say!("{}: confirmed {}", c.what, confirmed.join(", "));
         }
     }
-    let not_reproduced = confirm.filter(|_| !missing.is_empty()).map(|c| {
-        format!(
-            "{NOT_REPRODUCED}: the simulation predicts {} for {}; this run did not break it",
-            missing.join(", "),
-            c.what
-        )
-    });
-    let nothing = "nothing-exercised: no tools/call reached the server";
-    let (word, code, outcome) = if verdict.has_must() {
-        ("violations", 1, None)
-    } else if verdict.breaks_declared_policy() {
-        let impossible = verdict
-            .violations
-            .iter()
-            .all(|v| v.level != Level::Policy || v.rule == rule::RESET_NEEDS_TOKEN);
-        let why = if impossible {
-            "the client's calls ask for no progress, so the reset on progress it declares \
-             (--client-policy) cannot happen"
-        } else {
-            "the client broke the timeout policy it declares (--client-policy)"
-        };
-        ("policy-broken", 1, Some(RunOutcome::Failed(why.into())))
-    } else if let Some(why) = &not_reproduced {
-        say!("finding: {why} (inconclusive)");
-        (
-            "inconclusive",
-            3,
-            Some(RunOutcome::Inconclusive(why.clone())),
-        )
+    // Under `--scenario`, a predicted rule of the client's that the run did not show is not
+    // a pass; nor is a run in which no call reached the server, or, under `--from`, no
+    // request matched the recording. The first of these that holds is the run's finding.
+    let inconclusive = |finding, message: String| Finding {
+        finding,
+        kind: FindingKind::Inconclusive,
+        message,
+    };
+    let finding = if let Some(c) = confirm.filter(|_| !missing.is_empty()) {
+        Some(inconclusive(
+            NOT_REPRODUCED,
+            format!(
+                "the simulation predicts {} for {}; this run did not break it",
+                missing.join(", "),
+                c.what
+            ),
+        ))
     } else if calls == 0 {
-        say!("finding: {nothing} (inconclusive)");
-        (
-            "inconclusive",
-            3,
-            Some(RunOutcome::Inconclusive(nothing.into())),
-        )
+        Some(inconclusive(
+            "nothing-exercised",
+            "no tools/call reached the server".into(),
+        ))
     } else if matched_nothing {
-        let why = "nothing-matched: no request matched a call of the recording";
-        say!("finding: {why} (inconclusive)");
-        (
-            "inconclusive",
-            3,
-            Some(RunOutcome::Inconclusive(why.into())),
-        )
+        Some(inconclusive(
+            "nothing-matched",
+            "no request matched a call of the recording".into(),
+        ))
     } else {
-        ("clean", 0, None)
+        None
     };
-    // Under a baseline, its verdict is the exit code: what fails the run (a MUST rule, a
-    // broken declared policy) fails it only when unlisted, and a listed finding that no longer
-    // occurs fails it too; an inconclusive run stays inconclusive unless listed.
-    let inconclusive = code == 3;
-    let finding = match not_reproduced {
-        Some(_) => NOT_REPRODUCED,
-        None => "nothing-exercised",
-    };
-    let diff = baseline.map(|b| {
-        let policy = verdict
-            .violations
-            .iter()
-            .filter(|v| v.level == Level::Policy && oracle::is_declared_policy_rule(v.rule))
-            .map(|v| v.rule);
-        let failing = verdict
-            .violations
-            .iter()
-            .filter(|v| v.level == Level::Must)
-            .map(|v| v.rule)
-            .chain(policy);
-        let other = inconclusive.then_some(finding);
-        let seen = verdict.violations.iter().map(|v| v.rule).chain(other);
-        b.compare(failing, seen)
-    });
-    let listed = |name: &str| baseline.is_some_and(|b| b.expected.contains(name));
-    let (code, outcome) = match &diff {
-        Some(d) if !d.is_clean() => (1, outcome),
-        Some(_) if inconclusive && !listed(finding) => (3, outcome),
-        Some(_) => (0, None),
-        None => (code, outcome),
-    };
+    let findings: Vec<Finding> = finding.into_iter().collect();
+    let end = RunEnd::decide(&verdict, &findings, baseline, Judged::Client);
+    if end.word == Word::Inconclusive {
+        for f in &findings {
+            say!("finding: {}: {} (inconclusive)", f.finding, f.message);
+        }
+    }
+    let (word, code, outcome, diff) = (end.word.as_str(), end.exit, end.outcome, end.diff);
     if let Some(d) = &diff {
         say_raw!("{}", d.text());
     }
@@ -546,11 +462,11 @@ fn finish(
         &run,
         trace,
         (args.report.as_deref(), stdout_free),
-        code,
+        code.code(),
         playback,
     );
-    say!("verdict: {word} (exit {code})");
-    ExitCode::from(code)
+    say!("verdict: {word} (exit {})", code.code());
+    code.into()
 }
 
 /// The playback counts with `--scenario`'s prediction and what the run showed of it.

@@ -1,19 +1,14 @@
 //! `mcp-sim sweep`: run a range of seeded scenarios, judge every trace, and make every
 //! failure reproducible from one line.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use mcp_sim::exit::Exit;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use mcp_sim::model::{Outcome, Transport};
 use mcp_sim::repro::EraChoice;
-use mcp_sim::run;
+use mcp_sim::sweep::Sweep;
 
-use super::sweep_report::{rule_levels, write_report, FailingRun, RunCounts, SeedRun, Totals};
 use crate::args::{parse_range, Format, Overrides};
 
 #[derive(clap::Args)]
@@ -81,77 +76,6 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
-pub(crate) fn run_seed(
-    overrides: &Overrides,
-    seed: u64,
-    transport: Option<Transport>,
-    era: EraChoice,
-) -> SeedRun {
-    let repro = overrides.repro(seed, transport, era);
-    let scenario = repro.scenario();
-    let judged = run::judge(&scenario, repro.lane);
-    SeedRun {
-        seed,
-        transport,
-        era,
-        scenario,
-        judged,
-    }
-}
-
-/// What a sweep keeps of one run.
-struct Summary {
-    seed: u64,
-    transport: Option<Transport>,
-    era: EraChoice,
-    /// The era the run's client spoke (the oracle's reading of the trace).
-    spoke: &'static str,
-    sim_ms: u64,
-    requests: u64,
-    outcomes: BTreeMap<Outcome, u64>,
-    rules: Vec<(&'static str, &'static str)>,
-    fails: bool,
-    /// The run's trace digest.
-    digest: u64,
-    replay: String,
-    test_line: String,
-    report: Option<PathBuf>,
-}
-
-impl Summary {
-    fn of(r: &SeedRun, overrides: &Overrides, report_dir: &Path) -> Summary {
-        let repro = overrides.repro(r.seed, r.transport, r.era);
-        let replay = repro.replay_line();
-        let rules = rule_levels(&r.judged);
-        let fails = r.judged.fails();
-        let report = if fails {
-            write_report(report_dir, r, &replay).ok()
-        } else {
-            None
-        };
-        let stats = &r.judged.run.stats;
-        Summary {
-            seed: r.seed,
-            transport: r.transport,
-            era: r.era,
-            // As the oracle read it from the trace: an auto-mode client may have fallen back.
-            spoke: match r.judged.crash {
-                Some(_) => r.scenario.era.version(),
-                None => r.judged.verdict.era.era.version(),
-            },
-            sim_ms: stats.sim_ms,
-            requests: stats.requests,
-            outcomes: stats.outcomes.clone(),
-            rules,
-            fails,
-            digest: r.judged.run.trace.digest(),
-            test_line: repro.test_line(),
-            replay,
-            report,
-        }
-    }
-}
-
 pub fn run(args: &Args) -> ExitCode {
     let virtual_peer = &args.virtual_peer;
     if virtual_peer.on || virtual_peer.client {
@@ -162,7 +86,7 @@ pub fn run(args: &Args) -> ExitCode {
                 "--virtual-client"
             };
             eprintln!("mcp-sim sweep: {mode} takes neither --around nor --shard");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
         let sweep = match virtual_peer.on {
             true => super::virtual_peer::sweep,
@@ -179,7 +103,7 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if let Err(e) = args.overrides.validate() {
         eprintln!("mcp-sim sweep: {e}");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     }
     let (a, b) = args.seeds;
     if let Some(path) = &args.around {
@@ -194,84 +118,36 @@ pub fn run(args: &Args) -> ExitCode {
             format: args.format,
         });
     }
-    let (k, n) = args.shard.unwrap_or((1, 1));
-    let transports = args.overrides.transports();
-    let eras = args.overrides.eras();
-    let runs: Vec<(u64, Option<Transport>, EraChoice)> = (a..b)
-        .filter(|s| (s - a) % n == k - 1)
-        .flat_map(|s| transports.iter().map(move |t| (s, *t)))
-        .flat_map(|(s, t)| eras.iter().map(move |e| (s, t, *e)))
-        .collect();
+    let sweep = Sweep {
+        seeds: args.seeds,
+        shard: args.shard.unwrap_or((1, 1)),
+        transports: args.overrides.transports(),
+        eras: args.overrides.eras(),
+        base: args.overrides.repro(a, None, EraChoice::FromSeed),
+        setup: args.overrides.setup(),
+        report_dir: args.report_dir.clone(),
+        jobs: args.jobs,
+    };
     let shard = args
         .shard
         .map(|(k, n)| format!(", shard {k}/{n}"))
         .unwrap_or_default();
     let header = format!(
         "sweep: seeds {a}..{b}{shard}, {} runs, {}, {} job(s)",
-        runs.len(),
+        sweep.runs().len(),
         args.overrides.lane.describe(),
         args.jobs.max(1)
     );
     if matches!(args.format, Format::Text) {
         println!("{header}");
     }
-    let bar = ProgressBar::new(runs.len() as u64);
+    let bar = ProgressBar::new(sweep.runs().len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
             .expect("valid template"),
     );
-    let start = Instant::now();
-    let next = AtomicU64::new(0);
-    let results: Mutex<Vec<Summary>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..args.jobs.max(1) {
-            scope.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(&(seed, transport, era)) = runs.get(k) else {
-                    break;
-                };
-                let r = run_seed(&args.overrides, seed, transport, era);
-                let s = Summary::of(&r, &args.overrides, &args.report_dir);
-                results
-                    .lock()
-                    .expect("no worker panics while holding the lock")
-                    .push(s);
-                bar.inc(1);
-            });
-        }
-    });
+    let totals = sweep.run(&|| bar.inc(1));
     bar.finish_and_clear();
-    let wall = start.elapsed();
-    let mut results = results.into_inner().expect("workers finished");
-    results.sort_by_key(|s| (s.seed, s.transport, s.era));
-
-    let mut totals = Totals::empty(
-        args.seeds,
-        (k, n),
-        args.overrides.setup(),
-        results.len() as u64,
-        wall.as_millis() as u64,
-    );
-    for s in &results {
-        let counts = RunCounts {
-            sim_ms: s.sim_ms,
-            requests: s.requests,
-            outcomes: &s.outcomes,
-        };
-        totals.count_run(s.seed, s.transport, s.digest, &counts, s.spoke);
-        totals.count_rules(&s.rules);
-        if s.fails {
-            totals.failing.push(FailingRun {
-                seed: s.seed,
-                transport: s.transport.map(|t| t.to_string()),
-                rules: s.rules.iter().map(|r| r.0.to_string()).collect(),
-                replay: s.replay.clone(),
-                test: s.test_line.clone(),
-                digest: format!("{:016x}", s.digest),
-                report: s.report.as_ref().map(|p| p.display().to_string()),
-            });
-        }
-    }
     match args.format {
         Format::Json => println!(
             "{}",
@@ -281,9 +157,5 @@ pub fn run(args: &Args) -> ExitCode {
         Format::Junit => print!("{}", totals.junit("mcp-sim sweep")),
         Format::Github => print!("{}", totals.github()),
     }
-    if totals.failing.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    totals.exit().into()
 }

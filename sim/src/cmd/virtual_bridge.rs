@@ -8,19 +8,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mcp_sim::lanes::live::check_proxy::UpstreamEra;
 use mcp_sim::lanes::live::probe::ProbeConfig;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, Runtime, ServiceModel};
+use mcp_sim::model::ServerEras;
 use mcp_sim::model::Transport;
 use mcp_sim::virtual_bridge::{calibrate_bridge, expand_virtual, judge_bridge_seed, BridgePlan};
 use mcp_sim::virtual_run::VirtualPlan;
 
-use super::sweep_report::{summary_text_with, write_report_with, Totals};
 use super::virtual_peer::{
-    add_run, calibration_line, exit_code, fail, finish_replay, heading, peer_log_at, print_totals,
-    run_seeds, seed_run, start_peer_logged, start_peers,
+    add_run, calibration_line, fail, finish_replay, heading, peer_log_at, print_totals, run_seeds,
+    seed_run, start_peer_logged, start_peers,
 };
 use crate::args::{parse_range, Format};
+use mcp_sim::sweep::report::{summary_text_with, write_report_with};
+use mcp_sim::sweep::Totals;
 
 /// The flags of `check-proxy --virtual`.
 #[derive(clap::Args, Clone)]
@@ -63,7 +64,7 @@ pub(crate) struct VirtualBridgeOptions {
 pub(crate) struct BridgeFlags<'a> {
     pub(crate) probe: ProbeConfig,
     pub(crate) front_url: Option<&'a str>,
-    pub(crate) upstream_era: UpstreamEra,
+    pub(crate) upstream_era: ServerEras,
     pub(crate) format: Format,
     pub(crate) trace: Option<&'a Path>,
     pub(crate) command: &'a [String],
@@ -154,8 +155,8 @@ fn replay_line(
     if let Some(url) = flags.front_url {
         words.extend(["--front-url".into(), url.into()]);
     }
-    if flags.upstream_era != UpstreamEra::Auto {
-        words.extend(["--upstream-era".into(), flags.upstream_era.flag().into()]);
+    if flags.upstream_era != ServerEras::Both {
+        words.extend(["--upstream-era".into(), flags.upstream_era.word().into()]);
     }
     if options.verify {
         words.push("--verify".into());
@@ -234,7 +235,7 @@ fn sweep(
         add_run(&mut totals, *seed, v, &replay, report_dir);
     }
     print_totals(&totals, flags.format, "mcp-sim check-proxy --virtual");
-    exit_code(&totals)
+    totals.exit().into()
 }
 
 fn one_seed(

@@ -14,12 +14,14 @@ use mcp_sim::repro::EraChoice;
 use mcp_sim::virtual_client::{judge_client_seed, ClientJudged, ClientPlan, DEFAULT_BOUND_MS};
 use mcp_sim::Era;
 
-use super::sweep_report::{judged_summary, write_judged_report, Totals};
 use super::virtual_peer::{
-    add_seeded, exit_code, fail, finish_replay, heading, peer_log, print_totals, replay_words,
-    run_seeds, start_peer, start_peers, Seeded, VirtualOptions,
+    fail, finish_replay, heading, peer_log, print_totals, replay_words, run_seeds,
+    start_peer, start_peers, VirtualOptions,
 };
 use crate::args::{EraArg, Format, Overrides, TransportArg};
+use mcp_sim::sweep::report::{judged_summary, write_judged_report};
+use mcp_sim::sweep::virtual_seeds::Seeded;
+use mcp_sim::sweep::Totals;
 
 /// The plan and the program from the flags; errors name the flag.
 fn plan(
@@ -168,7 +170,7 @@ pub(crate) fn sweep(
         add_run(&mut totals, v, &replay, report_dir);
     }
     print_totals(&totals, format, "mcp-sim sweep --virtual-client");
-    exit_code(&totals)
+    totals.exit().into()
 }
 
 fn policy_line(options: &VirtualOptions) -> String {
@@ -187,7 +189,7 @@ fn add_run(totals: &mut Totals, v: &ClientJudged, replay: &str, report_dir: &Pat
         status: &v.status,
         fails: v.fails(),
     };
-    add_seeded(totals, &seeded, replay, || {
+    totals.count_seeded(&seeded, replay, || {
         write_judged_report(
             report_dir,
             v.seed,

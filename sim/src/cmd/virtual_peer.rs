@@ -2,10 +2,9 @@
 //! seed under the virtual clock, through the library's virtual peers
 //! (`mcp_sim::virtual_run`). This file reads the flags and prints; the runs are the library's.
 
+use mcp_sim::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -13,16 +12,14 @@ use mcp_sim::lanes::live::check_proxy::shell_quote;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, ServiceModel, VirtualError, VirtualPeer};
 use mcp_sim::model::Transport;
 use mcp_sim::repro::EraChoice;
-use mcp_sim::run::Judged;
 use mcp_sim::scenario::ProxyChoice;
 use mcp_sim::virtual_run::{calibrate, judge_seed, Status, VirtualJudged, VirtualPlan};
 use serde_json::Value;
 
-use super::sweep_report::{
-    rule_levels, summary_text_with, write_report_with, FailingRun, NotReplayableRun, RunCounts,
-    SeedRun, Totals,
-};
 use crate::args::{EraArg, Format, Overrides, TransportArg};
+use mcp_sim::sweep::report::{summary_text_with, write_report_with};
+use mcp_sim::sweep::virtual_seeds::{self, Seeded};
+use mcp_sim::sweep::{SeedRun, Totals};
 
 /// The flags of a virtual run (with `--virtual`); `--transport`, `--era` and `--proxy` are
 /// the sweep's own.
@@ -266,7 +263,7 @@ pub(crate) fn start_peer_logged(
 
 pub(crate) fn fail(cmd: &str, e: impl std::fmt::Display) -> ExitCode {
     eprintln!("mcp-sim {cmd}: {e}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 /// `mcp-sim sweep --virtual`.
@@ -329,7 +326,7 @@ pub(crate) fn sweep(
         add_run(&mut totals, *seed, v, &replay, report_dir);
     }
     print_totals(&totals, format, "mcp-sim sweep --virtual");
-    exit_code(&totals)
+    totals.exit().into()
 }
 
 /// One shim per job (no more jobs than seeds), each program's stderr in its own log.
@@ -367,36 +364,16 @@ pub(crate) fn heading(
 /// results in seed order.
 pub(crate) fn run_seeds<T: Send>(
     peers: &mut [VirtualPeer],
-    (a, b): (u64, u64),
+    seeds: (u64, u64),
     judge: impl Fn(&mut VirtualPeer, u64) -> Result<T, VirtualError> + Sync,
 ) -> Vec<(u64, Result<T, VirtualError>)> {
-    let bar = ProgressBar::new(b.saturating_sub(a));
+    let bar = ProgressBar::new(seeds.1.saturating_sub(seeds.0));
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
             .expect("valid template"),
     );
-    let next = AtomicU64::new(a);
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for peer in peers.iter_mut() {
-            let (next, results, bar, judge) = (&next, &results, &bar, &judge);
-            scope.spawn(move || loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= b {
-                    break;
-                }
-                let r = judge(peer, seed);
-                results
-                    .lock()
-                    .expect("no worker panics holding it")
-                    .push((seed, r));
-                bar.inc(1);
-            });
-        }
-    });
+    let results = virtual_seeds::run_seeds(peers, seeds, judge, &|| bar.inc(1));
     bar.finish_and_clear();
-    let mut results = results.into_inner().expect("workers finished");
-    results.sort_by_key(|(s, _)| *s);
     results
 }
 
@@ -410,18 +387,6 @@ pub(crate) fn print_totals(totals: &Totals, format: Format, title: &str) {
         Format::Text => print!("{}", totals.text()),
         Format::Junit => print!("{}", totals.junit(title)),
         Format::Github => print!("{}", totals.github()),
-    }
-}
-
-/// 1 when a run broke a MUST rule; 3 when a run could not be trusted (not replayable) or
-/// nothing was exercised at all; else 0.
-pub(crate) fn exit_code(totals: &Totals) -> ExitCode {
-    if !totals.failing.is_empty() {
-        ExitCode::from(1)
-    } else if !totals.not_replayable.is_empty() || totals.inconclusive == totals.runs {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
     }
 }
 
@@ -451,63 +416,9 @@ pub(crate) fn add_run(
         status: &v.status,
         fails: v.fails(),
     };
-    add_seeded(totals, &seeded, replay, || {
+    totals.count_seeded(&seeded, replay, || {
         write_report_with(report_dir, &r, replay, &line)
     });
-}
-
-/// One judged seed of a virtual sweep, server or client.
-pub(crate) struct Seeded<'a> {
-    pub(crate) seed: u64,
-    pub(crate) transport: Transport,
-    pub(crate) judged: &'a Judged,
-    pub(crate) status: &'a Status,
-    /// It stands as a finding.
-    pub(crate) fails: bool,
-}
-
-/// Counts `v` in the totals; a finding's report is written by `write` and listed.
-pub(crate) fn add_seeded(
-    totals: &mut Totals,
-    v: &Seeded<'_>,
-    replay: &str,
-    write: impl FnOnce() -> std::io::Result<PathBuf>,
-) {
-    let trace = &v.judged.run.trace;
-    let stats = &v.judged.run.stats;
-    let counts = RunCounts {
-        sim_ms: stats.sim_ms,
-        requests: stats.requests,
-        outcomes: &stats.outcomes,
-    };
-    let spoke = v.judged.verdict.era.era.version();
-    let transport = Some(v.transport);
-    totals.count_run(v.seed, transport, trace.digest(), &counts, spoke);
-    match v.status {
-        Status::NotReplayable(why) => {
-            totals.not_replayable.push(NotReplayableRun {
-                seed: v.seed,
-                why: why.clone(),
-                replay: replay.into(),
-            });
-            return;
-        }
-        Status::Inconclusive => totals.inconclusive += 1,
-        Status::Judged => {}
-    }
-    let rules = rule_levels(v.judged);
-    totals.count_rules(&rules);
-    if v.fails {
-        totals.failing.push(FailingRun {
-            seed: v.seed,
-            transport: transport.map(|t| t.to_string()),
-            rules: rules.iter().map(|r| r.0.to_string()).collect(),
-            replay: replay.into(),
-            test: String::new(),
-            digest: format!("{:016x}", trace.digest()),
-            report: write().ok().map(|p| p.display().to_string()),
-        });
-    }
 }
 
 pub(crate) fn seed_run(seed: u64, v: &VirtualJudged) -> SeedRun {
@@ -577,11 +488,11 @@ pub(crate) fn finish_replay(
     match status {
         Status::NotReplayable(why) => {
             println!("not-replayable: {why}");
-            ExitCode::from(3)
+            ExitCode::from(Exit::Inconclusive)
         }
         Status::Inconclusive => {
             println!("inconclusive: {inconclusive}");
-            ExitCode::from(3)
+            ExitCode::from(Exit::Inconclusive)
         }
         Status::Judged => {
             if !clean {
@@ -591,9 +502,9 @@ pub(crate) fn finish_replay(
                 }
             }
             if fails {
-                ExitCode::from(1)
+                ExitCode::from(Exit::Broken)
             } else {
-                ExitCode::SUCCESS
+                ExitCode::from(Exit::Pass)
             }
         }
     }

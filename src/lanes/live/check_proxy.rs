@@ -33,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::findings::Finding;
 use super::net::stdio::terminate;
 use super::probe::{self, ProbeConfig, ProbeError, ProbeRun, Target};
+use crate::model::ServerEras;
 use crate::trace::connections::{numbered, sessions};
 use crate::trace::{EventKind, Side, Trace};
 
@@ -46,29 +47,6 @@ const STOP_WAIT: Duration = Duration::from_secs(3);
 /// The finding of a run whose intermediary forwarded no call.
 pub const NOTHING_REACHED_UPSTREAM: &str = "nothing-reached-upstream";
 
-/// The eras the reference upstream serves (`serve --era`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum UpstreamEra {
-    /// Both eras, as the SDK servers: the intermediary's first request decides.
-    #[default]
-    Auto,
-    /// 2026-07-28 only.
-    Modern,
-    /// The legacy era only.
-    Legacy,
-}
-
-impl UpstreamEra {
-    /// The `serve --era` value.
-    pub fn flag(self) -> &'static str {
-        match self {
-            UpstreamEra::Auto => "auto",
-            UpstreamEra::Modern => "modern",
-            UpstreamEra::Legacy => "legacy",
-        }
-    }
-}
-
 /// What to check.
 #[derive(Debug, Clone)]
 pub struct ProxyCheck {
@@ -79,7 +57,7 @@ pub struct ProxyCheck {
     /// stdio.
     pub front_url: Option<String>,
     /// The eras the reference upstream serves.
-    pub upstream_era: UpstreamEra,
+    pub upstream_era: ServerEras,
     /// The `mcp-sim` binary that serves the reference upstream.
     pub mcp_sim: PathBuf,
     /// How the front is probed. Its target is the front, so [`check_proxy`] tags the calls,
@@ -161,7 +139,7 @@ pub fn check_proxy(check: &ProxyCheck) -> Result<ProxyChecked, ProxyCheckError> 
         check.mcp_sim.display().to_string(),
         "serve".into(),
         "--era".into(),
-        check.upstream_era.flag().into(),
+        check.upstream_era.word().into(),
         "--trace-dir".into(),
         scratch.dir.display().to_string(),
         "--clock-origin-unix-ms".into(),
@@ -237,7 +215,7 @@ pub fn check_proxy(check: &ProxyCheck) -> Result<ProxyChecked, ProxyCheckError> 
     if calls == 0 {
         findings.push(Finding {
             finding: NOTHING_REACHED_UPSTREAM,
-            kind: "inconclusive",
+            kind: crate::exit::FindingKind::Inconclusive,
             message: format!(
                 "no tools/call reached the reference upstream ({} process(es) started): the \
                  intermediary forwarded nothing, so nothing across it was judged",

@@ -42,7 +42,8 @@ use crate::model::{
     SessionLimits, SseStyle, StreamId, Transport,
 };
 use crate::time::Time;
-use crate::trace::{EventKind, Side};
+use crate::trace::{EventKind, Side, Trace};
+use crate::wire::{DecodeOptions, Era, Message, METHOD_TOOLS_CALL};
 
 /// How often the loop looks at the stop flag and the time bound.
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -158,6 +159,51 @@ pub struct Served {
     pub write_errors: usize,
     /// How the playback of a recording went (`serve --from`).
     pub playback: Option<PlaybackCounts>,
+}
+
+/// What a served client did, counted from the server's end of the trace in the era it spoke.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServedCounts {
+    /// `tools/call` requests received.
+    pub calls: usize,
+    /// Results sent.
+    pub results: usize,
+    /// Progress notifications sent.
+    pub progress: usize,
+    /// Cancels seen: `notifications/cancelled`, and in 2026-07-28 the client's stream closes.
+    pub cancels: usize,
+}
+
+impl ServedCounts {
+    /// Counts `trace` read in `era` (the oracle's reading) with `decode`'s limits.
+    pub fn of(trace: &Trace, era: Era, decode: &DecodeOptions) -> ServedCounts {
+        let decode = DecodeOptions { era, ..*decode };
+        let mut n = ServedCounts::default();
+        for e in &trace.events {
+            match (&e.kind, e.side) {
+                (EventKind::Recv(w), Side::Server) => match w.decode(&decode) {
+                    Ok(Message::Request(r)) if r.method == METHOD_TOOLS_CALL => n.calls += 1,
+                    Ok(Message::Cancelled(_)) => n.cancels += 1,
+                    _ => {}
+                },
+                (EventKind::Send(w), Side::Server) => match w.decode(&decode) {
+                    Ok(Message::Progress(_)) => n.progress += 1,
+                    Ok(Message::Result(_)) => n.results += 1,
+                    _ => {}
+                },
+                (
+                    EventKind::Close {
+                        stream: Some(_),
+                        by: Side::Client,
+                        ..
+                    },
+                    Side::Server,
+                ) if !era.is_legacy() => n.cancels += 1,
+                _ => {}
+            }
+        }
+        n
+    }
 }
 
 /// The model's configuration for `serve`: one progress per step, plain SSE with keep-alives.

@@ -33,7 +33,7 @@ impl Client {
             // stream, of no more use, is dropped after it.
             // A request of a session the server forgot has nothing left to cancel; a server
             // that issued no session (the Python SDK's stateless mode) still gets the cancel.
-            stream if self.legacy_http() => {
+            stream if self.legacy_http().is_some() => {
                 let same_session = pending.resume.session.as_deref() == self.session();
                 if same_session {
                     let mut cancel = Cancelled::new(id.clone());

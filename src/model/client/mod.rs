@@ -465,7 +465,7 @@ impl Client {
         let Some(id) = self.by_stream.get(&stream).cloned() else {
             return;
         };
-        if self.legacy_http() && !self.mutant(Mutant::DropsResumable) {
+        if self.legacy_http().is_some() && !self.mutant(Mutant::DropsResumable) {
             let retry = if self.mutant(Mutant::ResumesBeforeRetry) {
                 Duration::ZERO
             } else {

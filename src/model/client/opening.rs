@@ -248,7 +248,7 @@ impl Client {
             self.transmits.push_back(transmit);
             // Over HTTP the client offers the server a stream of its own (a server without
             // one answers 405).
-            if self.legacy_http() {
+            if self.legacy_http().is_some() {
                 let stream = StreamId(self.next_stream);
                 self.next_stream += 1;
                 self.transmits.push_back(ClientTransmit::Get {

@@ -9,7 +9,7 @@ use crate::model::{StreamId, Transport};
 use crate::time::Time;
 use crate::wire::{LegacyRevision, Message, RequestId};
 
-use super::conn::{Awaits, Handshake};
+use super::conn::{Awaits, Handshake, LegacyConn};
 use super::output::{ClientEvent, ClientTransmit, Outcome};
 use super::Client;
 
@@ -80,7 +80,7 @@ impl Client {
             .conn
             .legacy_mut()
             .and_then(|l| l.sent_in.remove(&stream));
-        if status < 400 || !self.legacy_http() {
+        if status < 400 || self.legacy_http().is_none() {
             return;
         }
         let id = self.by_stream.get(&stream).cloned();
@@ -199,8 +199,12 @@ impl Client {
     }
 
     /// Whether it speaks the legacy era over HTTP (a session, resumable streams).
-    pub(super) fn legacy_http(&self) -> bool {
-        self.conn.legacy().is_some() && self.config.transport == Transport::Http
+    /// The legacy connection when it runs over HTTP, where it has sessions and resumable
+    /// streams (a stdio pipe has neither).
+    pub(super) fn legacy_http(&self) -> Option<&LegacyConn> {
+        self.conn
+            .legacy()
+            .filter(|_| self.config.transport == Transport::Http)
     }
 
     /// Legacy requests whose `retry` wait is over: each resumes on a new `GET`.
@@ -240,14 +244,13 @@ impl Client {
 
     /// The session's `DELETE`, if it is due now.
     pub(super) fn session_delete(&mut self) -> Option<ClientTransmit> {
-        let legacy = self.conn.legacy()?;
+        let legacy = self.legacy_http()?;
         let idle = self.pending.is_empty()
             && legacy.answering.is_empty()
             && self.tasks.is_empty()
             && legacy.sent_in.is_empty()
             && self.transmits.is_empty();
         let due = self.session_end == SessionEnd::Wanted
-            && self.legacy_http()
             && legacy.session.is_some()
             && legacy.opened()
             && idle;

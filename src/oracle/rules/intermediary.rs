@@ -316,6 +316,26 @@ impl<'a, 't> Across<'a, 't> {
         message: String,
     ) {
         let level = Self::level(rule, era).max(at_most);
+        self.push(rule, level, events, message, None);
+    }
+
+    /// Reports a one-hop rule broken on the upstream connection being judged, at its
+    /// catalog level in that connection's era, its hop and connection named.
+    fn flag_upstream(&mut self, rule: &'static str, events: &[At], message: String) {
+        let level = Self::level(rule, self.b.era);
+        self.push(rule, level, events, message, Some(self.backs[self.conn].conn));
+    }
+
+    /// The one place a finding is made: its events placed in the whole trace, and for a
+    /// one-hop finding of the upstream (`upstream`: its connection) the hop.
+    fn push(
+        &mut self,
+        rule: &'static str,
+        level: Level,
+        events: &[At],
+        message: String,
+        upstream: Option<Option<u32>>,
+    ) {
         let events = events
             .iter()
             .map(|at| match *at {
@@ -329,8 +349,8 @@ impl<'a, 't> Across<'a, 't> {
             level,
             events,
             message,
-            hop: None,
-            conn: None,
+            hop: upstream.map(|_| crate::trace::Hop::Back),
+            conn: upstream.flatten(),
         });
     }
 
@@ -840,29 +860,19 @@ impl<'a, 't> Across<'a, 't> {
         if relayed {
             return;
         }
-        // A one-hop finding of the upstream connection (its hop and connection named), at
-        // the catalog's level in that connection's era.
-        let level = Self::level(rule!("cancel-unknown-request"), self.b.era);
-        let events = vec![
-            self.back_origin[br.created],
-            self.front_origin[r],
-            self.back_origin[i],
-        ];
-        self.out.push(Violation {
-            rule: rule!("cancel-unknown-request"),
-            level,
-            events,
-            message: format!(
-                "the intermediary cancelled upstream {} at {} ms, after it had passed that \
-                 request's answer on to front {} at {forwarded} ms: it cancelled a request it \
-                 knew was over",
-                self.upstream(br),
-                self.b.t(i),
-                name(fr)
-            ),
-            hop: Some(crate::trace::Hop::Back),
-            conn: self.backs[self.conn].conn,
-        });
+        let message = format!(
+            "the intermediary cancelled upstream {} at {} ms, after it had passed that \
+             request's answer on to front {} at {forwarded} ms: it cancelled a request it knew \
+             was over",
+            self.upstream(br),
+            self.b.t(i),
+            name(fr)
+        );
+        self.flag_upstream(
+            rule!("cancel-unknown-request"),
+            &[At::Back(br.created), At::Front(r), At::Back(i)],
+            message,
+        );
     }
 }
 

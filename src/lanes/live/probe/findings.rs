@@ -13,10 +13,8 @@
 //! | `liveness-check-unanswered` | server fault | stdio: such a check got no answer while a request written after it on the same pipe was (the server drops the check; in the legacy era, `ping-answered`) |
 //! | `nothing-exercised` | inconclusive | no call of the tool returned a result, or cancels were planned and none met a call still running |
 //!
-//! Exit codes: 0 the run exercised the server and no MUST rule is broken; 1 a MUST rule is
-//! broken or the server is at fault; 2 usage error or the server cannot be started or reached;
-//! 3 inconclusive: the server did nothing wrong that the run could see, but the run did not
-//! exercise what it was meant to.
+//! A `fault` fails the run and an `inconclusive` finding leaves it inconclusive: the words and
+//! exit codes are [`crate::exit`]'s, as for every command.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,8 +24,7 @@ use crate::trace::{EventKind, Side, Trace, TransportName};
 use crate::wire::{DecodeOptions, Message, ProgressToken, RequestId, METHOD_TOOLS_CALL};
 use serde::Serialize;
 
-/// Exit code of an inconclusive run.
-pub const EXIT_INCONCLUSIVE: u8 = 3;
+pub use crate::exit::{Finding, FindingKind};
 
 /// What the run exercised, counted from its trace.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -59,17 +56,6 @@ pub struct Coverage {
     pub other_answered: usize,
     /// Faults injected on purpose, by name.
     pub faults: BTreeMap<String, usize>,
-}
-
-/// One finding beyond the oracle's rules.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// `server-exited`, `no-response`, `unresponsive-after-cancel` or `nothing-exercised`.
-    pub finding: &'static str,
-    /// `fault` (exit 1) or `inconclusive` (exit 3).
-    pub kind: &'static str,
-    /// What happened, for people.
-    pub message: String,
 }
 
 /// How the server process or endpoint ended, as far as the probe saw.
@@ -294,7 +280,7 @@ pub fn findings(
     if let Some(how) = &end.exited_early {
         out.push(Finding {
             finding: "server-exited",
-            kind: "fault",
+            kind: FindingKind::Fault,
             message: format!(
                 "the server {how} before the run was over: {answered} of {sent} requests answered"
             ),
@@ -306,7 +292,7 @@ pub fn findings(
         };
         out.push(Finding {
             finding: "no-response",
-            kind: "fault",
+            kind: FindingKind::Fault,
             message: format!(
                 "the server answered none of the {sent} requests it was sent{refused}: it does \
                  not read its input, is stuck, or speaks no era the probe asked for"
@@ -325,7 +311,7 @@ pub fn findings(
         };
         out.push(Finding {
             finding: "liveness-check-unanswered",
-            kind: "fault",
+            kind: FindingKind::Fault,
             message: format!(
                 "the server answers requests but not `{method}`{rule}: {} liveness checks \
                  unanswered, the first written at {} ms after {}, while it answered a request \
@@ -344,7 +330,7 @@ pub fn findings(
         };
         out.push(Finding {
             finding: "unresponsive-after-cancel",
-            kind: "fault",
+            kind: FindingKind::Fault,
             message: format!(
                 "the server stopped answering: {} liveness checks unanswered, the first after \
                  {} (at {} ms){then}",
@@ -368,7 +354,7 @@ pub fn findings(
         };
         out.push(Finding {
             finding: "nothing-exercised",
-            kind: "inconclusive",
+            kind: FindingKind::Inconclusive,
             message: format!(
                 "no call of `{tool}` returned a result ({} answered with an error, {} not \
                  answered): {why}",
@@ -379,7 +365,7 @@ pub fn findings(
     } else if cancels_planned > 0 && c.cancels_met_running_work == 0 {
         out.push(Finding {
             finding: "nothing-exercised",
-            kind: "inconclusive",
+            kind: FindingKind::Inconclusive,
             message: format!(
                 "{} cancels were sent and none met a call still running: every call had \
                  finished (lower --cancel-within-ms or make the calls longer)",
@@ -388,54 +374,6 @@ pub fn findings(
         });
     }
     out
-}
-
-/// A probe's verdict: the oracle's MUST rules first, then the findings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProbeVerdict {
-    /// Exercised, and no MUST rule broken (exit 0).
-    Clean,
-    /// A MUST rule is broken (exit 1).
-    Violations,
-    /// The server exited or never answered (exit 1).
-    ServerFault,
-    /// Nothing wrong seen, but the run did not exercise what it was meant to (exit 3).
-    Inconclusive,
-}
-
-impl ProbeVerdict {
-    /// Judges the oracle's verdict together with the findings.
-    pub fn of(verdict: &Verdict, findings: &[Finding]) -> ProbeVerdict {
-        if verdict.has_must() {
-            ProbeVerdict::Violations
-        } else if findings.iter().any(|f| f.kind == "fault") {
-            ProbeVerdict::ServerFault
-        } else if !findings.is_empty() {
-            ProbeVerdict::Inconclusive
-        } else {
-            ProbeVerdict::Clean
-        }
-    }
-
-    /// The word printed and written in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProbeVerdict::Clean => "clean",
-            ProbeVerdict::Violations => "violations",
-            ProbeVerdict::ServerFault => "server-fault",
-            ProbeVerdict::Inconclusive => "inconclusive",
-        }
-    }
-
-    /// The command's exit code.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            ProbeVerdict::Clean => 0,
-            ProbeVerdict::Violations | ProbeVerdict::ServerFault => 1,
-            ProbeVerdict::Inconclusive => EXIT_INCONCLUSIVE,
-        }
-    }
 }
 
 /// Events the oracle named as decisive in a `response-after-cancel` violation.

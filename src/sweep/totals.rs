@@ -1,136 +1,27 @@
-//! What a sweep reports and writes, shared by `sweep`, `sweep --virtual`, `replay` and
-//! `merge`: one judged seed, its report folder and summary, and the totals of a sweep (its
-//! JSON output, and its text, JUnit and GitHub forms).
+//! The totals of a sweep (or a shard of one): its `mcp-sim-sweep/1` JSON, the digest of every
+//! run's trace that guards each refactoring, and the text, JUnit and GitHub forms.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
-use mcp_sim::model::{Outcome, Transport};
-use mcp_sim::oracle::Level;
-use mcp_sim::report;
-use mcp_sim::repro::EraChoice;
-use mcp_sim::run::{self, Judged};
-use mcp_sim::scenario::Scenario;
-
-/// One judged seed.
-pub(crate) struct SeedRun {
-    pub(crate) seed: u64,
-    pub(crate) transport: Option<Transport>,
-    pub(crate) era: EraChoice,
-    pub(crate) scenario: Scenario,
-    pub(crate) judged: Judged,
-}
-
-/// Writes trace, diagram and summary of a failing run; returns the folder.
-pub(crate) fn write_report(dir: &Path, r: &SeedRun, replay: &str) -> std::io::Result<PathBuf> {
-    write_report_with(dir, r, replay, &r.scenario.to_string())
-}
-
-/// [`write_report`] with the scenario said as `scenario` (a virtual run's knobs are not the
-/// reference server's).
-pub(crate) fn write_report_with(
-    dir: &Path,
-    r: &SeedRun,
-    replay: &str,
-    scenario: &str,
-) -> std::io::Result<PathBuf> {
-    let mut suffix = r.transport.map(|t| format!("-{t}")).unwrap_or_default();
-    if let EraChoice::Fixed(era) = r.era {
-        if era.is_legacy() {
-            suffix.push_str(&format!("-{}", era.version()));
-        }
-    }
-    write_judged_report(dir, r.seed, &suffix, &r.judged, replay, scenario)
-}
-
-/// Writes trace, diagram and summary of a judged run to `seed-S{suffix}`; returns the folder.
-pub(crate) fn write_judged_report(
-    dir: &Path,
-    seed: u64,
-    suffix: &str,
-    judged: &Judged,
-    replay: &str,
-    scenario: &str,
-) -> std::io::Result<PathBuf> {
-    let folder = dir.join(format!("seed-{seed}{suffix}"));
-    std::fs::create_dir_all(&folder)?;
-    let trace = &judged.run.trace;
-    std::fs::write(folder.join("trace.jsonl"), trace.to_jsonl())?;
-    let events = report::slice(trace, &judged.verdict);
-    std::fs::write(
-        folder.join("sequence.mmd"),
-        report::mermaid(trace, &judged.verdict, &events),
-    )?;
-    std::fs::write(
-        folder.join("summary.txt"),
-        judged_summary(seed, judged, replay, scenario),
-    )?;
-    Ok(folder)
-}
-
-pub(crate) fn summary_text(r: &SeedRun, replay: &str) -> String {
-    summary_text_with(r, replay, &r.scenario.to_string())
-}
-
-/// [`summary_text`] with the scenario said as `scenario`.
-pub(crate) fn summary_text_with(r: &SeedRun, replay: &str, scenario: &str) -> String {
-    judged_summary(r.seed, &r.judged, replay, scenario)
-}
-
-/// The summary of a judged run: its knobs, crash, digest, violations, trace slice, replay.
-pub(crate) fn judged_summary(seed: u64, judged: &Judged, replay: &str, scenario: &str) -> String {
-    let (trace, report) = (&judged.run.trace, &judged.verdict);
-    let mut out = String::new();
-    let _ = writeln!(out, "SEED={seed} {scenario}");
-    if let Some(c) = &judged.crash {
-        let _ = writeln!(out, "CRASH: {c}");
-    }
-    let _ = writeln!(
-        out,
-        "trace: {} events, digest {:016x}, complete={}",
-        trace.events.len(),
-        trace.digest(),
-        judged.run.complete
-    );
-    let _ = writeln!(out, "violations:\n{}", report::violations_text(report));
-    let _ = writeln!(out, "trace slice:");
-    for i in report::slice(trace, report) {
-        let line = serde_json::to_string(&trace.events[i]).expect("events serialize");
-        let _ = writeln!(out, "  #{i} {line}");
-    }
-    let _ = writeln!(out, "replay: {replay}");
-    out
-}
-
-/// A run's broken rules with their levels (and [`run::CRASH`] when it crashed), sorted,
-/// without repeats.
-pub(crate) fn rule_levels(judged: &Judged) -> Vec<(&'static str, &'static str)> {
-    let mut rules: Vec<(&'static str, &'static str)> = judged
-        .verdict
-        .violations
-        .iter()
-        .map(|v| (v.rule, v.level.as_str()))
-        .collect();
-    if judged.crash.is_some() {
-        rules.push((run::CRASH, Level::Must.as_str()));
-    }
-    rules.sort();
-    rules.dedup();
-    rules
-}
+use crate::exit::Exit;
+use crate::model::{Outcome, Transport};
+use crate::oracle::Level;
 
 /// What a run adds to a sweep's counts.
-pub(crate) struct RunCounts<'a> {
-    pub(crate) sim_ms: u64,
-    pub(crate) requests: u64,
-    pub(crate) outcomes: &'a BTreeMap<Outcome, u64>,
+pub struct RunCounts<'a> {
+    /// Simulated time in ms.
+    pub sim_ms: u64,
+    /// Requests sent.
+    pub requests: u64,
+    /// How they ended.
+    pub outcomes: &'a BTreeMap<Outcome, u64>,
 }
 
 impl Totals {
     /// Counts one run: its share of the traces' digest, its time, requests and outcomes, and
     /// the era it spoke.
-    pub(crate) fn count_run(
+    pub fn count_run(
         &mut self,
         seed: u64,
         transport: Option<Transport>,
@@ -148,7 +39,7 @@ impl Totals {
     }
 
     /// Counts the rules one run broke.
-    pub(crate) fn count_rules(&mut self, rules: &[(&'static str, &'static str)]) {
+    pub fn count_rules(&mut self, rules: &[(&'static str, &'static str)]) {
         for (rule, level) in rules {
             self.violations
                 .entry((*rule).to_string())
@@ -162,12 +53,12 @@ impl Totals {
 }
 
 /// The `format` member of a sweep's JSON output.
-pub(crate) const TOTALS_FORMAT: &str = "mcp-sim-sweep/1";
+pub const TOTALS_FORMAT: &str = "mcp-sim-sweep/1";
 
 /// What a sweep (or a shard of one) found: the summary and every failing run. `--format json`
 /// prints it; `mcp-sim merge` adds shards up.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct Totals {
+pub struct Totals {
     /// [`TOTALS_FORMAT`].
     pub format: String,
     /// The seed range `[A, B)`.
@@ -176,11 +67,15 @@ pub(crate) struct Totals {
     pub shards: Vec<(u64, u64)>,
     /// The lane and overrides, as the flags of a replay line: shards of one sweep agree.
     pub setup: String,
+    /// Runs (seeds times transports times eras).
     pub runs: u64,
+    /// Simulated time of all runs, in ms.
     pub sim_ms: u64,
     /// Wall time in ms (summed over merged shards).
     pub wall_ms: u64,
+    /// Requests sent in all runs.
     pub requests: u64,
+    /// How they ended.
     pub outcomes: BTreeMap<Outcome, u64>,
     /// Runs per era the client spoke (its revision).
     #[serde(default)]
@@ -204,7 +99,7 @@ pub(crate) struct Totals {
 
 impl Totals {
     /// The totals of a sweep of `runs` runs before any is counted.
-    pub(crate) fn empty(
+    pub fn empty(
         seeds: (u64, u64),
         shard: (u64, u64),
         setup: String,
@@ -231,13 +126,27 @@ impl Totals {
     }
 }
 
+impl Totals {
+    /// How the sweep ends ([`Exit::of_sweep`]): a failing run fails it, and a run that could
+    /// not be trusted, or a sweep that exercised nothing, leaves it inconclusive.
+    pub fn exit(&self) -> Exit {
+        Exit::of_sweep(
+            self.failing.len(),
+            self.not_replayable.len(),
+            self.inconclusive,
+            self.runs,
+        )
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
 /// A virtual run that is not replayable, and why.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct NotReplayableRun {
+pub struct NotReplayableRun {
+    /// The seed.
     pub seed: u64,
     /// The escape, or where two runs of the seed parted.
     pub why: String,
@@ -247,7 +156,7 @@ pub(crate) struct NotReplayableRun {
 
 /// One run's share of [`Totals::traces`]: its seed, transport and trace digest mixed into one
 /// word (FNV-1a over the three), so that equal traces of different seeds do not cancel out.
-pub(crate) fn run_digest(seed: u64, transport: Option<Transport>, digest: u64) -> u64 {
+pub fn run_digest(seed: u64, transport: Option<Transport>, digest: u64) -> u64 {
     let transport: u64 = match transport {
         None => 0,
         Some(Transport::Stdio) => 1,
@@ -265,13 +174,15 @@ pub(crate) fn run_digest(seed: u64, transport: Option<Transport>, digest: u64) -
 }
 
 /// A `u64` as 16 hex digits in JSON (the digests' usual spelling).
-mod hex_u64 {
+pub(crate) mod hex_u64 {
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes the hex digits.
     pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{v:016x}"))
     }
 
+    /// Reads the hex digits.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         let text = String::deserialize(d)?;
         u64::from_str_radix(&text, 16).map_err(serde::de::Error::custom)
@@ -280,16 +191,21 @@ mod hex_u64 {
 
 /// Runs that broke one rule.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct RuleCount {
+pub struct RuleCount {
+    /// The rule's level (`MUST`, `SHOULD`, `POLICY`).
     pub level: String,
+    /// Runs that broke it.
     pub runs: u64,
 }
 
 /// One failing run and how to reproduce it.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct FailingRun {
+pub struct FailingRun {
+    /// The seed.
     pub seed: u64,
+    /// The transport imposed (`None`: the seed's).
     pub transport: Option<String>,
+    /// The rules it broke (and `crash`).
     pub rules: Vec<String>,
     /// The `mcp-sim replay` line.
     pub replay: String,
@@ -308,13 +224,13 @@ impl Totals {
     /// The sweep as one JUnit suite: a case per rule that applies in an era it ran (and one
     /// for crashes), a MUST rule failing with its failing runs' replay lines.
     pub fn junit(&self, tool: &str) -> String {
-        use mcp_sim::ci::{junit_suites, Case, CaseResult, Suite};
-        let eras: Vec<mcp_sim::Era> = self
+        use crate::ci::{junit_suites, Case, CaseResult, Suite};
+        let eras: Vec<crate::Era> = self
             .eras
             .keys()
-            .filter_map(|v| mcp_sim::Era::from_version(v))
+            .filter_map(|v| crate::Era::from_version(v))
             .collect();
-        let mut names: Vec<&str> = mcp_sim::oracle::RULES
+        let mut names: Vec<&str> = crate::oracle::RULES
             .iter()
             .filter(|r| !r.spans_hops() && eras.iter().any(|&e| r.level_in(e).is_some()))
             .map(|r| r.name)
@@ -385,7 +301,7 @@ impl Totals {
     /// The sweep as GitHub annotations: one per broken rule, with the first failing runs'
     /// replay lines for a MUST rule.
     pub fn github(&self) -> String {
-        use mcp_sim::ci::{github_lines, Annotation};
+        use crate::ci::{github_lines, Annotation};
         let annotations: Vec<Annotation> = self
             .violations
             .iter()
@@ -409,7 +325,7 @@ impl Totals {
                     let _ = write!(message, "\nreplay: {}", f.replay);
                 }
                 Annotation {
-                    command: mcp_sim::ci::annotation_command(level),
+                    command: crate::ci::annotation_command(level),
                     title: rule.clone(),
                     message,
                 }
