@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 macro_rules! mutants {
     ($($variant:ident = $name:literal, $side:ident, $bug:literal, $summary:literal;)*) => {
         /// A faulty behaviour.
@@ -217,6 +219,22 @@ impl Mutant {
     }
 }
 
+/// A mutant is its name in files (`"ignore_cancel"`).
+impl Serialize for Mutant {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.info().name)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mutant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Mutant, D::Error> {
+        let name = String::deserialize(d)?;
+        Mutant::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!("{name:?} is no mutant (mcp-sim mutants --list)"))
+        })
+    }
+}
+
 /// A set of mutants (the reference has none), one bit per mutant: room for 128.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct MutantSet(u128);
@@ -250,6 +268,20 @@ impl MutantSet {
     /// The mutants in the set, in catalog order.
     pub fn iter(self) -> impl Iterator<Item = Mutant> {
         ALL.iter().copied().filter(move |m| self.has(*m))
+    }
+}
+
+/// A set is the list of its mutants' names in files, in catalog order (`[]` for none).
+impl Serialize for MutantSet {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for MutantSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<MutantSet, D::Error> {
+        let list = Vec::<Mutant>::deserialize(d)?;
+        Ok(list.into_iter().fold(MutantSet::NONE, MutantSet::with))
     }
 }
 
