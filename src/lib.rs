@@ -71,7 +71,7 @@
 //!
 //! | floor | module | what |
 //! | --- | --- | --- |
-//! | 0 | [`time`] | the simulated clock's instants |
+//! | 0 | [`time`] | the simulated clock's instants; durations as whole milliseconds in files |
 //! | 1 | [`wire`] | typed messages, a strict decoder with typed errors and explicit limits, an encoder that never emits an invalid message |
 //! | 2 | [`framing`] | incremental NDJSON (stdio) and Server-Sent Events (Streamable HTTP) framers whose output does not depend on chunking; the faulty client framer of one mutant |
 //! | 3 | [`model`] | the sans-IO client, server, backend and intermediary ([`model::bridge`]), host timeout policies, and the switches that make a reference peer faulty ([`model::mutant`]) |

@@ -48,8 +48,11 @@ pub use server::{
 };
 pub use tasks::TaskStatus;
 
-/// The transport a client and server talk over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The transport a client and server talk over (`stdio` or `http` in files).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// One bidirectional byte stream of NDJSON lines (a subprocess's stdin and stdout).
     Stdio,

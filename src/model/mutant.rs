@@ -18,6 +18,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 mod conditions;
 mod set;
 
@@ -586,5 +588,21 @@ impl Mutant {
     /// Looks a mutant up by name.
     pub fn from_name(name: &str) -> Option<Mutant> {
         ALL.iter().copied().find(|m| m.info().name == name)
+    }
+}
+
+/// A mutant is its name in files (`"ignore_cancel"`).
+impl Serialize for Mutant {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.info().name)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mutant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Mutant, D::Error> {
+        let name = String::deserialize(d)?;
+        Mutant::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!("{name:?} is no mutant (mcp-sim mutants --list)"))
+        })
     }
 }

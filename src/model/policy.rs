@@ -12,15 +12,20 @@ use crate::time::Time;
 
 use super::Transport;
 
-/// When a client gives up on a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// When a client gives up on a request (in files `{timeout_ms, reset_on_progress,
+/// max_total_ms}`, `null` for none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TimeoutPolicy {
     /// Time without a response (and, with resetting, without valid progress) before the
     /// client cancels. `None` means no timeout at all, which the spec advises against.
+    #[serde(rename = "timeout_ms", default, with = "crate::time::ms::option")]
     pub timeout: Option<Duration>,
     /// Restart the idle clock on each valid progress notification (a MAY in §4).
+    #[serde(rename = "reset_on_progress")]
     pub reset_timeout_on_progress: bool,
     /// The hard ceiling from the send, whatever progress arrives (a SHOULD in §4).
+    #[serde(rename = "max_total_ms", default, with = "crate::time::ms::option")]
     pub max_total_timeout: Option<Duration>,
 }
 

@@ -2,11 +2,16 @@
 //! from (`mcp-sim fit` writes one from a recording; `mcp-sim replay --scenario` and
 //! `MCP_SIM_SCENARIO` run one).
 //!
-//! The file mirrors [`Scenario`] in plain JSON types (durations in whole ms, enums by name)
-//! rather than deriving serde on the model's types: the model's types hold `&'static str`
-//! preset names and bit sets, and the file is a format users keep and edit, so its shape is
-//! decided here, once, and read strictly (unknown members, unknown names and values out of
-//! bounds are errors naming the member). Together with its digest ([`Scenario::digest`]) and a
+//! The file's `scenario` is [`Scenario`]'s own serde form: each member is a field of the
+//! scenario or of the type it belongs to ([`super::PlannedCall`], [`super::ProxyConfig`],
+//! [`super::Fault`], [`crate::model::ServerBehaviour`], [`crate::model::TimeoutPolicy`]),
+//! named and bounded by the attributes on that field, so a new knob is one field with its
+//! attributes. Durations are whole milliseconds under a name ending `_ms` (`cancel_after_ms`,
+//! [`crate::time::ms`]): the unit of traces, and a number a person reads and edits without a
+//! unit to parse. Enums are their names (`"http"`, `"pretty-crlf-split"`, an era's
+//! `protocolVersion`), the mutants the list of theirs. The file is read strictly: an unknown
+//! member, an unknown name or a value out of bounds is an error naming the member's path
+//! (`scenario/calls/2/cancel_after_ms`). Together with its digest ([`Scenario::digest`]) and a
 //! perturbation seed it names a run as a seed names one.
 //!
 //! Limits, checked on reading: at most [`MAX_CALLS`] calls and [`MAX_FAULTS`] faults, times
@@ -14,16 +19,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallKind, Fault, Opening, PlannedCall, ProxyConfig, Scenario};
-use crate::model::{
-    Mutant, MutantSet, ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Transport,
-};
-use crate::wire::Era;
+use super::{Fault, Scenario};
 
 /// The `format` member every scenario file carries.
 pub const FORMAT: &str = "mcp-sim-scenario";
@@ -33,8 +33,7 @@ pub const VERSION: u32 = 1;
 pub const MAX_CALLS: usize = 10_000;
 /// At most this many faults.
 pub const MAX_FAULTS: usize = 1_000;
-/// Times and durations are below this (about 11.5 days).
-pub const MAX_MS: u64 = 1_000_000_000;
+pub use crate::time::MAX_MS;
 /// A scenario file is at most this long.
 pub const MAX_FILE_BYTES: usize = 16 << 20;
 
@@ -150,6 +149,13 @@ fn error(at: impl Into<String>, why: impl Into<String>) -> ScenarioFileError {
     }
 }
 
+fn at_line(e: &serde_json::Error) -> ScenarioFileError {
+    error(
+        format!("line {} column {}", e.line(), e.column()),
+        e.to_string(),
+    )
+}
+
 impl ScenarioFile {
     /// A file holding `scenario` alone, every knob `default`-less (no provenance).
     pub fn of(scenario: Scenario) -> ScenarioFile {
@@ -169,7 +175,7 @@ impl ScenarioFile {
             version: VERSION,
             digest: format!("{:016x}", self.scenario.digest()),
             source: self.source.clone(),
-            scenario: ScenarioDoc::of(&self.scenario),
+            scenario: self.scenario.clone(),
             provenance: self.provenance.clone(),
             live_calls: self.live_calls.clone(),
             explained: self.explained.clone(),
@@ -187,12 +193,17 @@ impl ScenarioFile {
                 format!("{} bytes, over the limit of {MAX_FILE_BYTES}", text.len()),
             ));
         }
-        let doc: FileDoc = serde_json::from_str(text).map_err(|e| {
-            error(
-                format!("line {} column {}", e.line(), e.column()),
-                e.to_string(),
-            )
+        let mut json = serde_json::Deserializer::from_str(text);
+        let doc: FileDoc = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+            let at = member(e.path());
+            match e.into_inner() {
+                // A value the types refuse: its member.
+                e if e.is_data() && !at.is_empty() => error(at, e.to_string()),
+                // Not JSON, or not an object: where.
+                e => at_line(&e),
+            }
         })?;
+        json.end().map_err(|e| at_line(&e))?;
         if doc.format != FORMAT {
             return Err(error(
                 "format",
@@ -205,10 +216,10 @@ impl ScenarioFile {
                 format!("{} (this build reads version {VERSION})", doc.version),
             ));
         }
-        let scenario = doc.scenario.to_scenario()?;
+        check(&doc.scenario)?;
         // The digest is for people and tools; a file edited by hand may carry an old one.
         Ok(ScenarioFile {
-            scenario,
+            scenario: doc.scenario,
             provenance: doc.provenance,
             live_calls: doc.live_calls,
             explained: doc.explained,
@@ -228,7 +239,7 @@ impl Scenario {
     /// A digest of every knob (FNV-1a over the scenario's canonical JSON): with a perturbation
     /// seed, the name of a run fitted from a real session.
     pub fn digest(&self) -> u64 {
-        let text = serde_json::to_string(&ScenarioDoc::of(self)).expect("a scenario serializes");
+        let text = serde_json::to_string(self).expect("a scenario serializes");
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in text.bytes() {
             h ^= u64::from(b);
@@ -248,7 +259,7 @@ struct FileDoc {
     digest: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     source: Option<String>,
-    scenario: ScenarioDoc,
+    scenario: Scenario,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     provenance: BTreeMap<String, Provenance>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -257,412 +268,54 @@ struct FileDoc {
     explained: Vec<Explained>,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioDoc {
-    seed: u64,
-    transport: String,
-    era: String,
-    opening: String,
-    latency_ms: [u64; 2],
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    proxy: Option<ProxyDoc>,
-    #[serde(default)]
-    bridge: bool,
-    server: ServerDoc,
-    #[serde(default)]
-    no_buffering_header: bool,
-    calls: Vec<CallDoc>,
-    #[serde(default)]
-    faults: Vec<FaultDoc>,
-    #[serde(default)]
-    mutants: Vec<String>,
+/// The member `path` names, as the file's paths are written (`scenario/calls/2/at_ms`).
+fn member(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let names: Vec<String> = path
+        .iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect();
+    names.join("/")
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProxyDoc {
-    preset: String,
-    idle_ms: u64,
-    buffers_unless_told: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    timeout_status: Option<u16>,
-    idle_counts_client_bytes: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    strips_mcp_headers: Option<u64>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServerDoc {
-    progress_min_interval_ms: u64,
-    keepalive_interval_ms: Option<u64>,
-    response_mode: String,
-    sse_style: String,
-    task_ttl_ms: u64,
-    poll_interval_ms: u64,
-    listen_notify_interval_ms: Option<u64>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PolicyDoc {
-    timeout_ms: Option<u64>,
-    reset_on_progress: bool,
-    max_total_ms: Option<u64>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallDoc {
-    at_ms: u64,
-    steps: u32,
-    step_ms: u64,
-    progress: bool,
-    policy: PolicyDoc,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cancel_after_ms: Option<u64>,
-    #[serde(default)]
-    idempotent: bool,
-    #[serde(default = "plain_tool")]
-    kind: KindDoc,
-    #[serde(default)]
-    sampling: bool,
-}
-
-fn plain_tool() -> KindDoc {
-    KindDoc::Tool {
-        task: false,
-        input_rounds: 0,
+/// What the types cannot say alone: the limits on the lists, and a reset's call exists.
+fn check(s: &Scenario) -> Result<(), ScenarioFileError> {
+    if s.calls.len() > MAX_CALLS {
+        return Err(error(
+            "scenario/calls",
+            format!("{} calls, over the limit of {MAX_CALLS}", s.calls.len()),
+        ));
     }
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum KindDoc {
-    Tool { task: bool, input_rounds: u32 },
-    StaleTask,
-    Listen { tools_changed: bool },
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum FaultDoc {
-    ResetStream { at_ms: u64, call: usize },
-    CrashServer { at_ms: u64 },
-    Partition { at_ms: u64, duration_ms: u64 },
-    Blackhole { at_ms: u64, duration_ms: u64 },
-}
-
-fn ms(d: Duration) -> u64 {
-    d.as_millis() as u64
-}
-
-fn dur(at: &str, v: u64) -> Result<Duration, ScenarioFileError> {
-    match v < MAX_MS {
-        true => Ok(Duration::from_millis(v)),
-        false => Err(error(at, format!("{v} ms is over the limit of {MAX_MS}"))),
+    if s.faults.len() > MAX_FAULTS {
+        return Err(error(
+            "scenario/faults",
+            format!("{} faults, over the limit of {MAX_FAULTS}", s.faults.len()),
+        ));
     }
-}
-
-fn opt_dur(at: &str, v: Option<u64>) -> Result<Option<Duration>, ScenarioFileError> {
-    v.map(|v| dur(at, v)).transpose()
-}
-
-impl ScenarioDoc {
-    fn of(s: &Scenario) -> ScenarioDoc {
-        let b = &s.server;
-        ScenarioDoc {
-            seed: s.seed,
-            transport: s.transport.as_str().into(),
-            era: s.era.version().into(),
-            opening: match s.opening {
-                Opening::Pinned => "pinned",
-                Opening::Auto { silent: false } => "auto",
-                Opening::Auto { silent: true } => "auto-silent",
-            }
-            .into(),
-            latency_ms: [ms(s.latency.0), ms(s.latency.1)],
-            proxy: s.proxy.map(|p| ProxyDoc {
-                preset: p.name.into(),
-                idle_ms: ms(p.idle_timeout),
-                buffers_unless_told: p.buffers_unless_told,
-                timeout_status: p.timeout_status,
-                idle_counts_client_bytes: p.idle_counts_client_bytes,
-                strips_mcp_headers: p.strips_mcp_headers,
-            }),
-            bridge: s.bridge,
-            server: ServerDoc {
-                progress_min_interval_ms: ms(b.progress_min_interval),
-                keepalive_interval_ms: b.keepalive_interval.map(ms),
-                response_mode: match b.response_mode {
-                    ResponseMode::Sse => "sse",
-                    ResponseMode::Json => "json",
-                }
-                .into(),
-                sse_style: match b.sse_style {
-                    SseStyle::Plain => "plain",
-                    SseStyle::PrettyCrlfSplit => "pretty-crlf-split",
-                }
-                .into(),
-                task_ttl_ms: ms(b.task_ttl),
-                poll_interval_ms: ms(b.poll_interval),
-                listen_notify_interval_ms: b.listen_notify_interval.map(ms),
-            },
-            no_buffering_header: s.no_buffering_header,
-            calls: s.calls.iter().map(CallDoc::of).collect(),
-            faults: s
-                .faults
-                .iter()
-                .map(|f| match *f {
-                    Fault::ResetStream { at, call } => FaultDoc::ResetStream {
-                        at_ms: ms(at),
-                        call,
-                    },
-                    Fault::CrashServer { at } => FaultDoc::CrashServer { at_ms: ms(at) },
-                    Fault::Partition { at, duration } => FaultDoc::Partition {
-                        at_ms: ms(at),
-                        duration_ms: ms(duration),
-                    },
-                    Fault::Blackhole { at, duration } => FaultDoc::Blackhole {
-                        at_ms: ms(at),
-                        duration_ms: ms(duration),
-                    },
-                })
-                .collect(),
-            mutants: s.mutants.iter().map(|m| m.to_string()).collect(),
-        }
-    }
-
-    fn to_scenario(&self) -> Result<Scenario, ScenarioFileError> {
-        let transport = match self.transport.as_str() {
-            "stdio" => Transport::Stdio,
-            "http" => Transport::Http,
-            other => {
+    for (k, f) in s.faults.iter().enumerate() {
+        if let Fault::ResetStream { call, .. } = *f {
+            if call >= s.calls.len() {
                 return Err(error(
-                    "scenario/transport",
-                    format!("{other:?} is not stdio or http"),
-                ))
+                    format!("scenario/faults/{k}/reset_stream/call"),
+                    format!("call {call} of {} calls", s.calls.len()),
+                ));
             }
-        };
-        let era = Era::from_version(&self.era).ok_or_else(|| {
-            error(
-                "scenario/era",
-                format!(
-                    "{:?} is not a revision (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",
-                    self.era
-                ),
-            )
-        })?;
-        let opening = match self.opening.as_str() {
-            "pinned" => Opening::Pinned,
-            "auto" => Opening::Auto { silent: false },
-            "auto-silent" => Opening::Auto { silent: true },
-            other => {
-                return Err(error(
-                    "scenario/opening",
-                    format!("{other:?} is not pinned, auto or auto-silent"),
-                ))
-            }
-        };
-        let [lo, hi] = self.latency_ms;
-        if lo > hi {
-            return Err(error(
-                "scenario/latency_ms",
-                format!("[{lo}, {hi}]: the low end is above the high end"),
-            ));
-        }
-        let latency = (
-            dur("scenario/latency_ms", lo)?,
-            dur("scenario/latency_ms", hi)?,
-        );
-        let proxy = self.proxy.as_ref().map(ProxyDoc::to_config).transpose()?;
-        let server = self.server.to_behaviour()?;
-        if self.calls.len() > MAX_CALLS {
-            return Err(error(
-                "scenario/calls",
-                format!("{} calls, over the limit of {MAX_CALLS}", self.calls.len()),
-            ));
-        }
-        let calls = self
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(k, c)| c.to_call(&format!("scenario/calls/{k}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        if self.faults.len() > MAX_FAULTS {
-            return Err(error(
-                "scenario/faults",
-                format!(
-                    "{} faults, over the limit of {MAX_FAULTS}",
-                    self.faults.len()
-                ),
-            ));
-        }
-        let mut faults = Vec::new();
-        for (k, f) in self.faults.iter().enumerate() {
-            let at = format!("scenario/faults/{k}");
-            faults.push(match *f {
-                FaultDoc::ResetStream { at_ms, call } => {
-                    if call >= calls.len() {
-                        return Err(error(at, format!("call {call} of {} calls", calls.len())));
-                    }
-                    Fault::ResetStream {
-                        at: dur(&at, at_ms)?,
-                        call,
-                    }
-                }
-                FaultDoc::CrashServer { at_ms } => Fault::CrashServer {
-                    at: dur(&at, at_ms)?,
-                },
-                FaultDoc::Partition { at_ms, duration_ms } => Fault::Partition {
-                    at: dur(&at, at_ms)?,
-                    duration: dur(&at, duration_ms)?,
-                },
-                FaultDoc::Blackhole { at_ms, duration_ms } => Fault::Blackhole {
-                    at: dur(&at, at_ms)?,
-                    duration: dur(&at, duration_ms)?,
-                },
-            });
-        }
-        let mut mutants = MutantSet::NONE;
-        for (k, name) in self.mutants.iter().enumerate() {
-            let m = Mutant::from_name(name).ok_or_else(|| {
-                error(
-                    format!("scenario/mutants/{k}"),
-                    format!("{name:?} is no mutant (mcp-sim mutants --list)"),
-                )
-            })?;
-            mutants = mutants.with(m);
-        }
-        Ok(Scenario {
-            seed: self.seed,
-            transport,
-            latency,
-            proxy,
-            server,
-            no_buffering_header: self.no_buffering_header,
-            calls,
-            faults,
-            mutants,
-            era,
-            opening,
-            bridge: self.bridge,
-        })
-    }
-}
-
-impl ProxyDoc {
-    fn to_config(&self) -> Result<ProxyConfig, ScenarioFileError> {
-        let name = match self.preset.as_str() {
-            "nginx" => ProxyConfig::NGINX.name,
-            "alb" => ProxyConfig::ALB.name,
-            "cloudflare" => ProxyConfig::CLOUDFLARE.name,
-            "custom" => "custom",
-            other => {
-                return Err(error(
-                    "scenario/proxy/preset",
-                    format!("{other:?} is not nginx, alb, cloudflare or custom"),
-                ))
-            }
-        };
-        if self.idle_ms == 0 {
-            return Err(error("scenario/proxy/idle_ms", "an idle timeout of 0 ms"));
-        }
-        Ok(ProxyConfig {
-            name,
-            idle_timeout: dur("scenario/proxy/idle_ms", self.idle_ms)?,
-            buffers_unless_told: self.buffers_unless_told,
-            timeout_status: self.timeout_status,
-            idle_counts_client_bytes: self.idle_counts_client_bytes,
-            strips_mcp_headers: self.strips_mcp_headers.filter(|n| *n > 0),
-        })
-    }
-}
-
-impl ServerDoc {
-    fn to_behaviour(&self) -> Result<ServerBehaviour, ScenarioFileError> {
-        let at = "scenario/server";
-        Ok(ServerBehaviour {
-            progress_min_interval: dur(at, self.progress_min_interval_ms)?,
-            keepalive_interval: opt_dur(at, self.keepalive_interval_ms)?.filter(|d| !d.is_zero()),
-            response_mode: match self.response_mode.as_str() {
-                "sse" => ResponseMode::Sse,
-                "json" => ResponseMode::Json,
-                other => {
-                    return Err(error(
-                        "scenario/server/response_mode",
-                        format!("{other:?} is not sse or json"),
-                    ))
-                }
-            },
-            sse_style: match self.sse_style.as_str() {
-                "plain" => SseStyle::Plain,
-                "pretty-crlf-split" => SseStyle::PrettyCrlfSplit,
-                other => {
-                    return Err(error(
-                        "scenario/server/sse_style",
-                        format!("{other:?} is not plain or pretty-crlf-split"),
-                    ))
-                }
-            },
-            task_ttl: dur(at, self.task_ttl_ms)?,
-            poll_interval: dur(at, self.poll_interval_ms)?,
-            listen_notify_interval: opt_dur(at, self.listen_notify_interval_ms)?
-                .filter(|d| !d.is_zero()),
-        })
-    }
-}
-
-impl CallDoc {
-    fn of(c: &PlannedCall) -> CallDoc {
-        CallDoc {
-            at_ms: ms(c.at),
-            steps: c.steps,
-            step_ms: ms(c.step),
-            progress: c.progress,
-            policy: PolicyDoc {
-                timeout_ms: c.policy.timeout.map(ms),
-                reset_on_progress: c.policy.reset_timeout_on_progress,
-                max_total_ms: c.policy.max_total_timeout.map(ms),
-            },
-            cancel_after_ms: c.cancel_after.map(ms),
-            idempotent: c.idempotent,
-            kind: match c.kind {
-                CallKind::Tool { task, input_rounds } => KindDoc::Tool { task, input_rounds },
-                CallKind::StaleTask => KindDoc::StaleTask,
-                CallKind::Listen { tools_changed } => KindDoc::Listen { tools_changed },
-            },
-            sampling: c.sampling,
         }
     }
-
-    fn to_call(&self, at: &str) -> Result<PlannedCall, ScenarioFileError> {
-        Ok(PlannedCall {
-            at: dur(at, self.at_ms)?,
-            steps: self.steps,
-            step: dur(at, self.step_ms)?,
-            progress: self.progress,
-            policy: TimeoutPolicy {
-                timeout: opt_dur(at, self.policy.timeout_ms)?,
-                reset_timeout_on_progress: self.policy.reset_on_progress,
-                max_total_timeout: opt_dur(at, self.policy.max_total_ms)?,
-            },
-            cancel_after: opt_dur(at, self.cancel_after_ms)?,
-            idempotent: self.idempotent,
-            kind: match self.kind {
-                KindDoc::Tool { task, input_rounds } => CallKind::Tool { task, input_rounds },
-                KindDoc::StaleTask => CallKind::StaleTask,
-                KindDoc::Listen { tools_changed } => CallKind::Listen { tools_changed },
-            },
-            sampling: self.sampling,
-        })
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::wire::Era;
 
     #[test]
     fn every_drawn_scenario_reads_back_as_it_was_written() {
@@ -680,47 +333,213 @@ mod tests {
         }
     }
 
+    /// The digests of version 1's files, as they were when the file had a shape of its own:
+    /// a change here is a change of the format.
+    #[test]
+    fn digests_stay_those_of_version_1() {
+        use crate::wire::LegacyRevision;
+        assert_eq!(Scenario::from_seed(3).digest(), 0x073c_c289_62f1_7a5b);
+        assert_eq!(Scenario::calls_only(3).digest(), 0x511c_508a_8ef0_4131);
+        let bridged = Scenario::calls_only(7).with_era_bridge();
+        assert_eq!(bridged.digest(), 0x7ae8_2946_3557_0d48);
+        let legacy = Scenario::from_seed(11).in_era(Era::Legacy(LegacyRevision::V2025_06_18));
+        assert_eq!(legacy.digest(), 0x4212_111f_13b0_04b4);
+    }
+
+    /// The scenario's serde form is the file's `scenario`, from borrowed or owned input.
+    #[test]
+    fn the_scenario_member_is_the_scenarios_serde_form() {
+        let s = Scenario::from_seed(5);
+        let file: Value = serde_json::from_str(&ScenarioFile::of(s.clone()).to_json()).unwrap();
+        assert_eq!(serde_json::to_value(&s).unwrap(), file["scenario"]);
+        let owned: Scenario = serde_json::from_value(file["scenario"].clone()).unwrap();
+        assert_eq!(owned, s);
+    }
+
+    /// Members with a default may be left out; 0 ms keep-alives are none.
+    #[test]
+    fn a_hand_written_file_leaves_the_defaults_out() {
+        let text = r#"{
+            "format": "mcp-sim-scenario",
+            "version": 1,
+            "scenario": {
+                "seed": 1,
+                "transport": "http",
+                "era": "2025-03-26",
+                "opening": "auto-silent",
+                "latency_ms": [1, 5],
+                "proxy": {"preset": "custom", "idle_ms": 2500, "buffers_unless_told": false,
+                          "idle_counts_client_bytes": true, "strips_mcp_headers": 0},
+                "server": {"progress_min_interval_ms": 1000, "keepalive_interval_ms": 0,
+                           "response_mode": "json", "sse_style": "plain", "task_ttl_ms": 600000,
+                           "poll_interval_ms": 2000},
+                "calls": [{"at_ms": 0, "steps": 3, "step_ms": 100, "progress": true,
+                           "policy": {"reset_on_progress": false}}],
+                "mutants": ["ignore_cancel", "flat_progress", "ignore_cancel"]
+            }
+        }"#;
+        let s = ScenarioFile::from_json(text).unwrap().scenario;
+        assert_eq!(s.era, Era::Legacy(crate::wire::LegacyRevision::V2025_03_26));
+        assert_eq!(s.opening, super::super::Opening::Auto { silent: true });
+        let proxy = s.proxy.unwrap();
+        assert_eq!((proxy.name, proxy.strips_mcp_headers), ("custom", None));
+        assert_eq!(proxy.idle_timeout, Duration::from_millis(2500));
+        assert_eq!(s.server.keepalive_interval, None);
+        assert_eq!(s.server.listen_notify_interval, None);
+        let call = s.calls[0];
+        assert_eq!(call.kind, super::super::CallKind::TOOL);
+        assert_eq!((call.policy.timeout, call.cancel_after), (None, None));
+        assert!(!call.idempotent && !call.sampling && !s.bridge && !s.no_buffering_header);
+        assert!(s.faults.is_empty());
+        assert_eq!(s.mutants.to_string(), "ignore_cancel+flat_progress");
+    }
+
     #[test]
     fn a_bad_file_is_refused_naming_the_member() {
-        let good = ScenarioFile::of(Scenario::from_seed(3)).to_json();
-        let cases = [
+        let good: Value =
+            serde_json::from_str(&ScenarioFile::of(Scenario::from_seed(3)).to_json()).unwrap();
+        let refused = |edit: &dyn Fn(&mut Value)| {
+            let mut doc = good.clone();
+            edit(&mut doc);
+            ScenarioFile::from_json(&doc.to_string()).expect_err("refused")
+        };
+        let set = |pointer: &'static str, value: Value| {
+            move |doc: &mut Value| *doc.pointer_mut(pointer).expect(pointer) = value.clone()
+        };
+        let big = serde_json::json!(MAX_MS);
+        let reset = serde_json::json!([{"reset_stream": {"at_ms": 1, "call": 99}}]);
+        let partition = serde_json::json!([{"partition": {"at_ms": 1, "duration_ms": MAX_MS}}]);
+        let proxy = |preset: &str, idle_ms: u64| {
+            serde_json::json!({"preset": preset, "idle_ms": idle_ms, "buffers_unless_told": false,
+                               "idle_counts_client_bytes": false})
+        };
+        type Edit = Box<dyn Fn(&mut Value)>;
+        let cases: Vec<(Edit, &str, &str)> = vec![
             (
-                good.replace("\"stdio\"", "\"pipe\"")
-                    .replace("\"http\"", "\"pipe\""),
+                Box::new(set("/scenario/transport", "pipe".into())),
                 "scenario/transport",
+                "unknown variant `pipe`, expected `stdio` or `http`",
             ),
             (
-                good.replace("\"format\": \"mcp-sim-scenario\"", "\"format\": \"other\""),
+                Box::new(set("/format", "other".into())),
                 "format",
+                "\"other\" is not \"mcp-sim-scenario\"",
             ),
-            (good.replace("\"version\": 1", "\"version\": 9"), "version"),
             (
-                good.replace("\"opening\": \"", "\"opening\": \"x"),
+                Box::new(set("/version", 9.into())),
+                "version",
+                "9 (this build reads version 1)",
+            ),
+            (
+                Box::new(set("/scenario/opening", "xpinned".into())),
                 "scenario/opening",
+                "\"xpinned\" is not pinned, auto or auto-silent",
             ),
             (
-                good.replace("\"seed\": 3", "\"seed\": 3, \"extra\": 1"),
-                "line",
+                Box::new(|doc| doc["scenario"]["extra"] = 1.into()),
+                "scenario/extra",
+                "unknown field `extra`",
             ),
             (
-                good.replace("\"era\": \"", "\"era\": \"1999-"),
+                Box::new(|doc| doc["scenario"]["calls"][1]["policy"]["retries"] = 1.into()),
+                "scenario/calls/1/policy/retries",
+                "unknown field `retries`",
+            ),
+            (
+                Box::new(set("/scenario/era", "1999-01-01".into())),
                 "scenario/era",
+                "\"1999-01-01\" is not a revision",
+            ),
+            (
+                Box::new(|doc| doc["scenario"]["calls"][2]["cancel_after_ms"] = MAX_MS.into()),
+                "scenario/calls/2/cancel_after_ms",
+                "1000000000 ms is over the limit of 1000000000",
+            ),
+            (
+                Box::new(set("/scenario/calls/1/policy/max_total_ms", big.clone())),
+                "scenario/calls/1/policy/max_total_ms",
+                "over the limit",
+            ),
+            (
+                Box::new(set("/scenario/server/task_ttl_ms", big.clone())),
+                "scenario/server/task_ttl_ms",
+                "over the limit",
+            ),
+            (
+                Box::new(set("/scenario/calls/0/kind/tool/input_rounds", (-1).into())),
+                "scenario/calls/0/kind/tool/input_rounds",
+                "invalid value: integer `-1`, expected u32",
+            ),
+            (
+                Box::new(set("/scenario/calls/0/kind", "teleport".into())),
+                "scenario/calls/0/kind",
+                "unknown variant `teleport`",
+            ),
+            (
+                Box::new(set("/scenario/latency_ms", serde_json::json!([400, 20]))),
+                "scenario/latency_ms",
+                "[400, 20]: the low end is above the high end",
+            ),
+            (
+                Box::new(set("/scenario/server/sse_style", "fancy".into())),
+                "scenario/server/sse_style",
+                "unknown variant `fancy`, expected `plain` or `pretty-crlf-split`",
+            ),
+            (
+                Box::new(move |doc| doc["scenario"]["proxy"] = proxy("haproxy", 1000)),
+                "scenario/proxy/preset",
+                "\"haproxy\" is not nginx, alb, cloudflare or custom",
+            ),
+            (
+                Box::new(move |doc| doc["scenario"]["proxy"] = proxy("nginx", 0)),
+                "scenario/proxy/idle_ms",
+                "0 ms, where it must be at least 1 ms",
+            ),
+            (
+                Box::new(move |doc| doc["scenario"]["faults"] = reset.clone()),
+                "scenario/faults/0/reset_stream/call",
+                "call 99 of 5 calls",
+            ),
+            (
+                Box::new(move |doc| doc["scenario"]["faults"] = partition.clone()),
+                "scenario/faults/0/partition/duration_ms",
+                "over the limit",
+            ),
+            (
+                Box::new(set("/scenario/mutants", serde_json::json!(["no_such"]))),
+                "scenario/mutants/0",
+                "\"no_such\" is no mutant (mcp-sim mutants --list)",
+            ),
+            (
+                Box::new(|doc| {
+                    let call = doc["scenario"]["calls"][0].clone();
+                    doc["scenario"]["calls"] = vec![call; MAX_CALLS + 1].into();
+                }),
+                "scenario/calls",
+                "10001 calls, over the limit of 10000",
             ),
         ];
-        for (text, at) in cases {
-            let e = ScenarioFile::from_json(&text).expect_err("refused");
-            assert!(e.at.starts_with(at), "{e} (wanted {at})");
+        for (edit, at, why) in cases {
+            let e = refused(&*edit);
+            assert_eq!(e.at, at, "{e}");
+            assert!(e.why.contains(why), "{e} (wanted {why})");
         }
+        // Not a scenario file at all: where in the text.
+        let text = good.to_string();
+        for bad in [
+            format!("{text} x"),
+            text[..text.len() / 2].to_string(),
+            "[]".into(),
+        ] {
+            let e = ScenarioFile::from_json(&bad).unwrap_err();
+            assert!(e.at.starts_with("line "), "{e}");
+        }
+        let e = ScenarioFile::from_json(&" ".repeat(MAX_FILE_BYTES + 1)).unwrap_err();
+        assert_eq!(e.at, "file", "{e}");
+        // A duration the model holds but no file may state.
         let mut s = Scenario::from_seed(3);
         s.calls[0].at = Duration::from_millis(MAX_MS + 1);
         let e = ScenarioFile::from_json(&ScenarioFile::of(s).to_json()).unwrap_err();
-        assert_eq!(e.at, "scenario/calls/0", "{e}");
-        let mut s = Scenario::calls_only(3);
-        s.mutants = MutantSet::NONE;
-        let text = ScenarioFile::of(s)
-            .to_json()
-            .replace("\"mutants\": []", "\"mutants\": [\"no_such\"]");
-        let e = ScenarioFile::from_json(&text).unwrap_err();
-        assert_eq!(e.at, "scenario/mutants/0", "{e}");
+        assert_eq!(e.at, "scenario/calls/0/at_ms", "{e}");
     }
 }

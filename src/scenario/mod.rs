@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Value};
 
 use crate::model::{CallSpec, MutantSet};
@@ -20,16 +21,20 @@ use crate::model::{ResponseMode, ServerBehaviour, SseStyle, TimeoutPolicy, Trans
 
 /// An intermediary that cuts idle HTTP streams (presets and their sources:
 /// `docs/spec/intermediaries.md` §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProxyConfig {
     /// The preset's name (`nginx`, `alb`, `cloudflare`, `custom`).
-    pub name: &'static str,
+    #[serde(rename = "preset", deserialize_with = "preset_name")]
+    pub name: PresetName,
     /// Idle time after which the stream is cut.
+    #[serde(rename = "idle_ms", with = "crate::time::ms::positive")]
     pub idle_timeout: Duration,
     /// Buffers the whole response unless the upstream sent `X-Accel-Buffering: no` (nginx).
     pub buffers_unless_told: bool,
     /// Answers `524` when the upstream sent no response headers before the idle timeout
     /// (Cloudflare).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_status: Option<u16>,
     /// Bytes from the client restart the idle clock too (ALB counts payload bytes both ways;
     /// nginx's `proxy_read_timeout` and Cloudflare's timeout count only the upstream's).
@@ -37,7 +42,40 @@ pub struct ProxyConfig {
     /// Drops the `Mcp-Method` and `Mcp-Name` headers from the POST of every n-th stream: a
     /// gateway that forwards only the headers it knows (turmoil lane; the in-memory lane has
     /// no headers). The server must refuse those requests with 400 and -32020 (§5.2).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nonzero_count"
+    )]
     pub strips_mcp_headers: Option<u64>,
+}
+
+/// The name of a preset. Spelt as an alias so that serde's derive, which takes a `&'static
+/// str` field for one borrowed from the input, reads [`ProxyConfig`] from any input:
+/// [`preset_name`] gives the name its `'static` life.
+type PresetName = &'static str;
+
+/// A preset's name as the `&'static str` [`ProxyConfig::name`] holds.
+fn preset_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let name = String::deserialize(d)?;
+    let presets = [
+        ProxyConfig::NGINX,
+        ProxyConfig::ALB,
+        ProxyConfig::CLOUDFLARE,
+    ];
+    presets
+        .iter()
+        .map(|p| p.name)
+        .chain(["custom"])
+        .find(|p| *p == name)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!("{name:?} is not nginx, alb, cloudflare or custom"))
+        })
+}
+
+/// A count where 0 means none.
+fn nonzero_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<u64>::deserialize(d)?.filter(|n| *n > 0))
 }
 
 impl ProxyConfig {
@@ -165,8 +203,10 @@ impl fmt::Display for ProxyChoice {
     }
 }
 
-/// What a planned call asks the server for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What a planned call asks the server for (in files `{"tool": {"task": .., "input_rounds":
+/// ..}}`, `"stale_task"` or `{"listen": {"tools_changed": ..}}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum CallKind {
     /// A `tools/call`.
     Tool {
@@ -197,31 +237,50 @@ impl CallKind {
     };
 }
 
+impl Default for CallKind {
+    /// [`CallKind::TOOL`].
+    fn default() -> Self {
+        CallKind::TOOL
+    }
+}
+
 /// One call the client application makes.
 ///
 /// `steps` and `step` are the arguments of the reference server's tool, `slow_op`; a server
 /// with other tools gets its tool and arguments from [`ToolCalls`], and the rest of the
 /// planned call (start, progress, policy, cancel, retry) stays as drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlannedCall {
     /// When the application starts it.
+    #[serde(rename = "at_ms", with = "crate::time::ms")]
     pub at: Duration,
     /// Work steps at the server (`slow_op`'s `steps`).
     pub steps: u32,
     /// Duration of one step (`slow_op`'s `step_ms`).
+    #[serde(rename = "step_ms", with = "crate::time::ms")]
     pub step: Duration,
     /// Ask for progress.
     pub progress: bool,
     /// The client's timeout policy for it.
     pub policy: TimeoutPolicy,
     /// The application cancels it this long after starting, if still outstanding.
+    #[serde(
+        rename = "cancel_after_ms",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::ms::option"
+    )]
     pub cancel_after: Option<Duration>,
     /// Safe to re-issue when lost.
+    #[serde(default)]
     pub idempotent: bool,
     /// A tool call (maybe a task, maybe with input rounds) or a subscription.
+    #[serde(default)]
     pub kind: CallKind,
     /// Legacy era: the tool asks the client for a `sampling/createMessage` while it works
     /// (the era's way to ask the client for something; 2026-07-28 has input rounds instead).
+    #[serde(default)]
     pub sampling: bool,
 }
 
@@ -385,12 +444,14 @@ impl fmt::Debug for ToolCalls {
     }
 }
 
-/// Something that goes wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Something that goes wrong (in files `{"partition": {"at_ms": .., "duration_ms": ..}}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
     /// HTTP: the connection carrying call `call`'s current stream is reset.
     ResetStream {
         /// When.
+        #[serde(rename = "at_ms", with = "crate::time::ms")]
         at: Duration,
         /// Index into [`Scenario::calls`].
         call: usize,
@@ -398,14 +459,17 @@ pub enum Fault {
     /// The server process crashes and is restarted; stdio pipes break, HTTP streams reset.
     CrashServer {
         /// When.
+        #[serde(rename = "at_ms", with = "crate::time::ms")]
         at: Duration,
     },
     /// The network stops delivering in both directions for a while, then heals (messages
     /// are delayed, not lost: a TCP stream recovers once the link is back).
     Partition {
         /// When.
+        #[serde(rename = "at_ms", with = "crate::time::ms")]
         at: Duration,
         /// For how long.
+        #[serde(rename = "duration_ms", with = "crate::time::ms")]
         duration: Duration,
     },
     /// The network drops everything in both directions for a while. TCP does not retransmit
@@ -413,43 +477,57 @@ pub enum Fault {
     /// repair: only timeouts detect it, as with a real half-open connection.
     Blackhole {
         /// When.
+        #[serde(rename = "at_ms", with = "crate::time::ms")]
         at: Duration,
         /// For how long.
+        #[serde(rename = "duration_ms", with = "crate::time::ms")]
         duration: Duration,
     },
 }
 
 /// Every knob of one run.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Its serde form is the `scenario` of a scenario file ([`file`](mod@file)), members in the
+/// order of the fields: a knob is a field here or in the type it belongs to, with its
+/// attributes there (durations in whole ms under a name ending `_ms`).
+/// [`file::ScenarioFile::from_json`] reads it with the file's limits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// The seed it was drawn from (also seeds message latencies).
     pub seed: u64,
     /// The transport.
     pub transport: Transport,
-    /// One-way message latency range.
-    pub latency: (Duration, Duration),
-    /// An idle-timeout proxy between client and server (HTTP only).
-    pub proxy: Option<ProxyConfig>,
-    /// The server's behaviour.
-    pub server: ServerBehaviour,
-    /// Whether the server sends `X-Accel-Buffering: no` on SSE responses (SHOULD).
-    pub no_buffering_header: bool,
-    /// The application's tool calls.
-    pub calls: Vec<PlannedCall>,
-    /// Faults, in time order.
-    pub faults: Vec<Fault>,
-    /// Faulty behaviours of the peers (none: the reference peers).
-    pub mutants: MutantSet,
     /// The protocol era the client speaks (the reference server speaks both, as its first
     /// request decides; [`Scenario::in_era`]).
     pub era: Era,
     /// How the client comes to speak it.
     pub opening: Opening,
+    /// One-way message latency range.
+    #[serde(rename = "latency_ms", with = "crate::time::ms::range")]
+    pub latency: (Duration, Duration),
+    /// An idle-timeout proxy between client and server (HTTP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyConfig>,
     /// A reference intermediary ([`crate::model::Bridge`]) between client and server, on a
     /// host of its own: the turmoil lane only, and the trace has two hops. On stdio it is
     /// stdio on both hops (`Scenario::with_bridge`); on HTTP it is the era bridge, a 2026-07-28
     /// HTTP front before a 2025-11-25 stdio upstream (`Scenario::with_era_bridge`).
+    #[serde(default)]
     pub bridge: bool,
+    /// The server's behaviour.
+    pub server: ServerBehaviour,
+    /// Whether the server sends `X-Accel-Buffering: no` on SSE responses (SHOULD).
+    #[serde(default)]
+    pub no_buffering_header: bool,
+    /// The application's tool calls.
+    pub calls: Vec<PlannedCall>,
+    /// Faults, in time order.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    /// Faulty behaviours of the peers (none: the reference peers).
+    #[serde(default)]
+    pub mutants: MutantSet,
 }
 
 /// How a scenario's client comes to speak the scenario's era (the dual-era SDKs' connect
@@ -467,6 +545,40 @@ pub enum Opening {
         /// The legacy-only server ignores the probe.
         silent: bool,
     },
+}
+
+impl Opening {
+    /// `pinned`, `auto` or `auto-silent`, as files name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Opening::Pinned => "pinned",
+            Opening::Auto { silent: false } => "auto",
+            Opening::Auto { silent: true } => "auto-silent",
+        }
+    }
+}
+
+/// An opening is its [`Opening::name`] in files.
+impl Serialize for Opening {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Opening {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Opening, D::Error> {
+        let name = String::deserialize(d)?;
+        [
+            Opening::Pinned,
+            Opening::Auto { silent: false },
+            Opening::Auto { silent: true },
+        ]
+        .into_iter()
+        .find(|o| o.name() == name)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!("{name:?} is not pinned, auto or auto-silent"))
+        })
+    }
 }
 
 /// Seeded choices.

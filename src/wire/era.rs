@@ -12,6 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use super::PROTOCOL_VERSION;
 
 /// A revision of the legacy era.
@@ -94,6 +96,24 @@ impl Era {
 impl fmt::Display for Era {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.family(), self.version())
+    }
+}
+
+/// An era is its revision's `protocolVersion` string in files (`"2025-11-25"`).
+impl Serialize for Era {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.version())
+    }
+}
+
+impl<'de> Deserialize<'de> for Era {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Era, D::Error> {
+        let version = String::deserialize(d)?;
+        Era::from_version(&version).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{version:?} is not a revision (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
+            ))
+        })
     }
 }
 

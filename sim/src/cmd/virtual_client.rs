@@ -15,8 +15,8 @@ use mcp_sim::virtual_client::{judge_client_seed, ClientJudged, ClientPlan, DEFAU
 use mcp_sim::Era;
 
 use super::virtual_peer::{
-    fail, finish_replay, heading, peer_log, print_totals, replay_words, run_seeds,
-    start_peer, start_peers, VirtualOptions,
+    fail, finish_replay, heading, peer_log, print_totals, replay_words, run_seeds, start_peer,
+    start_peers, VirtualOptions,
 };
 use crate::args::{EraArg, Format, Overrides, TransportArg};
 use mcp_sim::sweep::report::{judged_summary, write_judged_report};

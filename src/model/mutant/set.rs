@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use super::{Mutant, ALL};
 
 /// A set of mutants (the reference has none), one bit per mutant: room for 128.
@@ -37,6 +39,20 @@ impl MutantSet {
     /// The mutants in the set, in catalog order.
     pub fn iter(self) -> impl Iterator<Item = Mutant> {
         ALL.iter().copied().filter(move |m| self.has(*m))
+    }
+}
+
+/// A set is the list of its mutants' names in files, in catalog order (`[]` for none).
+impl Serialize for MutantSet {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for MutantSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<MutantSet, D::Error> {
+        let list = Vec::<Mutant>::deserialize(d)?;
+        Ok(list.into_iter().fold(MutantSet::NONE, MutantSet::with))
     }
 }
 

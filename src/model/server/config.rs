@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::mutant::MutantSet;
 use crate::model::server_eras::{ServerEras, SessionLimits};
 use crate::model::Transport;
@@ -25,8 +27,9 @@ pub const MAX_STEPS: u64 = 100_000;
 /// The largest `input_rounds` the tool accepts.
 pub const MAX_INPUT_ROUNDS: u64 = 16;
 
-/// How the server answers a request over HTTP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// How the server answers a request over HTTP (`sse` or `json` in files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ResponseMode {
     /// `text/event-stream`: progress and keep-alives can flow before the response.
     Sse,
@@ -35,8 +38,9 @@ pub enum ResponseMode {
 }
 
 /// How SSE events are written on the wire. Every style is valid WHATWG event-stream; the
-/// harder ones exercise the client's framer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// harder ones exercise the client's framer. In files, `plain` or `pretty-crlf-split`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SseStyle {
     /// Compact JSON on one `data:` line, LF line ends, one write per event.
     Plain,
@@ -89,23 +93,37 @@ impl SseStyle {
     }
 }
 
-/// Behaviour knobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Behaviour knobs (a scenario file's `server`; durations in whole ms, `null` or 0 for never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServerBehaviour {
     /// At most one progress notification per token per this interval (SHOULD rate-limit).
+    #[serde(rename = "progress_min_interval_ms", with = "crate::time::ms")]
     pub progress_min_interval: Duration,
     /// Send an SSE comment when a stream has been quiet this long (`None`: never).
+    #[serde(
+        rename = "keepalive_interval_ms",
+        default,
+        with = "crate::time::ms::zero_is_none"
+    )]
     pub keepalive_interval: Option<Duration>,
     /// SSE or JSON responses over HTTP.
     pub response_mode: ResponseMode,
     /// How SSE events are written.
     pub sse_style: SseStyle,
     /// A task is forgotten this long after its creation (`ttlMs`, §7.3).
+    #[serde(rename = "task_ttl_ms", with = "crate::time::ms")]
     pub task_ttl: Duration,
     /// The `pollIntervalMs` the server asks of clients polling a task.
+    #[serde(rename = "poll_interval_ms", with = "crate::time::ms")]
     pub poll_interval: Duration,
     /// How often the tool list "changes" while a subscription asked to hear of it (`None`:
     /// never).
+    #[serde(
+        rename = "listen_notify_interval_ms",
+        default,
+        with = "crate::time::ms::zero_is_none"
+    )]
     pub listen_notify_interval: Option<Duration>,
 }
 

@@ -323,7 +323,13 @@ impl<'a, 't> Across<'a, 't> {
     /// catalog level in that connection's era, its hop and connection named.
     fn flag_upstream(&mut self, rule: &'static str, events: &[At], message: String) {
         let level = Self::level(rule, self.b.era);
-        self.push(rule, level, events, message, Some(self.backs[self.conn].conn));
+        self.push(
+            rule,
+            level,
+            events,
+            message,
+            Some(self.backs[self.conn].conn),
+        );
     }
 
     /// The one place a finding is made: its events placed in the whole trace, and for a
