@@ -19,7 +19,7 @@
 //! reported as a change between the base and the new run; timing changes count only beyond
 //! the tolerance and twice the spread the repeats show.
 //!
-//! **Exit codes** ([`Diff::exit_code`]): 0 no regression beyond noise, 1 a regression (a rule
+//! **Exit codes** ([`Diff::exit`]): 0 no regression beyond noise, 1 a regression (a rule
 //! newly broken at any level, an outcome changed, a timing change beyond tolerance, the server
 //! asking for something else), 2 a trace that cannot be read (the command's), 3 unaligned.
 //! Other classes that changed (a cancel now unanswered, a tail gone) are reported beside: the

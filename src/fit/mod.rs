@@ -17,6 +17,7 @@
 //! call's duration moved.
 
 mod calls;
+#[cfg(all(feature = "live", feature = "turmoil"))]
 pub mod confirm;
 pub mod live;
 pub mod neighbours;

@@ -622,3 +622,19 @@ impl EraSeam {
         self.out.pop_front()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ServerEras;
+
+    #[test]
+    fn each_word_names_the_eras_that_give_it_back_and_others_are_refused() {
+        for word in ServerEras::WORDS {
+            let eras: ServerEras = word.parse().expect("a listed word");
+            assert_eq!(eras.word(), word);
+        }
+        assert_eq!("auto".parse(), Ok(ServerEras::Both));
+        let err = "both".parse::<ServerEras>().unwrap_err();
+        assert!(err.contains("auto, modern, legacy"), "{err}");
+    }
+}
