@@ -426,7 +426,6 @@ struct JsonVerdict<'a> {
     trace: Option<String>,
 }
 
-/// Writes the trace, judges it and prints the verdict; returns the exit code.
 /// What [`finish`] judges and prints.
 pub(crate) struct Finish<'a> {
     /// What the probe recorded.
@@ -446,6 +445,8 @@ pub(crate) struct Finish<'a> {
     pub extra: Vec<Finding>,
 }
 
+/// Writes the trace, judges it, decides its end ([`RunEnd::decide`]) and prints the verdict;
+/// returns the exit code.
 pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     let (run, args, label, baseline) = (f.run, f.args, f.label, f.baseline);
     let trace = f.judged.unwrap_or(&run.run.trace);

@@ -151,7 +151,9 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
     // Over stdio the tap exits as its server did (a host sees its server's status through
     // it); over HTTP with the verdict.
     let exit_code = match (&args.http, r.exit) {
-        (None, Some(status)) => status.code().map_or(1, |c| c.clamp(0, 255) as u8),
+        (None, Some(status)) => status
+            .code()
+            .map_or(Exit::Broken.code(), |c| c.clamp(0, 255) as u8),
         (None, None) => Exit::Broken.code(),
         (Some(_), _) => end.exit.code(),
     };
