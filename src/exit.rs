@@ -13,8 +13,8 @@
 //! nothing happened is named by a [`Finding`] of the command (`nothing-exercised`,
 //! `no-response`, ...), and [`RunEnd::decide`] weighs the findings with the rules, in one order
 //! for `probe`, `check-proxy`, `serve` and `record`: a MUST rule, then a broken declared
-//! policy, then a peer's fault, then an inconclusive finding. Sweeps end by
-//! [`Exit::of_sweep`].
+//! policy, then a peer's fault, then an inconclusive finding. A sweep ends by its totals
+//! (`sweep::Totals::exit`).
 
 use serde::Serialize;
 
@@ -44,19 +44,6 @@ impl Exit {
             Exit::Broken => 1,
             Exit::Usage => 2,
             Exit::Inconclusive => 3,
-        }
-    }
-
-    /// A sweep's end: [`Exit::Broken`] when a run failed, else [`Exit::Inconclusive`] when a
-    /// run could not be trusted (`untrusted`) or no run exercised anything
-    /// (`inconclusive == runs`), else [`Exit::Pass`].
-    pub fn of_sweep(failing: usize, untrusted: usize, inconclusive: u64, runs: u64) -> Exit {
-        if failing > 0 {
-            Exit::Broken
-        } else if untrusted > 0 || (runs > 0 && inconclusive == runs) {
-            Exit::Inconclusive
-        } else {
-            Exit::Pass
         }
     }
 }
@@ -192,11 +179,18 @@ impl RunEnd {
         baseline: Option<&Baseline>,
         judged: Judged,
     ) -> RunEnd {
-        let policy_counts = judged == Judged::Client;
+        // The declared policy's broken rules, when the judged peer is the client declaring it.
+        let declared: Vec<&'static str> = verdict
+            .violations
+            .iter()
+            .filter(|v| judged == Judged::Client && v.level == Level::Policy)
+            .filter(|v| is_declared_policy_rule(v.rule))
+            .map(|v| v.rule)
+            .collect();
         let of = |kind: FindingKind| findings.iter().filter(move |f| f.kind == kind);
         let word = if verdict.has_must() {
             Word::Violations
-        } else if policy_counts && verdict.breaks_declared_policy() {
+        } else if !declared.is_empty() {
             Word::PolicyBroken
         } else if of(FindingKind::Fault).next().is_some() {
             Word::ServerFault
@@ -234,18 +228,12 @@ impl RunEnd {
                 diff: None,
             };
         };
-        let declared = verdict
-            .violations
-            .iter()
-            .filter(|v| policy_counts && v.level == Level::Policy)
-            .filter(|v| is_declared_policy_rule(v.rule))
-            .map(|v| v.rule);
         let failing = verdict
             .violations
             .iter()
             .filter(|v| v.level == Level::Must)
             .map(|v| v.rule)
-            .chain(declared)
+            .chain(declared.iter().copied())
             .chain(of(FindingKind::Fault).map(|f| f.finding));
         let seen = verdict
             .violations
@@ -262,13 +250,8 @@ impl RunEnd {
             Exit::Pass
         };
         // Findings (and a declared policy's rules) the baseline lists are shown, not failed.
-        let all_listed = findings.iter().all(|f| listed(f.finding))
-            && (word != Word::PolicyBroken
-                || verdict
-                    .violations
-                    .iter()
-                    .filter(|v| v.level == Level::Policy && is_declared_policy_rule(v.rule))
-                    .all(|v| listed(v.rule)));
+        let all_listed =
+            findings.iter().all(|f| listed(f.finding)) && declared.iter().all(|r| listed(r));
         let outcome = outcome.filter(|_| !all_listed);
         RunEnd {
             word,
@@ -377,14 +360,5 @@ mod tests {
         );
         let end = RunEnd::decide(&policy, &[], Some(&baseline(&[])), Judged::Session);
         assert_eq!(end.exit, Exit::Pass);
-    }
-
-    #[test]
-    fn a_sweep_that_ran_nothing_it_could_trust_does_not_pass() {
-        assert_eq!(Exit::of_sweep(1, 1, 5, 5), Exit::Broken);
-        assert_eq!(Exit::of_sweep(0, 1, 0, 5), Exit::Inconclusive);
-        assert_eq!(Exit::of_sweep(0, 0, 5, 5), Exit::Inconclusive);
-        assert_eq!(Exit::of_sweep(0, 0, 4, 5), Exit::Pass);
-        assert_eq!(Exit::of_sweep(0, 0, 0, 0), Exit::Pass);
     }
 }

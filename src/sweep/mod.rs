@@ -84,8 +84,8 @@ impl Sweep {
                     let Some(&(seed, transport, era)) = runs.get(k) else {
                         break;
                     };
-                    let r = run_seed(&self.repro(seed, transport, era));
-                    let s = Summary::of(&r, &self.repro(seed, transport, era), &self.report_dir);
+                    let repro = self.repro(seed, transport, era);
+                    let s = Summary::of(&run_seed(&repro), &repro, &self.report_dir);
                     results
                         .lock()
                         .expect("no worker panics while holding the lock")

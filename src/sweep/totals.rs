@@ -127,15 +127,18 @@ impl Totals {
 }
 
 impl Totals {
-    /// How the sweep ends ([`Exit::of_sweep`]): a failing run fails it, and a run that could
-    /// not be trusted, or a sweep that exercised nothing, leaves it inconclusive.
+    /// How the sweep ends: a failing run fails it; a run that could not be trusted (not
+    /// replayable), or a sweep none of whose runs exercised anything, leaves it inconclusive.
     pub fn exit(&self) -> Exit {
-        Exit::of_sweep(
-            self.failing.len(),
-            self.not_replayable.len(),
-            self.inconclusive,
-            self.runs,
-        )
+        if !self.failing.is_empty() {
+            Exit::Broken
+        } else if !self.not_replayable.is_empty()
+            || (self.runs > 0 && self.inconclusive == self.runs)
+        {
+            Exit::Inconclusive
+        } else {
+            Exit::Pass
+        }
     }
 }
 
@@ -415,5 +418,41 @@ impl Totals {
             );
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(runs: u64, failing: usize, not_replayable: usize, inconclusive: u64) -> Totals {
+        let mut t = Totals::empty((0, runs), (1, 1), String::new(), runs, 0);
+        let failed = FailingRun {
+            seed: 0,
+            transport: None,
+            rules: vec!["response-after-cancel".into()],
+            replay: String::new(),
+            test: String::new(),
+            digest: String::new(),
+            report: None,
+        };
+        t.failing = vec![failed; failing];
+        let untrusted = NotReplayableRun {
+            seed: 0,
+            why: "an escape".into(),
+            replay: String::new(),
+        };
+        t.not_replayable = vec![untrusted; not_replayable];
+        t.inconclusive = inconclusive;
+        t
+    }
+
+    #[test]
+    fn a_sweep_that_ran_nothing_it_could_trust_does_not_pass() {
+        assert_eq!(totals(5, 1, 1, 5).exit(), Exit::Broken);
+        assert_eq!(totals(5, 0, 1, 0).exit(), Exit::Inconclusive);
+        assert_eq!(totals(5, 0, 0, 5).exit(), Exit::Inconclusive);
+        assert_eq!(totals(5, 0, 0, 4).exit(), Exit::Pass);
+        assert_eq!(totals(0, 0, 0, 0).exit(), Exit::Pass, "an empty shard");
     }
 }

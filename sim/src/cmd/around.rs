@@ -8,7 +8,6 @@
 //! broke nothing names no mutant, yet its peer may have a bug its timing never met. Those
 //! findings are hypotheses; `probe --scenario ... --hypothesis M` confirms one live or not.
 
-use mcp_sim::exit::Exit;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -16,6 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use mcp_sim::ci::{self, Annotation, Case, CaseResult, Suite};
+use mcp_sim::exit::Exit;
 use mcp_sim::fit::neighbours::{self, Around, Minimized};
 use mcp_sim::lanes::Lane;
 use mcp_sim::model::mutant::MutantSide;

@@ -7,13 +7,12 @@
 //! and `--baseline` are the probe's; a run in which no call reached the upstream is
 //! inconclusive (`nothing-reached-upstream`).
 
-use mcp_sim::exit::Exit;
 use std::process::ExitCode;
 
+use mcp_sim::exit::Exit;
 use mcp_sim::lanes::live::check_proxy::{
     check_proxy, shell_quote, ProxyCheck, ProxyCheckError, NOTHING_REACHED_UPSTREAM,
 };
-
 use mcp_sim::model::{ServerEras, Transport};
 use mcp_sim::oracle::OracleConfig;
 

@@ -2,11 +2,11 @@
 //!
 //! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the trace cannot be read.
 
-use mcp_sim::exit::{Exit, Judged, RunEnd};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcp_sim::exit::{Exit, Judged, RunEnd};
 use mcp_sim::model::ClientPolicies;
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::report;

@@ -8,10 +8,10 @@
 //! With `--era 2025-03-26` a line may be a batch: one verdict per member, each with its
 //! `"member"` position (`{"line":3,"member":0,"ok":true,"kind":"request"}`).
 
-use mcp_sim::exit::Exit;
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
+use mcp_sim::exit::Exit;
 use mcp_sim::framing::ndjson::{LineDecoder, LineOptions};
 use mcp_sim::framing::FrameError;
 use mcp_sim::wire::{self, DecodeError, DecodeOptions, Frame, Limits, Message};

@@ -6,11 +6,11 @@
 //! 1 a regression (a rule newly broken, an outcome changed, timing beyond tolerance), 2 a
 //! trace that cannot be read, 3 the runs do not align (fewer than 80 % of the calls pair).
 
-use mcp_sim::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use mcp_sim::diff::{self, Align, DiffOptions};
+use mcp_sim::exit::Exit;
 use mcp_sim::trace::Trace;
 
 use crate::args::Format;

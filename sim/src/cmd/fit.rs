@@ -2,10 +2,10 @@
 //! session, with each knob's provenance, the mutants that reproduce its violations and the
 //! fit's fidelity.
 
-use mcp_sim::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcp_sim::exit::Exit;
 use mcp_sim::fit::{self, FitOptions};
 use mcp_sim::trace::Trace;
 

@@ -7,13 +7,14 @@
 //! spent), so the compression figure is per machine. Exit 0 when no run failed, 1 when one
 //! did, 2 when the files cannot be read or do not belong together.
 
-use mcp_sim::exit::Exit;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::args::Format;
+use mcp_sim::exit::Exit;
 use mcp_sim::sweep::{Totals, TOTALS_FORMAT};
+
+use crate::args::Format;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -1,12 +1,11 @@
 //! `mcp-sim mutants`: hunt every mutant (a real SDK bug) until the oracle flags it, and print
 //! the mutation score.
 
-use mcp_sim::exit::Exit;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use mcp_sim::exit::Exit;
 use mcp_sim::mutants::{self, Mutant};
-
 use mcp_sim::repro::Repro;
 
 use crate::args::LaneOptions;

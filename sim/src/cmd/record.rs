@@ -8,11 +8,11 @@
 //! `--max-seconds`, then exits 1 when a MUST rule is broken, else 0. The files are written
 //! and a summary goes to stderr at the end.
 
-use mcp_sim::exit::{Exit, Judged, RunEnd};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use mcp_sim::exit::{Exit, Judged, RunEnd};
 use mcp_sim::lanes::live::http::parse_url;
 use mcp_sim::lanes::live::record::{self, Recorded};
 use mcp_sim::oracle;

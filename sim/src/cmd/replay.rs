@@ -1,19 +1,18 @@
 //! `mcp-sim replay`: run one seed again and print its summary, violations, trace slice,
 //! diagram and report files.
 
-use mcp_sim::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcp_sim::exit::Exit;
 use mcp_sim::model::Transport;
 use mcp_sim::report;
-
 use mcp_sim::repro::{EraChoice, FileRepro};
 use mcp_sim::scenario::around::PerturbSpec;
-
-use crate::args::{Overrides, TransportArg};
 use mcp_sim::sweep::report::{summary_text, write_report};
 use mcp_sim::sweep::{run_seed, SeedRun};
+
+use crate::args::{Overrides, TransportArg};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -95,9 +94,8 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(Exit::Usage);
         }
     };
-    let r = run_seed(&args.overrides.repro(seed, transport, era));
-    let replay = args.overrides.repro(seed, transport, era).replay_line();
-    finish(args, &r, &replay)
+    let repro = args.overrides.repro(seed, transport, era);
+    finish(args, &run_seed(&repro), &repro.replay_line())
 }
 
 /// `--scenario FILE [--perturb-seed N]`: the file's run, or its neighbour's.

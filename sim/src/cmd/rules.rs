@@ -2,10 +2,10 @@
 //! invariants, as the Markdown page `docs/rules.md` (a test compares the two, so the page
 //! cannot drift from the code).
 
-use mcp_sim::exit::Exit;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use mcp_sim::exit::Exit;
 use mcp_sim::oracle::coverage::{Invariant, INVARIANTS};
 use mcp_sim::oracle::RULES;
 use mcp_sim::run::{CRASH, LIVENESS};

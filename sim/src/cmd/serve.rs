@@ -12,8 +12,6 @@
 //! cannot listen (or a recording that cannot be read); 3 inconclusive (no tool call reached
 //! the server, or under `--from` no request matched a recorded call).
 
-use mcp_sim::exit::Exit;
-use mcp_sim::lanes::live::check_proxy::upstream_files;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_sim::ci::CiRun;
-use mcp_sim::exit::{Finding, FindingKind, Judged, RunEnd, Word};
+use mcp_sim::exit::{Exit, Finding, FindingKind, Judged, RunEnd, Word};
+use mcp_sim::fit::confirm::{ServeConfirm, CROSSING, NOT_REPRODUCED};
+use mcp_sim::lanes::live::check_proxy::upstream_files;
 use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served, ServedCounts};
 use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::recorded::MatchMode;
@@ -32,8 +32,6 @@ use mcp_sim::oracle;
 use mcp_sim::report;
 
 use crate::args::Judging;
-
-use mcp_sim::fit::confirm::{ServeConfirm, CROSSING, NOT_REPRODUCED};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -1,11 +1,11 @@
 //! `mcp-sim sweep`: run a range of seeded scenarios, judge every trace, and make every
 //! failure reproducible from one line.
 
-use mcp_sim::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use mcp_sim::exit::Exit;
 use mcp_sim::repro::EraChoice;
 use mcp_sim::sweep::Sweep;
 
@@ -132,16 +132,16 @@ pub fn run(args: &Args) -> ExitCode {
         .shard
         .map(|(k, n)| format!(", shard {k}/{n}"))
         .unwrap_or_default();
+    let runs = sweep.runs().len();
     let header = format!(
-        "sweep: seeds {a}..{b}{shard}, {} runs, {}, {} job(s)",
-        sweep.runs().len(),
+        "sweep: seeds {a}..{b}{shard}, {runs} runs, {}, {} job(s)",
         args.overrides.lane.describe(),
         args.jobs.max(1)
     );
     if matches!(args.format, Format::Text) {
         println!("{header}");
     }
-    let bar = ProgressBar::new(sweep.runs().len() as u64);
+    let bar = ProgressBar::new(runs as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
             .expect("valid template"),

@@ -12,6 +12,8 @@ use mcp_sim::lanes::live::probe::ProbeConfig;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, Runtime, ServiceModel};
 use mcp_sim::model::ServerEras;
 use mcp_sim::model::Transport;
+use mcp_sim::sweep::report::{summary_text_with, write_report_with};
+use mcp_sim::sweep::Totals;
 use mcp_sim::virtual_bridge::{calibrate_bridge, expand_virtual, judge_bridge_seed, BridgePlan};
 use mcp_sim::virtual_run::VirtualPlan;
 
@@ -20,8 +22,6 @@ use super::virtual_peer::{
     seed_run, start_peer_logged, start_peers,
 };
 use crate::args::{parse_range, Format};
-use mcp_sim::sweep::report::{summary_text_with, write_report_with};
-use mcp_sim::sweep::Totals;
 
 /// The flags of `check-proxy --virtual`.
 #[derive(clap::Args, Clone)]

@@ -11,6 +11,9 @@ use mcp_sim::lanes::live::serve::ServeConfig;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, Runtime};
 use mcp_sim::model::{ClientPolicies, ServerEras, Transport};
 use mcp_sim::repro::EraChoice;
+use mcp_sim::sweep::report::{judged_summary, write_judged_report};
+use mcp_sim::sweep::virtual_seeds::Seeded;
+use mcp_sim::sweep::Totals;
 use mcp_sim::virtual_client::{judge_client_seed, ClientJudged, ClientPlan, DEFAULT_BOUND_MS};
 use mcp_sim::Era;
 
@@ -19,9 +22,6 @@ use super::virtual_peer::{
     start_peers, VirtualOptions,
 };
 use crate::args::{EraArg, Format, Overrides, TransportArg};
-use mcp_sim::sweep::report::{judged_summary, write_judged_report};
-use mcp_sim::sweep::virtual_seeds::Seeded;
-use mcp_sim::sweep::Totals;
 
 /// The plan and the program from the flags; errors name the flag.
 fn plan(

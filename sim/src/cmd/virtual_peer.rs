@@ -2,24 +2,24 @@
 //! seed under the virtual clock, through the library's virtual peers
 //! (`mcp_sim::virtual_run`). This file reads the flags and prints; the runs are the library's.
 
-use mcp_sim::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use mcp_sim::exit::Exit;
 use mcp_sim::lanes::live::check_proxy::shell_quote;
 use mcp_sim::lanes::virtual_peer::{PeerCommand, ServiceModel, VirtualError, VirtualPeer};
 use mcp_sim::model::Transport;
 use mcp_sim::repro::EraChoice;
 use mcp_sim::scenario::ProxyChoice;
+use mcp_sim::sweep::report::{summary_text_with, write_report_with};
+use mcp_sim::sweep::virtual_seeds::{self, Seeded};
+use mcp_sim::sweep::{SeedRun, Totals};
 use mcp_sim::virtual_run::{calibrate, judge_seed, Status, VirtualJudged, VirtualPlan};
 use serde_json::Value;
 
 use crate::args::{EraArg, Format, Overrides, TransportArg};
-use mcp_sim::sweep::report::{summary_text_with, write_report_with};
-use mcp_sim::sweep::virtual_seeds::{self, Seeded};
-use mcp_sim::sweep::{SeedRun, Totals};
 
 /// The flags of a virtual run (with `--virtual`); `--transport`, `--era` and `--proxy` are
 /// the sweep's own.
