@@ -8,6 +8,8 @@
 //! | 1 | [`Exit::Broken`] | broke a MUST rule, or the judged peer is at fault (a server that exited or never answered), or a client broke the timeout policy it declares; under a baseline: the run disagrees with it |
 //! | 2 | [`Exit::Usage`] | could not start: bad arguments or input, a peer that cannot be started or reached |
 //! | 3 | [`Exit::Inconclusive`] | nothing wrong seen, but the run exercised nothing, a predicted rule was not reproduced, or a virtual run could not be held deterministic (`not-replayable`): never a pass |
+//! | 4 | [`Exit::OwnFault`] | mcp-sim could not do its own part mid-run: the trace or the report could not be written (a full disk); the file is named |
+//! | 130 | [`Exit::Interrupted`] | `probe` and `check-proxy`: SIGINT or SIGTERM ended the run early; what was recorded is judged and shown, and a MUST rule broken in it still exits 1 (`serve` and `record` end on a signal as their normal end) |
 //!
 //! A verdict is never vacuous. The oracle's rules judge only what happened, so a run in which
 //! nothing happened is named by a [`Finding`] of the command (`nothing-exercised`,
@@ -34,6 +36,10 @@ pub enum Exit {
     Usage,
     /// 3: inconclusive (nothing exercised, not reproduced, not replayable).
     Inconclusive,
+    /// 4: mcp-sim's own fault mid-run: its trace or report could not be written.
+    OwnFault,
+    /// 130: ended early by SIGINT or SIGTERM (`probe`, `check-proxy`).
+    Interrupted,
 }
 
 impl Exit {
@@ -44,6 +50,8 @@ impl Exit {
             Exit::Broken => 1,
             Exit::Usage => 2,
             Exit::Inconclusive => 3,
+            Exit::OwnFault => 4,
+            Exit::Interrupted => 130,
         }
     }
 }
@@ -62,6 +70,9 @@ pub enum FindingKind {
     Fault,
     /// The run did not exercise what it was meant to: exit 3.
     Inconclusive,
+    /// The run was ended early by a signal: exit 130, unless a MUST rule, a declared policy
+    /// or a fault fails it.
+    Interrupted,
 }
 
 impl FindingKind {
@@ -70,6 +81,7 @@ impl FindingKind {
         match self {
             FindingKind::Fault => "fault",
             FindingKind::Inconclusive => "inconclusive",
+            FindingKind::Interrupted => "interrupted",
         }
     }
 }
@@ -114,6 +126,8 @@ pub enum Word {
     ServerFault,
     /// Nothing wrong seen, but the run did not exercise what it was meant to.
     Inconclusive,
+    /// Nothing wrong seen in what was recorded, but a signal ended the run early.
+    Interrupted,
 }
 
 impl Word {
@@ -125,6 +139,7 @@ impl Word {
             Word::PolicyBroken => "policy-broken",
             Word::ServerFault => "server-fault",
             Word::Inconclusive => "inconclusive",
+            Word::Interrupted => "interrupted",
         }
     }
 
@@ -134,6 +149,7 @@ impl Word {
             Word::Clean => Exit::Pass,
             Word::Violations | Word::PolicyBroken | Word::ServerFault => Exit::Broken,
             Word::Inconclusive => Exit::Inconclusive,
+            Word::Interrupted => Exit::Interrupted,
         }
     }
 }
@@ -194,6 +210,8 @@ impl RunEnd {
             Word::PolicyBroken
         } else if of(FindingKind::Fault).next().is_some() {
             Word::ServerFault
+        } else if of(FindingKind::Interrupted).next().is_some() {
+            Word::Interrupted
         } else if of(FindingKind::Inconclusive).next().is_some() {
             Word::Inconclusive
         } else {
@@ -217,7 +235,7 @@ impl RunEnd {
         let outcome = match word {
             Word::PolicyBroken => Some(RunOutcome::Failed(policy_broken_why(verdict).into())),
             Word::ServerFault => Some(RunOutcome::Failed(text)),
-            Word::Inconclusive => Some(RunOutcome::Inconclusive(text)),
+            Word::Inconclusive | Word::Interrupted => Some(RunOutcome::Inconclusive(text)),
             Word::Clean | Word::Violations => None,
         };
         let Some(baseline) = baseline else {
@@ -244,6 +262,8 @@ impl RunEnd {
         let unlisted_inconclusive = of(FindingKind::Inconclusive).any(|f| !listed(f.finding));
         let exit = if !diff.is_clean() {
             Exit::Broken
+        } else if of(FindingKind::Interrupted).next().is_some() {
+            Exit::Interrupted
         } else if unlisted_inconclusive {
             Exit::Inconclusive
         } else {
@@ -360,5 +380,34 @@ mod tests {
         );
         let end = RunEnd::decide(&policy, &[], Some(&baseline(&[])), Judged::Session);
         assert_eq!(end.exit, Exit::Pass);
+    }
+
+    #[test]
+    fn an_interrupted_run_exits_130_unless_what_it_recorded_fails_it() {
+        let stop = finding("interrupted", FindingKind::Interrupted);
+        let none = finding("nothing-exercised", FindingKind::Inconclusive);
+        let fault = finding("server-exited", FindingKind::Fault);
+        let must = verdict_with(&[("response-after-cancel", Level::Must)]);
+        let clean = Verdict::default();
+        let end = |v: &Verdict, f: &[Finding], b: Option<&Baseline>| {
+            let e = RunEnd::decide(v, f, b, Judged::Server);
+            (e.word, e.exit.code())
+        };
+        let both = [stop.clone(), none];
+        assert_eq!(end(&clean, &both, None), (Word::Interrupted, 130));
+        assert_eq!(end(&must, &both, None), (Word::Violations, 1));
+        assert_eq!(
+            end(&clean, &[stop.clone(), fault], None),
+            (Word::ServerFault, 1)
+        );
+        // A baseline that lists every finding still leaves an interrupted run interrupted.
+        let listed = Baseline {
+            expected: ["response-after-cancel".to_string()].into_iter().collect(),
+        };
+        assert_eq!(
+            end(&must, std::slice::from_ref(&stop), Some(&listed)).1,
+            130
+        );
+        assert_eq!(Exit::OwnFault.code(), 4);
     }
 }

@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 pub mod connections;
+pub mod frame;
 
 pub use crate::model::recorded::Origin;
 use crate::model::{Outcome, StreamId, TimeoutPolicy, TimeoutReason, Transport};
@@ -468,48 +469,123 @@ impl Trace {
         });
     }
 
-    /// Reads JSON Lines; blank lines are skipped. Events must not go back in time.
+    /// Reads JSON Lines; blank lines are skipped. Events must not go back in time. The frame
+    /// of a trace written as it happens ([`frame`]) is read and checked; a line cut in the
+    /// middle is an error, as any unreadable line ([`Trace::read_jsonl`] reads up to it).
     pub fn from_jsonl(text: &str) -> Result<Trace, TraceError> {
-        let mut events: Vec<TraceEvent> = Vec::new();
-        for (i, line) in text.lines().enumerate() {
+        let reading = Trace::read_jsonl(text)?;
+        match reading.cut {
+            Some(frame::Cut::MidLine { line, .. }) => Err(TraceError {
+                line,
+                message: "the line is cut: no line feed, and it does not read as an event".into(),
+            }),
+            _ => Ok(reading.trace),
+        }
+    }
+
+    /// Reads JSON Lines as [`Trace::from_jsonl`] does, and also a trace that was cut: a last
+    /// line without its line feed that does not read (a write cut short) is left out, and a
+    /// trace that began and did not end is read whole; [`frame::Reading::cut`] names the cut.
+    pub fn read_jsonl(text: &str) -> Result<frame::Reading, TraceError> {
+        let mut reading = frame::Reading {
+            trace: Trace::new(),
+            begin: None,
+            end: None,
+            cut: None,
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let last = lines.iter().rposition(|l| !l.trim().is_empty());
+        let unterminated = !text.ends_with('\n');
+        for (i, line) in lines.iter().enumerate() {
             let line_no = i + 1;
             if line.trim().is_empty() {
                 continue;
             }
-            let event: TraceEvent = serde_json::from_str(line).map_err(|e| TraceError {
-                line: line_no,
-                message: e.to_string(),
-            })?;
-            if let EventKind::Send(w) | EventKind::Recv(w) = &event.kind {
-                if w.msg.is_none() && w.raw.is_none() {
-                    return Err(TraceError {
-                        line: line_no,
-                        message: "a send or recv needs msg or raw".into(),
-                    });
+            let last_line = Some(i) == last;
+            if let Some(read) = frame::frame(line) {
+                match read {
+                    Ok(f) => {
+                        let events = reading.trace.events.len();
+                        frame::place(f, line_no, events, &mut reading, last_line)?;
+                        continue;
+                    }
+                    Err(_) if last_line && unterminated && !is_json(line) => {
+                        reading.cut = Some(frame::Cut::MidLine {
+                            line: line_no,
+                            bytes: line.len(),
+                        });
+                        break;
+                    }
+                    Err(message) => {
+                        return Err(TraceError {
+                            line: line_no,
+                            message,
+                        })
+                    }
                 }
             }
-            if let Some(conn) = event.conn {
-                if event.hop != Some(Hop::Back) || conn == 0 {
-                    return Err(TraceError {
+            let event = match Self::read_event(line, line_no, reading.trace.events.last()) {
+                Ok(e) => e,
+                Err(_) if last_line && unterminated && !is_json(line) => {
+                    reading.cut = Some(frame::Cut::MidLine {
                         line: line_no,
-                        message: format!(
-                            "conn {conn}: a connection number (from 1) belongs to an event of \
-                             the upstream hop (\"hop\":\"back\") only"
-                        ),
+                        bytes: line.len(),
                     });
+                    break;
                 }
-            }
-            if let Some(prev) = events.last() {
-                if event.t < prev.t {
-                    return Err(TraceError {
-                        line: line_no,
-                        message: format!("t goes back in time ({} after {})", event.t, prev.t),
-                    });
-                }
-            }
-            events.push(event);
+                Err(e) => return Err(e),
+            };
+            reading.trace.events.push(event);
         }
-        Ok(Trace { events })
+        if reading.cut.is_none() && reading.end.is_none() {
+            if let Some(begin) = &reading.begin {
+                reading.cut = Some(frame::Cut::NoEnd {
+                    by: begin.by.clone(),
+                    after_line: last.map_or(0, |l| l + 1),
+                });
+            }
+        }
+        Ok(reading)
+    }
+
+    /// Reads one event line, checked against the event before it.
+    fn read_event(
+        line: &str,
+        line_no: usize,
+        prev: Option<&TraceEvent>,
+    ) -> Result<TraceEvent, TraceError> {
+        let event: TraceEvent = serde_json::from_str(line).map_err(|e| TraceError {
+            line: line_no,
+            message: e.to_string(),
+        })?;
+        if let EventKind::Send(w) | EventKind::Recv(w) = &event.kind {
+            if w.msg.is_none() && w.raw.is_none() {
+                return Err(TraceError {
+                    line: line_no,
+                    message: "a send or recv needs msg or raw".into(),
+                });
+            }
+        }
+        if let Some(conn) = event.conn {
+            if event.hop != Some(Hop::Back) || conn == 0 {
+                return Err(TraceError {
+                    line: line_no,
+                    message: format!(
+                        "conn {conn}: a connection number (from 1) belongs to an event of \
+                         the upstream hop (\"hop\":\"back\") only"
+                    ),
+                });
+            }
+        }
+        if let Some(prev) = prev {
+            if event.t < prev.t {
+                return Err(TraceError {
+                    line: line_no,
+                    message: format!("t goes back in time ({} after {})", event.t, prev.t),
+                });
+            }
+        }
+        Ok(event)
     }
 
     /// Writes JSON Lines, one event per line, each ending in LF.
@@ -660,6 +736,11 @@ fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 }
 
 /// Serde for request ids in traces: a string or an integer, as on the wire.
+/// Whether `line` is JSON at all (a line cut in the middle is not).
+fn is_json(line: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+}
+
 mod request_id {
     use super::*;
 

@@ -152,6 +152,9 @@ pub(crate) fn json_verdict(
         era: &'static str,
         era_reading: String,
         violations: Vec<JsonViolation<'a>>,
+        /// Why the run did not pass beyond its rules (a cut trace, nothing exercised).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        inconclusive: Option<&'a str>,
     }
     let verdict = run.verdict;
     let out = JsonVerdict {
@@ -162,6 +165,10 @@ pub(crate) fn json_verdict(
         era: verdict.era.era.version(),
         era_reading: verdict.describe_era(),
         violations: json_violations(verdict),
+        inconclusive: match &run.outcome {
+            Some(mcp_sim::ci::RunOutcome::Inconclusive(why)) => Some(why),
+            _ => None,
+        },
     };
     serde_json::to_string(&out).expect("verdict serializes")
 }
@@ -612,5 +619,30 @@ pub(crate) fn parse_side(s: &str) -> Result<mcp_sim::model::mutant::MutantSide, 
         other => Err(format!(
             "unknown side {other:?}: server, client or intermediary"
         )),
+    }
+}
+
+/// `--trace FILE` of a live command, opened before the run so that a folder that cannot be
+/// written stops it at once (exit 2); `by` names the recorder in the file's begin line.
+pub(crate) fn open_trace(
+    path: Option<&std::path::Path>,
+    by: &str,
+) -> Result<Option<mcp_sim::lanes::live::TraceFile>, String> {
+    path.map(|p| mcp_sim::lanes::live::TraceFile::create(p, by))
+        .transpose()
+        .map_err(|e| e.to_string())
+}
+
+/// Ends a live command's trace file with `reason`; false (having said why, naming the file)
+/// when it could not be written whole: the command then exits 4 ([`Exit::OwnFault`]).
+///
+/// [`Exit::OwnFault`]: mcp_sim::exit::Exit::OwnFault
+pub(crate) fn end_trace(file: Option<&mcp_sim::lanes::live::TraceFile>, reason: &str) -> bool {
+    match file.map(|f| f.finish(reason)) {
+        Some(Err(e)) => {
+            say!("mcp-sim: {e}: the trace is incomplete (exit 4)");
+            false
+        }
+        _ => true,
     }
 }

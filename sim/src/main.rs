@@ -4,7 +4,8 @@
 //! prints. The exit codes are the library's one table ([`mcp_sim::exit::Exit`]): 0 success, 1
 //! a MUST-level violation was found (or the peer judged is at fault), 2 usage or input error,
 //! 3 the run was inconclusive: it did not exercise what it was meant to, or could not be
-//! trusted.
+//! trusted, 4 mcp-sim could not write its trace or report mid-run, 130 `probe` or
+//! `check-proxy` was interrupted by SIGINT or SIGTERM.
 
 use std::process::ExitCode;
 
@@ -30,6 +31,7 @@ macro_rules! say_raw {
 
 mod args;
 mod cmd;
+mod signals;
 
 use cmd::{
     check_proxy, check_trace, decode, diff, fit, merge, mutants, probe, record, replay, rules,

@@ -109,7 +109,9 @@ pub fn text(d: &Diff) -> String {
         }
         Exit::Pass => "changed, no regression",
         Exit::Broken => "regression",
-        Exit::Usage | Exit::Inconclusive => "not comparable: too few calls align",
+        Exit::Usage | Exit::Inconclusive | Exit::OwnFault | Exit::Interrupted => {
+            "not comparable: too few calls align"
+        }
     };
     let _ = writeln!(out, "verdict: {verdict}");
     out

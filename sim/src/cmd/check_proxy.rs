@@ -113,6 +113,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(exe) => exe,
         Err(e) => return usage(&format!("cannot find mcp-sim itself: {e}")),
     };
+    probe.interrupt = crate::signals::catch().interrupt;
     let check = ProxyCheck {
         command: args.command.clone(),
         front_url: args.front_url.clone(),
@@ -191,5 +192,6 @@ pub fn run(args: &Args) -> ExitCode {
         judged: Some(&checked.judged),
         intermediary_timeout_ms: args.intermediary_timeout_ms,
         extra: checked.findings,
+        trace_file: None,
     })
 }

@@ -1,12 +1,14 @@
 //! `mcp-sim check-trace FILE`: judge a recorded or hand-written trace.
 //!
-//! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the trace cannot be read.
+//! Exit 0 when no MUST rule is violated, 1 when one is, 2 when the trace cannot be read, 3
+//! when it was cut short (a line cut mid-write, or a begin line and no end line: its recorder
+//! was killed) and no MUST rule is broken in what it holds.
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use mcp_sim::exit::{Exit, Judged, RunEnd};
+use mcp_sim::exit::{Exit, Finding, FindingKind, Judged, RunEnd};
 use mcp_sim::model::ClientPolicies;
 use mcp_sim::oracle::{self, OracleConfig};
 use mcp_sim::report;
@@ -14,6 +16,9 @@ use mcp_sim::trace::Trace;
 use mcp_sim::Era;
 
 use crate::args::{json_verdict, oracle_config, Format, ProfileArg};
+
+/// The finding of a trace cut short ([`mcp_sim::trace::frame::Cut`]).
+const TRACE_CUT: &str = "trace-cut";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -71,13 +76,30 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(Exit::Usage);
         }
     };
-    let mut trace = match Trace::from_jsonl(&text) {
-        Ok(t) => t,
+    // A trace cut short (its recorder killed mid-run) is read up to the cut, judged, and
+    // named: never a pass, since the end of the run was not recorded.
+    let (mut trace, cut) = match Trace::read_jsonl(&text) {
+        Ok(r) => (r.trace, r.cut),
         Err(e) => {
             eprintln!("mcp-sim check-trace: {}: {e}", args.file.display());
             return ExitCode::from(Exit::Usage);
         }
     };
+    let findings: Vec<Finding> = cut
+        .iter()
+        .map(|cut| Finding {
+            finding: TRACE_CUT,
+            kind: FindingKind::Inconclusive,
+            message: cut.to_string(),
+        })
+        .collect();
+    for f in &findings {
+        eprintln!(
+            "mcp-sim check-trace: {}: {}",
+            args.file.display(),
+            f.message
+        );
+    }
     if let Some(declared) = &args.client_policy {
         trace.declare_client_policies(declared);
     }
@@ -98,13 +120,13 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let verdict = oracle::check(&trace, &config);
     // A trace file is judged whole, both ends, as `record` judges a session.
-    let end = RunEnd::decide(&verdict, &[], baseline.as_ref(), Judged::Session);
+    let end = RunEnd::decide(&verdict, &findings, baseline.as_ref(), Judged::Session);
     let diff = end.diff;
     let ci_run = || mcp_sim::ci::CiRun {
         name: args.file.display().to_string(),
         verdict: &verdict,
         replay: None,
-        outcome: None,
+        outcome: end.outcome.clone(),
         baseline: baseline.as_ref().zip(diff.clone()),
     };
     let exit_code = end.exit.code();
@@ -121,6 +143,9 @@ pub fn run(args: &Args) -> ExitCode {
                 verdict.violations.len()
             );
             println!("era: {}", verdict.describe_era());
+            for f in &findings {
+                println!("{}: {}", f.finding, f.message);
+            }
             print!("{}", report::violations_text(&verdict));
             if args.mermaid && !verdict.is_clean() {
                 println!(

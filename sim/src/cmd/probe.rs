@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_sim::exit::{Exit, Judged, RunEnd, Word};
+use mcp_sim::exit::{Exit, FindingKind, Judged, RunEnd, Word};
 use mcp_sim::lanes::live::findings::{self, Coverage, Finding};
+use mcp_sim::lanes::live::interrupt::Interrupt;
 use mcp_sim::lanes::live::probe::{
     self, ProbeConfig, ProbeError, ProbeRun, Target, CALIBRATION_CALLS,
 };
@@ -316,6 +317,17 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return usage(&e),
     };
+    // Written as the run goes, unless a scenario's confirmation may make several attempts
+    // (then the trace of the attempt shown is written at the end).
+    let trace_file = match (&confirm, &options.trace) {
+        (None, Some(path)) => match crate::args::open_trace(Some(path), "mcp-sim probe") {
+            Ok(f) => f,
+            Err(e) => return usage(&e),
+        },
+        _ => None,
+    };
+    config.trace_file = trace_file.clone();
+    config.interrupt = crate::signals::catch().interrupt;
     let label = target.label();
     let from = match (&args.from, options.live_scenario.flags()) {
         (Some(p), _) => format!("--from {} ", p.display()),
@@ -371,6 +383,7 @@ pub fn run(args: &Args) -> ExitCode {
         judged: None,
         intermediary_timeout_ms: None,
         extra,
+        trace_file,
     })
 }
 
@@ -443,6 +456,9 @@ pub(crate) struct Finish<'a> {
     pub intermediary_timeout_ms: Option<u64>,
     /// Findings of the caller's own (`check-proxy`: nothing reached the upstream).
     pub extra: Vec<Finding>,
+    /// The trace file the run wrote as it went, to end now; without one, `--trace` is
+    /// written whole here.
+    pub trace_file: Option<mcp_sim::lanes::live::TraceFile>,
 }
 
 /// Writes the trace, judges it, decides its end ([`RunEnd::decide`]) and prints the verdict;
@@ -450,18 +466,28 @@ pub(crate) struct Finish<'a> {
 pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     let (run, args, label, baseline) = (f.run, f.args, f.label, f.baseline);
     let trace = f.judged.unwrap_or(&run.run.trace);
-    if let Some(path) = &args.trace {
-        if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
-            eprintln!("mcp-sim: cannot write {}: {e}", path.display());
-            return ExitCode::from(Exit::Usage);
-        }
-    }
+    let reason = match run.interrupted {
+        Some(signal) => Interrupt::describe(signal),
+        None => run.ended.clone(),
+    };
+    let written = match (&f.trace_file, &args.trace) {
+        (Some(file), _) => crate::args::end_trace(Some(file), &reason),
+        (None, Some(path)) => match std::fs::write(path, trace.to_jsonl()) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("mcp-sim: cannot write {}: {e} (exit 4)", path.display());
+                false
+            }
+        },
+        (None, None) => true,
+    };
     // Every request must end: a server that went away leaves its calls open, and the oracle
     // says so.
     // Through `check-proxy` both ends are mcp-sim's reference peers: only the intermediary
     // is judged, and a finding against either end is the judge's defect, shown as such.
+    // (An interrupted run demands them only if it settled before it ended.)
     let config = OracleConfig {
-        complete: true,
+        complete: run.interrupted.is_none() || run.run.complete,
         intermediary_timeout_ms: f.intermediary_timeout_ms,
         reference_ends: f.judged.is_some(),
         ..oracle_config(args.profile, args.grace_ms)
@@ -471,6 +497,19 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
     let coverage = findings::coverage(trace, &config, &findings::flagged_answers(&verdict));
     let mut found = findings::findings(&coverage, &run.end, &args.tool, run.planned_cancels, trace);
     found.extend(f.extra.iter().cloned());
+    if let Some(signal) = run.interrupted {
+        // What the run did not get to do is no finding: only what it saw go wrong stays.
+        found.retain(|f| f.kind == FindingKind::Fault && f.finding != "no-response");
+        found.push(Finding {
+            finding: "interrupted",
+            kind: FindingKind::Interrupted,
+            message: format!(
+                "{}: the run ended early, its open calls cancelled; what it recorded up to \
+                 then is judged",
+                Interrupt::describe(signal)
+            ),
+        });
+    }
     let judged = match f.judged {
         Some(_) => Judged::Intermediary,
         None => Judged::Server,
@@ -527,7 +566,11 @@ pub(crate) fn finish(f: &Finish<'_>) -> ExitCode {
             exit_code,
         }),
     }
-    end.exit.into()
+    if written {
+        end.exit.into()
+    } else {
+        ExitCode::from(Exit::OwnFault)
+    }
 }
 
 /// The probe's command line again with this seed and era and `target` (`--url URL` or `--

@@ -15,11 +15,11 @@ use std::time::Duration;
 use mcp_sim::exit::{Exit, Judged, RunEnd};
 use mcp_sim::lanes::live::http::parse_url;
 use mcp_sim::lanes::live::record::{self, Recorded};
+use mcp_sim::lanes::live::{TraceFile, TraceOut};
 use mcp_sim::oracle;
 use mcp_sim::report;
 use mcp_sim::scenario::ProxyConfig;
 
-use super::serve::stop_on_signals;
 use crate::args::Judging;
 
 #[derive(clap::Args)]
@@ -81,7 +81,15 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return usage(&e),
     };
-    let stop = stop_on_signals();
+    let trace_file = match crate::args::open_trace(args.trace.as_deref(), "mcp-sim record") {
+        Ok(f) => f,
+        Err(e) => return usage(&e),
+    };
+    let out = TraceOut {
+        verbose: args.verbose,
+        file: trace_file.clone(),
+    };
+    let stop = crate::signals::catch().stop;
     let recorded = match (&args.http, &args.upstream) {
         (Some(listen), Some(upstream)) => {
             let endpoint = match parse_url(upstream) {
@@ -109,7 +117,7 @@ pub fn run(args: &Args) -> ExitCode {
                 args.proxy,
                 stop,
                 args.max_seconds.map(Duration::from_secs),
-                args.verbose,
+                out,
             )
         }
         _ => record::record_stdio(
@@ -117,24 +125,30 @@ pub fn run(args: &Args) -> ExitCode {
             std::io::stdin(),
             std::io::stdout(),
             stop,
-            args.verbose,
+            out,
         ),
     };
     match recorded {
-        Ok(r) => finish(&r, args, baseline.as_ref()),
+        Ok(r) => finish(&r, args, baseline.as_ref(), trace_file.as_ref()),
         Err(e) => usage(&format!("cannot start: {e}")),
     }
 }
 
-fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -> ExitCode {
+fn finish(
+    r: &Recorded,
+    args: &Args,
+    baseline: Option<&mcp_sim::ci::Baseline>,
+    trace_file: Option<&TraceFile>,
+) -> ExitCode {
     let trace = &r.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
-    if let Some(path) = &args.trace {
-        if let Err(e) = std::fs::write(path, trace.to_jsonl()) {
-            say!("mcp-sim record: cannot write {}: {e}", path.display());
-        }
-    }
+    let reason = match (&args.http, r.exit) {
+        (None, Some(status)) => format!("the server ended ({status})"),
+        (None, None) => "the server was killed when the tap stopped".into(),
+        (Some(_), _) => "the tap stopped".into(),
+    };
+    let written = crate::args::end_trace(trace_file, &reason);
     let end = RunEnd::decide(&verdict, &[], baseline, Judged::Session);
     let diff = end.diff.clone();
     let name = match &args.upstream {
@@ -155,6 +169,7 @@ fn finish(r: &Recorded, args: &Args, baseline: Option<&mcp_sim::ci::Baseline>) -
             .code()
             .map_or(Exit::Broken.code(), |c| c.clamp(0, 255) as u8),
         (None, None) => Exit::Broken.code(),
+        (Some(_), _) if !written => Exit::OwnFault.code(),
         (Some(_), _) => end.exit.code(),
     };
     let stdout_free = args.http.is_some();

@@ -14,8 +14,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_sim::ci::CiRun;
@@ -23,6 +21,7 @@ use mcp_sim::exit::{Exit, Finding, FindingKind, Judged, RunEnd, Word};
 use mcp_sim::fit::confirm::{ServeConfirm, CROSSING, NOT_REPRODUCED};
 use mcp_sim::lanes::live::check_proxy::upstream_files;
 use mcp_sim::lanes::live::serve::{self, Listen, ServeConfig, Served, ServedCounts};
+use mcp_sim::lanes::live::TraceFile;
 use mcp_sim::model::mutant::MutantSide;
 use mcp_sim::model::recorded::MatchMode;
 use mcp_sim::model::server::{OnCancel, OnMiss, Playback};
@@ -132,34 +131,6 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(Exit::Usage)
 }
 
-/// Raised by SIGTERM and SIGINT.
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
-}
-
-/// Turns SIGTERM and SIGINT into a raised stop flag, so the files are written before exit.
-pub(crate) fn stop_on_signals() -> Arc<AtomicBool> {
-    #[cfg(unix)]
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let handler = on_signal as extern "C" fn(libc::c_int);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    std::thread::spawn(move || loop {
-        if SIGNALLED.load(Ordering::SeqCst) {
-            flag.store(true, Ordering::SeqCst);
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    });
-    stop
-}
-
 fn mutants(names: &[String]) -> Result<MutantSet, String> {
     let mut set = MutantSet::NONE;
     for name in names {
@@ -259,6 +230,7 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let config = ServeConfig {
+        trace_file: None,
         mutants,
         playback,
         http: {
@@ -294,17 +266,39 @@ pub fn run(args: &Args) -> ExitCode {
             output: Box::new(std::io::stdout()),
         },
     };
-    if let Some(dir) = &args.trace_dir {
-        let (started, _) = upstream_files(dir, std::process::id());
-        if let Err(e) = std::fs::write(&started, b"") {
-            return usage(&format!("cannot write {}: {e}", started.display()));
+    // The trace is written as the run goes, opened now so that a folder that cannot be
+    // written stops the run before it starts. Under `--trace-dir` it is written under a
+    // temporary name and moved to its own at the end: `check-proxy` waits for that name.
+    let opened = match &args.trace_dir {
+        Some(dir) => {
+            let (started, path) = upstream_files(dir, std::process::id());
+            if let Err(e) = std::fs::write(&started, b"") {
+                return usage(&format!("cannot write {}: {e}", started.display()));
+            }
+            TraceFile::create_renamed(&path.with_extension("part"), &path, "mcp-sim serve")
+                .map(Some)
+                .map_err(|e| e.to_string())
         }
-    }
-    let served = match serve::serve(listen, &config, stop_on_signals()) {
+        None => crate::args::open_trace(args.trace.as_deref(), "mcp-sim serve"),
+    };
+    let config = ServeConfig {
+        trace_file: match opened {
+            Ok(f) => f,
+            Err(e) => return usage(&e),
+        },
+        ..config
+    };
+    let served = match serve::serve(listen, &config, crate::signals::catch().stop) {
         Ok(s) => s,
         Err(e) => return usage(&format!("cannot start: {e}")),
     };
-    finish(&served, args, baseline.as_ref(), confirm.as_ref())
+    finish(
+        &served,
+        args,
+        baseline.as_ref(),
+        confirm.as_ref(),
+        config.trace_file.as_ref(),
+    )
 }
 
 fn finish(
@@ -312,23 +306,12 @@ fn finish(
     args: &Args,
     baseline: Option<&mcp_sim::ci::Baseline>,
     confirm: Option<&ServeConfirm>,
+    trace_file: Option<&TraceFile>,
 ) -> ExitCode {
     let trace = &served.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
-    let path = match &args.trace_dir {
-        Some(dir) => Some(upstream_files(dir, std::process::id()).1),
-        None => args.trace.clone(),
-    };
-    if let Some(path) = &path {
-        // Written whole, then renamed: a reader waiting for the file never sees half of it.
-        let part = path.with_extension("part");
-        let written =
-            std::fs::write(&part, trace.to_jsonl()).and_then(|()| std::fs::rename(&part, path));
-        if let Err(e) = written {
-            say!("mcp-sim serve: cannot write {}: {e}", path.display());
-        }
-    }
+    let written = crate::args::end_trace(trace_file, &served.end.describe());
     let ServedCounts {
         calls,
         results,
@@ -426,7 +409,8 @@ fn finish(
             say!("finding: {}: {} (inconclusive)", f.finding, f.message);
         }
     }
-    let (word, code, outcome, diff) = (end.word.as_str(), end.exit, end.outcome, end.diff);
+    let (word, outcome, diff) = (end.word.as_str(), end.outcome, end.diff);
+    let code = if written { end.exit } else { Exit::OwnFault };
     if let Some(d) = &diff {
         say_raw!("{}", d.text());
     }

@@ -31,6 +31,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::findings::Finding;
+use super::interrupt::{kill_group, own_group, track, track_dir, untrack, untrack_dir, Interrupt};
 use super::net::stdio::terminate;
 use super::probe::{self, ProbeConfig, ProbeError, ProbeRun, Target};
 use crate::model::ServerEras;
@@ -188,7 +189,7 @@ pub fn check_proxy(check: &ProxyCheck) -> Result<ProxyChecked, ProxyCheckError> 
             }
         };
         let wait = Duration::from_millis(config.startup_timeout_ms);
-        if let Err(e) = wait_for_front(url, wait, Some(child)) {
+        if let Err(e) = wait_for_front(url, wait, Some(child), &config.interrupt) {
             stop(intermediary.as_mut());
             stop(http_upstream.as_mut());
             let tail = scratch.log_tail("intermediary.log");
@@ -298,13 +299,13 @@ fn free_port() -> Result<u16, String> {
 
 /// Starts `mcp-sim serve --http` and reads the endpoint it prints.
 fn start_http_upstream(command: &[String]) -> Result<(Child, String), String> {
-    let mut child = Command::new(&command[0])
-        .args(&command[1..])
+    let mut child = own_group(Command::new(&command[0]).args(&command[1..]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start the reference upstream: {e}"))?;
+    track(child.id());
     let stderr = child.stderr.take().expect("piped");
     let mut lines = BufReader::new(stderr).lines();
     let url = lines.find_map(|l| {
@@ -318,8 +319,7 @@ fn start_http_upstream(command: &[String]) -> Result<(Child, String), String> {
     match url {
         Some(url) => Ok((child, url)),
         None => {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(Some(&mut child));
             Err("the reference upstream did not start listening".into())
         }
     }
@@ -332,17 +332,23 @@ fn start_intermediary(command: &[String], dir: &Path) -> Result<Child, String> {
     let err = log
         .try_clone()
         .map_err(|e| format!("cannot write the intermediary's log: {e}"))?;
-    Command::new(&command[0])
-        .args(&command[1..])
+    let child = own_group(Command::new(&command[0]).args(&command[1..]))
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err)
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", command[0]))
+        .map_err(|e| format!("cannot start {}: {e}", command[0]))?;
+    track(child.id());
+    Ok(child)
 }
 
 /// Waits until the front's host and port accept a connection, or the intermediary exits.
-fn wait_for_front(url: &str, wait: Duration, child: Option<&mut Child>) -> Result<(), String> {
+fn wait_for_front(
+    url: &str,
+    wait: Duration,
+    child: Option<&mut Child>,
+    interrupt: &Interrupt,
+) -> Result<(), String> {
     let authority = url
         .split("://")
         .nth(1)
@@ -357,6 +363,12 @@ fn wait_for_front(url: &str, wait: Duration, child: Option<&mut Child>) -> Resul
     while started.elapsed() < wait {
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return Ok(());
+        }
+        if let Some(signal) = interrupt.raised() {
+            return Err(format!(
+                "{} while waiting for the intermediary's front",
+                Interrupt::describe(signal)
+            ));
         }
         if let Some(c) = child.as_deref_mut() {
             if let Ok(Some(status)) = c.try_wait() {
@@ -373,22 +385,24 @@ fn wait_for_front(url: &str, wait: Duration, child: Option<&mut Child>) -> Resul
     ))
 }
 
-/// Stops a process started here: SIGTERM, then SIGKILL after [`STOP_WAIT`].
+/// Stops a process started here: SIGTERM, then SIGKILL to its process group after
+/// [`STOP_WAIT`].
 fn stop(child: Option<&mut Child>) {
     let Some(child) = child else { return };
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        return;
-    }
-    terminate(child.id());
-    let until = Instant::now() + STOP_WAIT;
-    while Instant::now() < until {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
+    let pid = child.id();
+    if !matches!(child.try_wait(), Ok(Some(_))) {
+        terminate(pid);
+        let until = Instant::now() + STOP_WAIT;
+        while Instant::now() < until && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        if matches!(child.try_wait(), Ok(None)) {
+            kill_group(pid);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    untrack(pid);
 }
 
 /// The `tools/call` requests that reached the upstream in a two-hop trace ([`Trace::two_hop`]).
@@ -437,6 +451,7 @@ impl Scratch {
             std::process::id()
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        track_dir(dir.clone());
         Ok(Scratch { dir })
     }
 
@@ -515,6 +530,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        untrack_dir(&self.dir);
     }
 }
 

@@ -15,16 +15,20 @@
 //! - [`record`]: a transparent tap between a real host and its server (`mcp-sim record`);
 //! - [`check_proxy`]: an intermediary between the reference client and the reference server,
 //!   both hops in one trace (`mcp-sim check-proxy`);
+//! - [`interrupt`]: ending a run early on a signal, and what a run must not leave behind;
 //! - [`net`]: a child process's pipes ([`stdio`]), posts to a live endpoint ([`http`]), a
 //!   local intermediary with the simulation's proxy presets and seeded faults ([`relay`]), and
 //!   the wall-clock trace the tools record into.
 
 pub mod check_proxy;
+pub mod interrupt;
 pub mod net;
 pub mod probe;
 pub mod record;
 pub mod serve;
 
+pub use net::trace_file::{TraceFile, TraceFileError};
+pub use net::TraceOut;
 pub use net::{http, relay, stdio};
 pub use probe::findings;
 

@@ -21,9 +21,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::interrupt::{kill_group, own_group, track, untrack};
 use super::net::gate::GateRefusal;
 use super::net::relay::{refuse_connection, Front, Relay, RelayObserver, Relayed};
 use super::net::wall_trace::WallTrace;
+use super::TraceOut;
 use crate::lanes::http_serve::HttpFront;
 use crate::lanes::wiretap::Framing;
 use crate::lanes::RunResult;
@@ -119,8 +121,8 @@ pub(crate) struct WireLog(WallTrace);
 pub(crate) type SharedWireLog = Arc<Mutex<WireLog>>;
 
 impl WireLog {
-    fn new(verbose: bool) -> SharedWireLog {
-        Arc::new(Mutex::new(WireLog(WallTrace::new(verbose, None))))
+    fn new(out: TraceOut) -> SharedWireLog {
+        Arc::new(Mutex::new(WireLog(WallTrace::new(out, None))))
     }
 
     fn push(&mut self, side: Side, kind: EventKind) {
@@ -201,7 +203,7 @@ pub fn record_stdio(
     host_in: impl Read + Send + 'static,
     host_out: impl Write + Send + 'static,
     stop: Arc<AtomicBool>,
-    verbose: bool,
+    out: TraceOut,
 ) -> std::io::Result<Recorded> {
     let Some((program, args)) = command.split_first() else {
         return Err(std::io::Error::new(
@@ -209,13 +211,13 @@ pub fn record_stdio(
             "no server command",
         ));
     };
-    let mut child = Command::new(program)
-        .args(args)
+    let mut child = own_group(Command::new(program).args(args))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()?;
-    let recording = WireLog::new(verbose);
+    track(child.id());
+    let recording = WireLog::new(out);
     let framing = Arc::new(Mutex::new(Framing::stdio_as_written()));
     let up_bytes = Arc::new(AtomicU64::new(0));
     let down_bytes = Arc::new(AtomicU64::new(0));
@@ -244,12 +246,14 @@ pub fn record_stdio(
             super::net::stdio::terminate(child.id());
         }
         if stopping.is_some_and(|s| s.elapsed() > super::net::stdio::EXIT_GRACE) {
+            kill_group(child.id());
             let _ = child.kill();
             let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    untrack(child.id());
     // What the server wrote before it exited is passed on and recorded before the end.
     let _ = down.join();
     let run = lock(&recording).finish();
@@ -340,9 +344,9 @@ pub fn record_http(
     proxy: Option<ProxyConfig>,
     stop: Arc<AtomicBool>,
     max: Option<Duration>,
-    verbose: bool,
+    out: TraceOut,
 ) -> std::io::Result<Recorded> {
-    let recording = WireLog::new(verbose);
+    let recording = WireLog::new(out);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

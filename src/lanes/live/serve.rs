@@ -60,6 +60,8 @@ pub struct ServeConfig {
     pub max_seconds: Option<u64>,
     /// Print every trace event to stderr as it is recorded.
     pub verbose: bool,
+    /// Write every trace event to this file as it is recorded.
+    pub trace_file: Option<super::TraceFile>,
     /// Keep-alive comments on quiet SSE streams after this long (`None`: the model's default,
     /// 15 s).
     pub keepalive: Option<Duration>,
@@ -87,6 +89,7 @@ impl Default for ServeConfig {
             client_policy: None,
             max_seconds: None,
             verbose: false,
+            trace_file: None,
             keepalive: None,
             eras: crate::model::ServerEras::Both,
             clock_origin: None,
@@ -341,7 +344,13 @@ async fn run(
         driver = driver.guarded(policy);
     }
     let mut d = ServeLoop {
-        rec: WallTrace::new(config.verbose, config.clock_origin),
+        rec: WallTrace::new(
+            super::TraceOut {
+                verbose: config.verbose,
+                file: config.trace_file.clone(),
+            },
+            config.clock_origin,
+        ),
         driver,
         stdout,
         http: Responder::new(notify),

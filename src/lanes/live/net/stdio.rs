@@ -9,12 +9,14 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::lanes::live::interrupt::{kill_group, own_group, track, untrack};
 use crate::lanes::live::Input;
 
 /// How long a server may take to exit once its stdin closed, before it is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// The server process of a stdio probe and the threads around it.
+/// The server process of a stdio probe and the threads around it. It leads a process group
+/// of its own, so a kill reaches what it started (a launcher's server).
 pub struct Process {
     child: Child,
     /// Lines for the writer thread; dropping it closes the server's stdin.
@@ -29,12 +31,12 @@ impl Process {
         command: &[String],
         write_errors: &Arc<AtomicUsize>,
     ) -> std::io::Result<(Process, Receiver<Input>)> {
-        let mut child = Command::new(&command[0])
-            .args(&command[1..])
+        let mut child = own_group(Command::new(&command[0]).args(&command[1..]))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
+        track(child.id());
         let (tx, rx) = mpsc::channel();
         let stall_until = Arc::new(Mutex::new(None));
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -66,13 +68,16 @@ impl Process {
         let closed_at = Instant::now();
         while closed_at.elapsed() < EXIT_GRACE {
             if let Ok(Some(status)) = self.child.try_wait() {
+                untrack(self.child.id());
                 let after = closed_at.elapsed().as_millis();
                 return format!("exited {after} ms after its stdin closed ({status})");
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        kill_group(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
+        untrack(self.child.id());
         format!(
             "still running {} s after its stdin closed: killed",
             EXIT_GRACE.as_secs()
@@ -84,11 +89,25 @@ impl Process {
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
+                untrack(self.child.id());
                 return format!("exited ({status})");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         "closed its stdout".into()
+    }
+}
+
+impl Drop for Process {
+    /// A server still running when its process is dropped (a run that ended without
+    /// [`Process::stop`]) is not left behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            kill_group(self.child.id());
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        untrack(self.child.id());
     }
 }
 

@@ -61,6 +61,11 @@ pub struct ProbeConfig {
     pub drain_ms: u64,
     /// Print every trace event to stderr as it is recorded.
     pub verbose: bool,
+    /// Write every trace event to this file as it is recorded.
+    pub trace_file: Option<crate::lanes::live::TraceFile>,
+    /// Raised to end the run early ([`crate::lanes::live::interrupt`]): the calls still open
+    /// are cancelled and the run ends as at [`ProbeConfig::max_seconds`].
+    pub interrupt: crate::lanes::live::interrupt::Interrupt,
     /// stdio: percentage of calls during which the probe stops reading the server's stdout.
     pub stall_percent: u64,
     /// stdio: how long a stall lasts, a range of ms.
@@ -113,6 +118,8 @@ impl Default for ProbeConfig {
             max_seconds: 60,
             drain_ms: 1500,
             verbose: false,
+            trace_file: None,
+            interrupt: Default::default(),
             stall_percent: 0,
             stall_ms: (200, 2000),
             restarts: 0,

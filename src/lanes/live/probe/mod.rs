@@ -123,6 +123,8 @@ pub struct ProbeRun {
     pub ended: String,
     /// How the server ended, for the findings.
     pub end: ServerEnd,
+    /// The signal that ended the run early ([`ProbeConfig::interrupt`]), if one did.
+    pub interrupted: Option<i32>,
 }
 
 /// How the probe reaches the server.
@@ -167,12 +169,20 @@ struct StatusCount {
     read: usize,
 }
 
+/// The longest the probe waits for input before it looks at its interrupt again.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
 /// How many 404s, with no other status, mean that nothing serves MCP at the URL.
 const NOTHING_SERVED_AFTER: usize = 3;
 
 impl Probe {
     fn now(&self) -> Time {
         self.rec.now()
+    }
+
+    /// Whether the run was asked to end early.
+    fn interrupted(&self) -> bool {
+        self.config.interrupt.raised().is_some()
     }
 
     fn record(&mut self, kind: EventKind) {
@@ -370,7 +380,9 @@ impl Probe {
             .client()
             .poll_timeout()
             .map_or(until, |t| t.min(until));
-        let wait = Duration::from_millis(until.as_millis().saturating_sub(now.as_millis()));
+        // Never longer than STOP_POLL, so that an interrupt is seen.
+        let wait =
+            Duration::from_millis(until.as_millis().saturating_sub(now.as_millis())).min(STOP_POLL);
         match self.rx.recv_timeout(wait) {
             Ok(Input::Bytes(b)) => self.bytes(&b),
             Ok(Input::Eof) | Err(RecvTimeoutError::Disconnected) => {
@@ -397,6 +409,13 @@ impl Probe {
         loop {
             if self.outcome(&id).is_some() {
                 return Some(id);
+            }
+            if self.interrupted() {
+                // A client whose user gave up cancels what it still waits for.
+                let now = self.now();
+                self.driver.cancel(now, &id);
+                self.flush();
+                return None;
             }
             if self.now() >= hard_end || !self.wait(hard_end) {
                 return None;
@@ -472,6 +491,7 @@ impl Probe {
         let mut stats = self.rec.stats;
         stats.sim_ms = self.rec.trace.end();
         ProbeRun {
+            interrupted: self.config.interrupt.raised(),
             run: RunResult {
                 trace: self.rec.trace,
                 complete: run.settled,
@@ -624,7 +644,11 @@ fn drive(probe: &mut Probe) -> RunSummary {
             Some((Outcome::TimedOut, _)) => {
                 let what = format!("the timeout of calibration call {}", summary.started);
                 probe.check_liveness(what);
-                while !probe.checks.is_empty() && probe.now() < hard_end && probe.wait(hard_end) {
+                while !probe.checks.is_empty()
+                    && probe.now() < hard_end
+                    && !probe.interrupted()
+                    && probe.wait(hard_end)
+                {
                     if let Some(k) = probe.new_hang() {
                         if !probe.after_hang(k, &command, &startup, hard_end) {
                             return summary;
@@ -661,7 +685,7 @@ fn run_schedule(
     probe: &mut Probe,
     summary: &mut RunSummary,
     startup: &TimeoutPolicy,
-    hard_end: Time,
+    mut hard_end: Time,
 ) {
     let args = probe.config.clone();
     let args = &args;
@@ -784,8 +808,12 @@ fn run_schedule(
             }
         }
         probe.timers();
-        // The run's bound: cancel whatever is still open, and start nothing more.
+        // The run's bound, or an interrupt, which brings the bound to now: cancel whatever is
+        // still open, and start nothing more.
         let now = probe.now();
+        if probe.interrupted() && now < hard_end {
+            hard_end = now;
+        }
         if (now >= hard_end || hung) && !gave_up {
             gave_up = true;
             work.drop_starts();
@@ -853,7 +881,13 @@ fn new_probe(transport: Transport, conn: Conn, rx: Receiver<Input>, config: &Pro
                 post_headers: true,
             },
         ),
-        rec: WallTrace::new(config.verbose, config.clock_origin),
+        rec: WallTrace::new(
+            super::TraceOut {
+                verbose: config.verbose,
+                file: config.trace_file.clone(),
+            },
+            config.clock_origin,
+        ),
         transport,
         conn,
         rx,
@@ -924,7 +958,7 @@ fn probe_http(url: &str, config: &ProbeConfig) -> Result<ProbeRun, ProbeError> {
         )));
     }
     end_session(&mut probe);
-    if let Some(endpoint) = &rebinding {
+    if let Some(endpoint) = rebinding.as_ref().filter(|_| !probe.interrupted()) {
         rebinding::check(&mut probe, endpoint);
     }
     // The streams still open are the client's to drop.
