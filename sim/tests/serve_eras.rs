@@ -95,6 +95,19 @@ fn a_server_without_rebinding_protection_is_named_by_the_probe() {
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
+/// Opens a legacy session; its id.
+fn open_session(addr: &str) -> String {
+    let (status, head, body) = common::serve::raw_exchange(addr, "", INITIALIZE);
+    assert_eq!(status, 200, "{body}");
+    head.lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id in {head}"))
+}
+
 #[test]
 fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
     let dir = common::serve::scratch("serve-limits");
@@ -130,12 +143,30 @@ fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
     let huger = format!("x-pad: {}\r\n", "y".repeat(400 << 10));
     let (status, _) = raw_post(&addr, &huger, INITIALIZE);
     assert_eq!(status, 431);
-    // One session is served; a second initialize is refused with 503 naming the bound.
-    let (status, body) = raw_post(&addr, "", INITIALIZE);
-    assert_eq!(status, 200, "{body}");
+    // One session is kept: a second initialize ends the first, idle, which then is not
+    // found (404), as a client that went away without a DELETE leaves it.
+    let first = open_session(&addr);
+    let second = open_session(&addr);
+    let in_session = |id: &str| {
+        format!("mcp-session-id: {id}\r\nmcp-protocol-version: 2025-11-25\r\n")
+    };
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, body) = raw_post(&addr, &in_session(&first), list);
+    assert_eq!(status, 404, "{body}");
+    // A session with a call in flight is kept: one more initialize is refused with 503
+    // naming the bound.
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_op","arguments":{"steps":30,"step_ms":100}}}"#;
+    let busy = {
+        let (addr, headers) = (addr.clone(), in_session(&second));
+        std::thread::spawn(move || raw_post(&addr, &headers, call))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(800));
     let (status, body) = raw_post(&addr, "", INITIALIZE);
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("--max-sessions"), "{body}");
+    let (status, body) = busy.join().expect("the call");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("result"), "{body}");
     // A 2026-07-28 request is served all the same: nothing else is dropped.
     let discover = r#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let (status, body) = raw_post(
@@ -146,7 +177,7 @@ fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
     assert_eq!(status, 200, "{body}");
     serve.stop();
     let text = common::serve::read_when_written(&trace);
-    for code in [413, 431, 503] {
+    for code in [413, 431, 404, 503] {
         assert!(
             text.contains(&format!("\"status\":{code}")),
             "the trace records the {code}:\n{text}"

@@ -107,7 +107,8 @@ impl std::str::FromStr for ServerEras {
 /// refused with 503 and a JSON-RPC error naming the bound, and nothing else is dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SessionLimits {
-    /// Live legacy sessions (`None`: no bound): one more `initialize` is refused.
+    /// Live legacy sessions (`None`: no bound): at the bound one more `initialize` ends the
+    /// idle session unused the longest, and is refused only when none is idle.
     pub max_sessions: Option<u32>,
     /// Streams open at once in one session, POSTs and GETs (`None`: no bound).
     pub max_session_streams: Option<u32>,
@@ -176,6 +177,9 @@ pub(crate) struct LegacySession {
     pub ended: bool,
     /// Its streams not yet answered to the end.
     pub open: BTreeSet<StreamId>,
+    /// When a stream was last bound to it, in the seam's count of binds: the session unused
+    /// the longest has the lowest.
+    pub used: u64,
 }
 
 /// A stream read in the legacy era, and its session if it has one.
@@ -202,6 +206,8 @@ pub(crate) struct EraSeam {
     legacy_streams: BTreeMap<StreamId, LegacyStream>,
     /// How many sessions this server issued.
     issued: u64,
+    /// Streams bound to sessions so far ([`LegacySession::used`]).
+    binds: u64,
     /// How many of the sessions kept have ended.
     ended: usize,
     /// The last event id any session's stream used (one count for the process).
@@ -227,6 +233,7 @@ impl EraSeam {
             sessions: BTreeMap::new(),
             legacy_streams: BTreeMap::new(),
             issued: 0,
+            binds: 0,
             ended: 0,
             events: 0,
             out: VecDeque::new(),
@@ -307,19 +314,46 @@ impl EraSeam {
 
     fn bind(&mut self, stream: StreamId, era: Era, session: Option<String>) {
         if let Some(s) = session.as_ref().and_then(|id| self.sessions.get_mut(id)) {
+            self.binds += 1;
             s.open.insert(stream);
+            s.used = self.binds;
         }
         self.legacy_streams
             .insert(stream, LegacyStream { era, session });
     }
 
-    /// Whether one more session may open (see [`SessionLimits`]).
-    pub(crate) fn session_refusal(&self) -> Option<Refusal> {
+    /// Whether one more session may open (see [`SessionLimits`]). At the bound the live
+    /// session unused the longest with nothing in flight (no open stream, no work `busy`
+    /// names, nothing a resume could still ask for) is ended and forgotten to make room, as a
+    /// server may end a session at any time (its next request is answered 404, and its client
+    /// opens a new one): clients that go away without a `DELETE` do not fill the server.
+    /// Only when every session has something in flight is the request refused.
+    pub(crate) fn session_refusal(&mut self, busy: impl Fn(&Scope) -> bool) -> Option<Refusal> {
         let max = self.limits.max_sessions?;
         let live = self.sessions.values().filter(|s| !s.ended).count();
-        (live >= max as usize).then(|| Refusal {
+        if live < max as usize {
+            return None;
+        }
+        let idle = self
+            .sessions
+            .iter()
+            .filter(|(id, s)| {
+                !s.ended
+                    && s.open.is_empty()
+                    && !busy(&Scope::Session((*id).clone()))
+                    && s.resumable.as_ref().is_none_or(Resumable::is_idle)
+            })
+            .min_by_key(|(_, s)| s.used)
+            .map(|(id, _)| id.clone());
+        if let Some(id) = idle {
+            self.sessions.remove(&id);
+            self.legacy_streams
+                .retain(|_, l| l.session.as_ref() != Some(&id));
+            return None;
+        }
+        Some(Refusal {
             status: 503,
-            why: format!("Service Unavailable: {live} sessions are open, the most this server keeps (--max-sessions)"),
+            why: format!("Service Unavailable: {live} sessions are open, each with a request or stream in flight, the most this server keeps (--max-sessions)"),
         })
     }
 
@@ -339,6 +373,7 @@ impl EraSeam {
             resumable: None,
             ended: false,
             open: BTreeSet::new(),
+            used: 0,
         };
         let Some(stream) = stream else {
             self.pipe = Some(era);

@@ -343,6 +343,12 @@ impl Drop for Upstream {
 /// One raw HTTP/1.1 POST to `/mcp` at `addr` on a connection of its own, with `host:
 /// 127.0.0.1` unless `extra_headers` carries a `host` of its own: the status and the body.
 pub fn raw_post(addr: &str, extra_headers: &str, body: &str) -> (u16, String) {
+    let (status, _, body) = raw_exchange(addr, extra_headers, body);
+    (status, body)
+}
+
+/// As [`raw_post`], with the response's head (status line and headers) too.
+pub fn raw_exchange(addr: &str, extra_headers: &str, body: &str) -> (u16, String, String) {
     use std::io::{Read, Write};
     let mut conn = std::net::TcpStream::connect(addr).expect("connect");
     conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
@@ -367,9 +373,6 @@ pub fn raw_post(addr: &str, extra_headers: &str, body: &str) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (status, head.to_owned(), body.to_owned())
 }

@@ -3,12 +3,13 @@
 //! session's `DELETE`, `server/discover` refused by a legacy-only server, sampling asked of the
 //! client, and ended sessions reaped.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::model::mutant::Mutant;
-use crate::model::server_eras::ServerEras;
+use crate::model::server_eras::{JobKey, Scope, ServerEras};
 use crate::model::server_transmit::ServerTransmit;
 use crate::model::StreamId;
 use crate::time::Time;
@@ -113,7 +114,11 @@ impl Server {
             e.error.data = Some(json!({"supported": [PROTOCOL_VERSION], "requested": asked}));
             return self.respond(stream, e.into(), 400);
         }
-        if let Some(refusal) = stream.and(self.seam.session_refusal()) {
+        let refusal = match stream {
+            Some(_) => self.seam.session_refusal(busy(&self.jobs, &self.listens)),
+            None => None,
+        };
+        if let Some(refusal) = refusal {
             let e = ErrorResponse::new(Some(r.id), codes::INVALID_REQUEST, refusal.why);
             return self.respond(stream, e.into(), refusal.status);
         }
@@ -239,9 +244,15 @@ impl Server {
     /// transmit is written, since a session's streams are read in its era until then.
     pub(super) fn reap_sessions(&mut self) {
         if self.seam.has_ended_sessions() {
-            let (jobs, listens) = (&self.jobs, &self.listens);
-            self.seam
-                .reap(|scope| jobs.keys().chain(listens.keys()).any(|k| &k.scope == scope));
+            self.seam.reap(busy(&self.jobs, &self.listens));
         }
     }
+}
+
+/// Whether a scope has work in flight: a job or a listen of it.
+fn busy<'a, J, L>(
+    jobs: &'a BTreeMap<JobKey, J>,
+    listens: &'a BTreeMap<JobKey, L>,
+) -> impl Fn(&Scope) -> bool + 'a {
+    move |scope| jobs.keys().chain(listens.keys()).any(|k| &k.scope == scope)
 }

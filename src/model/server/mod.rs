@@ -67,7 +67,9 @@ use crate::wire::{
     ResultResponse, EXTENSION_TASKS, META_SUBSCRIPTION_ID, METHOD_LISTEN, METHOD_TASKS_CANCEL,
     METHOD_TASKS_GET, METHOD_TASKS_UPDATE, METHOD_TOOLS_CALL, PROTOCOL_VERSION,
 };
+use answered::Answered;
 
+mod answered;
 mod config;
 mod legacy;
 mod long_work;
@@ -114,7 +116,7 @@ pub struct Server {
     /// [`Mutant::CapabilitiesRemembered`] looks).
     tasks_declared: bool,
     /// Requests already answered (what a racing cancel can still name).
-    answered: BTreeSet<JobKey>,
+    answered: Answered,
     /// HTTP streams answered with `text/event-stream` and not yet ended.
     open_sse: BTreeSet<StreamId>,
     transmits: VecDeque<ServerTransmit>,
@@ -144,7 +146,7 @@ impl Server {
             listens: BTreeMap::new(),
             tasks: TaskStore::default(),
             tasks_declared: false,
-            answered: BTreeSet::new(),
+            answered: Answered::default(),
             open_sse: BTreeSet::new(),
             transmits: VecDeque::new(),
             backend: VecDeque::new(),
