@@ -3,10 +3,14 @@
 //! (`server/discover`, then `tools/list` requests, stateless); half are legacy ones
 //! (`initialize`, then `tools/list` and `ping` in their session, then the session's
 //! `DELETE`). Prints requests per second, the median and p99 latency, the serve process's
-//! peak memory (`VmHWM`) and the messages lost: requests without a well-formed answer of
-//! their own id in the era they spoke (the figure must be 0).
+//! peak memory (`VmHWM`) while it served and at its very end (after SIGTERM, when it judges
+//! the run and writes its trace: the true peak), and the messages lost: requests without a
+//! well-formed answer of their own id in the era they spoke (the figure must be 0). It runs
+//! at 1× and 10× the requests per client, so the two peaks say whether memory grows with
+//! the run's length.
 //!
-//! Run: `cargo bench -p mcp-sim-cli --bench serve_load`.
+//! Run: `cargo bench -p mcp-sim-cli --bench serve_load` (`MCP_SIM_LOAD_SCALES=1` runs 1× only;
+//! `MCP_SIM_LOAD_KEEP=DIR` keeps the traces).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -16,9 +20,9 @@ use std::time::{Duration, Instant};
 const MCP_SIM: &str = env!("CARGO_BIN_EXE_mcp-sim");
 /// Concurrent clients, half of each era.
 const CLIENTS: usize = 64;
-/// Requests each client sends after its opening.
+/// Requests each client sends after its opening, at 1×.
 const REQUESTS: usize = 300;
-/// The whole run's bound.
+/// The whole run's bound, at 1×.
 const BOUND: Duration = Duration::from_secs(60);
 
 const MODERN_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
@@ -81,12 +85,12 @@ fn answers(body: &str, id: usize, modern: bool) -> bool {
 }
 
 /// One client's run: each request's latency, and how many were lost.
-fn client(addr: String, k: usize, deadline: Instant) -> (Vec<Duration>, usize) {
+fn client(addr: String, k: usize, requests: usize, deadline: Instant) -> (Vec<Duration>, usize) {
     let modern = k % 2 == 0;
     let mut latencies = Vec::new();
     let mut lost = 0;
     let Ok(stream) = TcpStream::connect(&addr) else {
-        return (latencies, REQUESTS + 1);
+        return (latencies, requests + 1);
     };
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
@@ -103,9 +107,9 @@ fn client(addr: String, k: usize, deadline: Instant) -> (Vec<Duration>, usize) {
         h
     };
     let mut session: Option<String> = None;
-    for n in 0..=REQUESTS {
+    for n in 0..=requests {
         if Instant::now() > deadline {
-            lost += REQUESTS + 1 - n;
+            lost += requests + 1 - n;
             break;
         }
         let id = n + 1;
@@ -168,8 +172,42 @@ fn peak_kib(pid: u32) -> Option<u64> {
 }
 
 fn main() {
+    let scales: Vec<usize> = std::env::var("MCP_SIM_LOAD_SCALES")
+        .unwrap_or_else(|_| "1,10".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let mut lost = 0;
+    let mut peaks = Vec::new();
+    for scale in scales {
+        let (l, peak) = run(scale);
+        lost += l;
+        peaks.push((scale, peak));
+    }
+    if let [(1, Some(one)), (ten, Some(big))] = peaks[..] {
+        println!(
+            "peak memory at {ten}x / at 1x: {:.2} (the goal is at most 1.2)",
+            big as f64 / one as f64
+        );
+    }
+    assert_eq!(lost, 0, "every request has its answer");
+}
+
+/// One run at `scale` times the requests: the messages lost and the true peak (KiB).
+fn run(scale: usize) -> (usize, Option<u64>) {
+    let requests = REQUESTS * scale;
+    let trace =
+        std::env::temp_dir().join(format!("mcp-sim-serve-load-{}.jsonl", std::process::id()));
     let mut serve = Command::new(MCP_SIM)
-        .args(["serve", "--http", "127.0.0.1:0", "--max-seconds", "120"])
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--max-seconds",
+            "3600",
+            "--trace",
+        ])
+        .arg(&trace)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -180,12 +218,12 @@ fn main() {
     let url = &first[first.find("http://").expect("the address is printed") + 7..];
     let addr = url.trim_end_matches("/mcp").to_owned();
     std::thread::spawn(move || for _ in lines {});
-    let deadline = Instant::now() + BOUND;
+    let deadline = Instant::now() + BOUND * scale as u32;
     let start = Instant::now();
     let threads: Vec<_> = (0..CLIENTS)
         .map(|k| {
             let addr = addr.clone();
-            std::thread::spawn(move || client(addr, k, deadline))
+            std::thread::spawn(move || client(addr, k, requests, deadline))
         })
         .collect();
     let mut latencies = Vec::new();
@@ -196,12 +234,30 @@ fn main() {
         lost += n;
     }
     let wall = start.elapsed();
-    let peak = peak_kib(serve.id());
+    let serving = peak_kib(serve.id());
     // SAFETY: SIGTERM to our own child, not yet reaped.
     unsafe {
         libc::kill(serve.id() as i32, libc::SIGTERM);
     }
-    let _ = serve.wait();
+    // It judges the run and writes its trace's end now: its peak is read until it exits.
+    let ended = Instant::now();
+    let mut peak = serving;
+    while serve.try_wait().ok().flatten().is_none() {
+        peak = peak_kib(serve.id()).or(peak);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let judging = ended.elapsed();
+    let trace_bytes = std::fs::metadata(&trace).map_or(0, |m| m.len());
+    // `MCP_SIM_LOAD_KEEP=DIR` keeps each run's trace there, to judge or profile apart.
+    match std::env::var_os("MCP_SIM_LOAD_KEEP") {
+        Some(dir) => {
+            let kept = std::path::Path::new(&dir).join(format!("serve-load-{scale}x.jsonl"));
+            let _ = std::fs::rename(&trace, &kept);
+        }
+        None => {
+            let _ = std::fs::remove_file(&trace);
+        }
+    }
     latencies.sort();
     let pct = |p: f64| {
         latencies
@@ -210,21 +266,29 @@ fn main() {
             .unwrap_or_default()
     };
     println!(
-        "serve --http, {CLIENTS} clients ({} modern, {} legacy), {} answered in {:.2} s",
+        "serve --http at {scale}x, {CLIENTS} clients ({} modern, {} legacy), {requests} requests each: {} answered in {:.2} s",
         CLIENTS / 2,
         CLIENTS / 2,
         latencies.len(),
         wall.as_secs_f64()
     );
     println!(
-        "requests per second: {:.0}",
+        "  requests per second: {:.0}",
         latencies.len() as f64 / wall.as_secs_f64()
     );
-    println!("latency: median {:?}, p99 {:?}", pct(0.5), pct(0.99));
-    match peak {
-        Some(kib) => println!("peak memory of serve: {:.1} MiB", kib as f64 / 1024.0),
-        None => println!("peak memory of serve: unknown (no /proc)"),
-    }
-    println!("lost messages: {lost}");
-    assert_eq!(lost, 0, "every request has its answer");
+    println!("  latency: median {:?}, p99 {:?}", pct(0.5), pct(0.99));
+    let mib = |k: Option<u64>| {
+        k.map_or("unknown (no /proc)".into(), |k| {
+            format!("{:.1} MiB", k as f64 / 1024.0)
+        })
+    };
+    println!(
+        "  peak memory of serve: {} while serving, {} in all (judged and ended in {:.2} s); trace {:.1} MiB",
+        mib(serving),
+        mib(peak),
+        judging.as_secs_f64(),
+        trace_bytes as f64 / (1024.0 * 1024.0)
+    );
+    println!("  lost messages: {lost}");
+    (lost, peak)
 }

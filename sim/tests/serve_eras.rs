@@ -147,9 +147,8 @@ fn the_http_front_answers_over_its_bounds_with_the_status_for_each() {
     // found (404), as a client that went away without a DELETE leaves it.
     let first = open_session(&addr);
     let second = open_session(&addr);
-    let in_session = |id: &str| {
-        format!("mcp-session-id: {id}\r\nmcp-protocol-version: 2025-11-25\r\n")
-    };
+    let in_session =
+        |id: &str| format!("mcp-session-id: {id}\r\nmcp-protocol-version: 2025-11-25\r\n");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let (status, body) = raw_post(&addr, &in_session(&first), list);
     assert_eq!(status, 404, "{body}");

@@ -334,6 +334,17 @@ fn finish(
         }
     );
     say!("era: {}", verdict.describe_era());
+    if served.connections > 1 {
+        // Said until each client is judged apart: the verdict's rules across requests
+        // (request-id-unique, the era an initialize sets) read every connection as one client.
+        say!(
+            "note: {} HTTP connections were judged as one client: serve cannot yet tell the \
+             clients of several connections apart, so a rule across requests \
+             (request-id-unique, the era read from an initialize) may join two clients' \
+             requests; run one client per serve for an exact verdict",
+            served.connections
+        );
+    }
     if let Some(p) = &served.playback {
         say!(
             "playback: {} requests matched a recorded call, {} did not; messages sent: {} \
