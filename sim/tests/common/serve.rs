@@ -115,12 +115,18 @@ impl Case {
     }
 }
 
-/// Waits for `path` to hold a whole file (the tap or server writes it as it exits).
+/// Waits for `path` to hold a whole file: the report the tap or server writes as it exits,
+/// or the trace it writes as it goes, once its `end` line is written.
 pub fn read_when_written(path: &Path) -> String {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {
-            if text.ends_with('\n') {
+            let framed = text.starts_with("{\"begin\"");
+            let ended = text
+                .lines()
+                .next_back()
+                .is_some_and(|l| l.starts_with("{\"end\""));
+            if text.ends_with('\n') && (!framed || ended) {
                 return text;
             }
         }

@@ -4,7 +4,7 @@
 //! Why each event is written at once rather than buffered: a run killed at any moment
 //! (SIGKILL, a crash, the machine going down) must leave every event it recorded up to the
 //! last one, and a buffer would lose its contents. One write per event costs a system call;
-//! `benches/serve_load.rs` measures the load it adds. The file is opened before the run
+//! `sim/benches/serve_load.rs` measures the load it adds. The file is opened before the run
 //! starts, so a folder that cannot be written is a usage error before anything runs
 //! ([`TraceFile::create`]); a write that fails mid-run (a full disk) stops the file there,
 //! says so at once on stderr naming the file, and is reported again at the end
