@@ -140,6 +140,8 @@ pub(crate) struct Index<'t> {
     by_id: BTreeMap<RequestId, Vec<usize>>,
     by_token: BTreeMap<ProgressToken, Vec<usize>>,
     by_stream: BTreeMap<u64, usize>,
+    /// Each server-view response event, with the request it answers (one each).
+    response_of: BTreeMap<usize, usize>,
     /// stdio requests the client sent and got an answer to, as (send, first answer) event
     /// pairs ordered by send, each answer replaced by the earliest answer of this or any later
     /// send: the ordered-pipe barriers of [`Index::answered_after`].
@@ -209,6 +211,7 @@ impl<'t> Index<'t> {
             by_id: BTreeMap::new(),
             by_token: BTreeMap::new(),
             by_stream: BTreeMap::new(),
+            response_of: BTreeMap::new(),
             stdio_answers: Vec::new(),
             stalls: Vec::new(),
             resumed: BTreeMap::new(),
@@ -226,6 +229,7 @@ impl<'t> Index<'t> {
                 r.responses.retain(|i| !replays.contains(i));
                 r.emissions.retain(|i| !replays.contains(i));
             }
+            index.response_of.retain(|i, _| !replays.contains(i));
             index.replays = replays;
         }
         index.misplaced_responses();
@@ -459,6 +463,11 @@ impl<'t> Index<'t> {
             EventKind::Send(w) | EventKind::Recv(w) => Some(w),
             _ => None,
         }
+    }
+
+    /// The request whose server-view responses include event `i`.
+    pub fn response_of(&self, i: usize) -> Option<usize> {
+        self.response_of.get(&i).copied()
     }
 
     /// The latest request with `id` created at or before event `i`.
@@ -711,6 +720,7 @@ impl<'t> Index<'t> {
                 if emission {
                     req.emissions.push(i);
                     req.responses.push(i);
+                    self.response_of.insert(i, r);
                 }
                 if side == Side::Client && !sending && req.client_response.is_none() {
                     req.client_response = Some(i);

@@ -151,6 +151,7 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
     if ix.era == Era::Modern {
         return;
     }
+    let seen = PingEvidence::of(ix);
     for i in 0..ix.trace.events.len() {
         let Some(from) = sender(ix, i) else { continue };
         let Some(Message::Request(ping)) = ix.msg(i) else {
@@ -159,11 +160,10 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
         if ping.method != PING {
             continue;
         }
-        let answer = (i + 1..ix.trace.events.len()).find(|&j| {
-            sender(ix, j).is_some_and(|by| by != from)
-                && matches!(ix.msg(j), Some(Message::Result(_) | Message::Error(_)))
-                && ix.msg(j).and_then(Message::id) == Some(&ping.id)
-        });
+        let answer = seen
+            .answers
+            .after(&ping.id, i)
+            .find(|&j| sender(ix, j).is_some_and(|by| by != from));
         // A ping the peer never read (lost in a partition), or that its sender cancelled, is
         // owed no answer.
         let other = match from {
@@ -171,15 +171,14 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
             _ => Side::Client,
         };
         let read = !ix.has(other)
-            || (i + 1..ix.trace.events.len()).any(|j| {
-                ix.trace.events[j].side == other
-                    && matches!(ix.trace.events[j].kind, EventKind::Recv(_))
-                    && matches!(ix.msg(j), Some(Message::Request(r)) if r.id == ping.id && r.method == PING)
-            });
-        let cancelled_at = (i + 1..ix.trace.events.len()).find(|&j| {
-            sender(ix, j) == Some(from)
-                && matches!(ix.msg(j), Some(Message::Cancelled(c)) if c.request_id == ping.id)
-        });
+            || seen
+                .ping_reads
+                .after(&ping.id, i)
+                .any(|j| ix.trace.events[j].side == other);
+        let cancelled_at = seen
+            .cancels
+            .after(&ping.id, i)
+            .find(|&j| sender(ix, j) == Some(from));
         let cancelled = cancelled_at.is_some();
         let problem = match answer.map(|j| (j, ix.msg(j))) {
             Some((j, Some(Message::Result(r)))) if !r.result.is_empty() => {
@@ -218,6 +217,62 @@ pub(super) fn ping_answered(s: &mut Sink<'_, '_>) {
             let events = if j == i { vec![i] } else { vec![i, j] };
             s.flag(rule!("ping-answered"), events, msg);
         }
+    }
+}
+
+/// Where each request id's answers, `ping` receipts and cancels are, found in one pass so
+/// that each ping looks only at its own id's events (a trace with thousands of pings is
+/// judged in time linear in its length, not quadratic).
+struct PingEvidence {
+    /// Results and errors sent (in the sender's view), by id.
+    answers: Positions,
+    /// `ping` requests received, by id.
+    ping_reads: Positions,
+    /// `notifications/cancelled` sent, by the id they cancel.
+    cancels: Positions,
+}
+
+/// Event indices by request id, each list in trace order.
+#[derive(Default)]
+struct Positions(std::collections::BTreeMap<RequestId, Vec<usize>>);
+
+impl Positions {
+    fn add(&mut self, id: &RequestId, i: usize) {
+        self.0.entry(id.clone()).or_default().push(i);
+    }
+
+    /// The events of `id` after event `i`, in order.
+    fn after<'a>(&'a self, id: &RequestId, i: usize) -> impl Iterator<Item = usize> + 'a {
+        let list = self.0.get(id).map_or(&[][..], Vec::as_slice);
+        list[list.partition_point(|&j| j <= i)..].iter().copied()
+    }
+}
+
+impl PingEvidence {
+    fn of(ix: &Index<'_>) -> Self {
+        let mut seen = PingEvidence {
+            answers: Positions::default(),
+            ping_reads: Positions::default(),
+            cancels: Positions::default(),
+        };
+        for j in 0..ix.trace.events.len() {
+            let received = matches!(ix.trace.events[j].kind, EventKind::Recv(_));
+            match ix.msg(j) {
+                Some(m @ (Message::Result(_) | Message::Error(_))) if sender(ix, j).is_some() => {
+                    if let Some(id) = m.id() {
+                        seen.answers.add(id, j);
+                    }
+                }
+                Some(Message::Request(r)) if received && r.method == PING => {
+                    seen.ping_reads.add(&r.id, j);
+                }
+                Some(Message::Cancelled(c)) if sender(ix, j).is_some() => {
+                    seen.cancels.add(&c.request_id, j);
+                }
+                _ => {}
+            }
+        }
+        seen
     }
 }
 

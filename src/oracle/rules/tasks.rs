@@ -32,10 +32,7 @@ fn request_of<'a>(ix: &'a Index<'_>, r: usize) -> Option<&'a Request> {
 /// The request a server-view response at event `i` answers.
 fn answered(ix: &Index<'_>, i: usize) -> Option<usize> {
     let id = ix.msg(i)?.id()?;
-    ix.requests
-        .iter()
-        .position(|r| r.responses.contains(&i))
-        .or_else(|| ix.by_id(id, i))
+    ix.response_of(i).or_else(|| ix.by_id(id, i))
 }
 
 /// Whether the client read event `i`'s message (its receipt, or the server's send when the
