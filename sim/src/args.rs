@@ -634,13 +634,14 @@ pub(crate) fn open_trace(
 }
 
 /// Ends a live command's trace file with `reason`; false (having said why, naming the file)
-/// when it could not be written whole: the command then exits 4 ([`Exit::OwnFault`]).
+/// when it could not be written whole: the command then exits 4 ([`Exit::OwnFault`]), but
+/// `record` on stdio, which exits as its server did.
 ///
 /// [`Exit::OwnFault`]: mcp_sim::exit::Exit::OwnFault
 pub(crate) fn end_trace(file: Option<&mcp_sim::lanes::live::TraceFile>, reason: &str) -> bool {
     match file.map(|f| f.finish(reason)) {
         Some(Err(e)) => {
-            say!("mcp-sim: {e}: the trace is incomplete (exit 4)");
+            say!("mcp-sim: {e}: the trace is incomplete");
             false
         }
         _ => true,

@@ -333,11 +333,17 @@ fn a_killed_serve_leaves_a_trace_that_check_trace_reads_up_to_the_cut() {
             .output()
             .expect("check-trace");
         assert_eq!(out.status.code(), Some(3), "{format}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("mcp-sim serve began it and never wrote its end line"),
-            "{stderr}"
-        );
+        // Said once: with the verdict in text, on stderr beside a verdict for programs.
+        let said = |bytes: &[u8]| {
+            String::from_utf8_lossy(bytes)
+                .matches("mcp-sim serve began it and never wrote its end line")
+                .count()
+        };
+        let (stdout, stderr) = (said(&out.stdout), said(&out.stderr));
+        match format {
+            "text" => assert_eq!((stdout, stderr), (1, 0), "{format}"),
+            _ => assert_eq!(stderr, 1, "{format}"),
+        }
         if format == "json" {
             let v: Value = serde_json::from_slice(&out.stdout).expect("json");
             assert!(v["inconclusive"]

@@ -93,12 +93,16 @@ pub fn run(args: &Args) -> ExitCode {
             message: cut.to_string(),
         })
         .collect();
-    for f in &findings {
-        eprintln!(
-            "mcp-sim check-trace: {}: {}",
-            args.file.display(),
-            f.message
-        );
+    // The text output says it with the verdict; the others are read by programs, so people
+    // read it on stderr.
+    if !matches!(args.format, Format::Text) {
+        for f in &findings {
+            eprintln!(
+                "mcp-sim check-trace: {}: {}",
+                args.file.display(),
+                f.message
+            );
+        }
     }
     if let Some(declared) = &args.client_policy {
         trace.declare_client_policies(declared);

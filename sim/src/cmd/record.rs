@@ -140,15 +140,16 @@ fn finish(
     baseline: Option<&mcp_sim::ci::Baseline>,
     trace_file: Option<&TraceFile>,
 ) -> ExitCode {
-    let trace = &r.run.trace;
-    let config = args.judging.config();
-    let verdict = oracle::check(trace, &config);
+    // The session is over: its trace is ended before the judging, which can take long.
     let reason = match (&args.http, r.exit) {
         (None, Some(status)) => format!("the server ended ({status})"),
         (None, None) => "the server was killed when the tap stopped".into(),
         (Some(_), _) => "the tap stopped".into(),
     };
     let written = crate::args::end_trace(trace_file, &reason);
+    let trace = &r.run.trace;
+    let config = args.judging.config();
+    let verdict = oracle::check(trace, &config);
     let end = RunEnd::decide(&verdict, &[], baseline, Judged::Session);
     let diff = end.diff.clone();
     let name = match &args.upstream {

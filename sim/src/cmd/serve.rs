@@ -308,10 +308,11 @@ fn finish(
     confirm: Option<&ServeConfirm>,
     trace_file: Option<&TraceFile>,
 ) -> ExitCode {
+    // The run is over: its trace is ended before the judging, which can take long.
+    let written = crate::args::end_trace(trace_file, &served.end.describe());
     let trace = &served.run.trace;
     let config = args.judging.config();
     let verdict = oracle::check(trace, &config);
-    let written = crate::args::end_trace(trace_file, &served.end.describe());
     let ServedCounts {
         calls,
         results,

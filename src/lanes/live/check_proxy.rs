@@ -31,8 +31,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::findings::Finding;
-use super::interrupt::{kill_group, own_group, track, track_dir, untrack, untrack_dir, Interrupt};
-use super::net::stdio::terminate;
+use super::interrupt::{
+    kill_group, own_group, terminate, track, track_dir, untrack, untrack_dir, Interrupt,
+};
 use super::probe::{self, ProbeConfig, ProbeError, ProbeRun, Target};
 use crate::model::ServerEras;
 use crate::trace::connections::{numbered, sessions};

@@ -126,19 +126,34 @@ pub fn abandon() -> (usize, usize) {
 const SIGKILL: i32 = 9;
 
 /// Sends `signal` to the process group `pid` leads (and so to what it started in turn).
-pub fn signal_group(pid: u32, signal: i32) {
+fn signal_group(pid: u32, signal: i32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        if pid > 0 {
+            send(-pid, signal);
+        }
+    }
+}
+
+/// Asks process `pid` to stop (SIGTERM), so that it writes what it recorded.
+pub fn terminate(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        if pid > 0 {
+            send(pid, SIGTERM);
+        }
+    }
+}
+
+/// kill(2): `signal` to process `pid` (a negative `pid` names a process group); nothing on
+/// a platform without signals.
+fn send(pid: i32, signal: i32) {
     #[cfg(unix)]
     {
         extern "C" {
             fn kill(pid: i32, sig: i32) -> i32;
         }
-        let Ok(pid) = i32::try_from(pid) else { return };
-        if pid > 0 {
-            // SAFETY: kill(2) takes a pid and a signal number and touches no memory of ours;
-            // a negative pid names the process group.
-            unsafe {
-                kill(-pid, signal);
-            }
+        // SAFETY: kill(2) takes a pid and a signal number and touches no memory of ours.
+        unsafe {
+            kill(pid, signal);
         }
     }
     #[cfg(not(unix))]

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::interrupt::{kill_group, own_group, track, untrack};
+use super::interrupt::{kill_group, own_group, terminate, track, untrack};
 use super::net::gate::GateRefusal;
 use super::net::relay::{refuse_connection, Front, Relay, RelayObserver, Relayed};
 use super::net::wall_trace::WallTrace;
@@ -243,7 +243,7 @@ pub fn record_stdio(
         if stop.load(Ordering::Relaxed) && stopping.is_none() {
             stopping = Some(Instant::now());
             // Our own child, whose pid is valid while it is not reaped.
-            super::net::stdio::terminate(child.id());
+            terminate(child.id());
         }
         if stopping.is_some_and(|s| s.elapsed() > super::net::stdio::EXIT_GRACE) {
             kill_group(child.id());

@@ -155,21 +155,3 @@ pub fn writer(
     });
     tx
 }
-
-/// Asks process `pid` to stop (SIGTERM), so that it writes what it recorded; nothing on a
-/// platform without signals.
-pub fn terminate(pid: u32) {
-    #[cfg(unix)]
-    {
-        extern "C" {
-            fn kill(pid: i32, sig: i32) -> i32;
-        }
-        const SIGTERM: i32 = 15;
-        // SAFETY: kill(2) takes a pid and a signal number and touches no memory of ours.
-        unsafe {
-            kill(pid as i32, SIGTERM);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
-}
